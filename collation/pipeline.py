@@ -1,0 +1,163 @@
+"""The whole collation in one process: features, scores, correspondences, files on disk.
+
+The command line calls ``run_collation`` then ``write_results``; the service runs the same steps as
+RQ jobs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import __version__, defaults
+from .correspondences import PairResult, collate
+from .errors import InputError
+from .features import extract_features, extract_square_features, load_backbone, resolve_device
+from .illustrations import Illustration
+from .similarity import SIMILARITIES, score_features_matrix, score_matrix
+
+Stage = Callable[[str, int, int], None]
+"""Progress of a named stage: ``stage(name, done, total)``."""
+
+
+@dataclass
+class Manuscript:
+    """A named, ordered list of illustrations: its position in the list is the illustration's index."""
+
+    name: str
+    illustrations: list[Illustration]
+
+
+@dataclass
+class CollationResult:
+    manuscripts: list[Manuscript]
+    options: dict
+    pairs: dict[tuple[int, int], PairResult] = field(default_factory=dict)
+
+
+def _options(**options) -> dict:
+    if options["similarity"] not in SIMILARITIES:
+        raise InputError(f"unknown similarity {options['similarity']!r}: choose one of {', '.join(SIMILARITIES)}",
+                         field="similarity")
+    if options["kernel"] not in ("reference", "paper"):
+        raise InputError(f"unknown kernel {options['kernel']!r}: choose reference or paper", field="kernel")
+    return options
+
+
+def run_collation(
+    manuscripts: Sequence[Manuscript],
+    *,
+    backbone: str = defaults.BACKBONE,
+    similarity: str = defaults.SIMILARITY,
+    device: str = "auto",
+    seed: int = defaults.SEED,
+    kernel: str = defaults.KERNEL,
+    normalization: str = defaults.NORMALIZATION,
+    propagation: str = defaults.PROPAGATION,
+    orientation: str = "forward",
+    weights_dir: str | Path | None = None,
+    progress: Stage | None = None,
+) -> CollationResult:
+    """Collates two or more manuscripts: every pair of manuscripts gets S, N_S and P_S."""
+    if len(manuscripts) < 2:
+        raise InputError("a collation needs two or more manuscripts", field="manuscripts")
+    names = [m.name for m in manuscripts]
+    if len(set(names)) != len(names):
+        raise InputError(f"manuscript names must be unique: {names}", field="manuscripts")
+    options = _options(backbone=backbone, similarity=similarity, seed=seed, kernel=kernel,
+                       normalization=normalization, propagation=propagation, orientation=orientation)
+    model = load_backbone(backbone, device=resolve_device(device), weights_dir=weights_dir)
+
+    def stage(name: str) -> Callable[[int, int], None] | None:
+        return (lambda done, total: progress(name, done, total)) if progress else None
+
+    features = []
+    for m in manuscripts:
+        images = [ill.image for ill in m.illustrations]
+        if similarity == "s_features":
+            features.append(extract_square_features(images, model, progress=stage(f"features {m.name}")))
+        else:
+            features.append(extract_features(images, model, progress=stage(f"features {m.name}")))
+    del model
+    scores = {}
+    for a in range(len(manuscripts)):
+        for b in range(a + 1, len(manuscripts)):
+            label = f"scores {names[a]}-{names[b]}"
+            if similarity == "s_features":
+                scores[(a, b)] = score_features_matrix(features[a], features[b])
+            else:
+                scores[(a, b)] = score_matrix(features[a], features[b], similarity=similarity, seed=seed,
+                                              kernel=kernel, progress=stage(label))
+    result = CollationResult(list(manuscripts), options)
+    result.pairs = collate(scores, normalization=normalization, propagation=propagation, orientation=orientation)
+    return result
+
+
+def _save_npy(path: Path, array: np.ndarray) -> None:
+    tmp = path.with_name(path.name + ".tmp.npy")
+    np.save(tmp, array)
+    os.replace(tmp, path)
+
+
+def _write_json(path: Path, data: object) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+
+
+def pair_name(result: CollationResult, a: int, b: int) -> str:
+    return f"{result.manuscripts[a].name}-{result.manuscripts[b].name}"
+
+
+def correspondences(result: CollationResult, a: int, b: int) -> list[dict]:
+    """For each illustration of manuscript a, its best match in b by P_S, with all three scores."""
+    pr = result.pairs[(a, b)]
+    two = {tuple(p) for p in pr.two_cycles.tolist()}
+    three = {tuple(p) for p in pr.three_cycles.tolist()}
+    rows = []
+    for i, j in enumerate(pr.P_S.argmax(axis=1).tolist() if pr.P_S.size else []):
+        rows.append({
+            "source": {"index": i, "id": result.manuscripts[a].illustrations[i].id},
+            "match": {"index": j, "id": result.manuscripts[b].illustrations[j].id},
+            "S": float(pr.S[i, j]), "N_S": float(pr.N_S[i, j]), "P_S": float(pr.P_S[i, j]),
+            "two_cycle": (i, j) in two, "three_cycle": (i, j) in three,
+        })
+    return rows
+
+
+def write_results(result: CollationResult, out_dir: str | Path) -> Path:
+    """Writes each pair's matrices as .npy under ``A-B/``, ``collation.json`` and ``correspondences.json``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for (a, b), pr in result.pairs.items():
+        folder = out / pair_name(result, a, b)
+        folder.mkdir(exist_ok=True)
+        for name in ("S", "N_S", "P_S"):
+            _save_npy(folder / f"{name}.npy", getattr(pr, name))
+    _write_json(out / "collation.json", {
+        "software": {"name": "image-collation", "version": __version__},
+        "options": result.options,
+        "torch": torch.__version__,
+        "manuscripts": [
+            {"name": m.name, "illustrations": [
+                {"index": k, "id": ill.id, "label": ill.label, **ill.source} for k, ill in enumerate(m.illustrations)
+            ]} for m in result.manuscripts
+        ],
+        "pairs": [pair_name(result, a, b) for a, b in result.pairs],
+    })
+    _write_json(out / "correspondences.json", {
+        "similarity": result.options["similarity"],
+        "pairs": [{
+            "pair": [result.manuscripts[a].name, result.manuscripts[b].name],
+            "two_cycles": pr.two_cycles.tolist(),
+            "three_cycles": pr.three_cycles.tolist(),
+            "matches": correspondences(result, a, b),
+        } for (a, b), pr in result.pairs.items()],
+    })
+    return out

@@ -1,0 +1,34 @@
+"""Synthetic illustrations the tests draw themselves (no real manuscript images in the repository)."""
+
+from __future__ import annotations
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFilter
+
+PAPER = (232, 220, 190)
+
+
+def drawing(seed: int, size: tuple[int, int] = (320, 256)) -> Image.Image:
+    """A synthetic 'illustration': random strokes and ellipses on parchment-coloured paper."""
+    rng = np.random.default_rng(seed)
+    w, h = size
+    image = Image.new("RGB", size, PAPER)
+    draw = ImageDraw.Draw(image)
+    for _ in range(30):
+        x0, y0 = int(rng.integers(0, w - 40)), int(rng.integers(0, h - 40))
+        x1, y1 = x0 + int(rng.integers(10, 90)), y0 + int(rng.integers(10, 90))
+        colour = tuple(int(v) for v in rng.integers(0, 180, 3))
+        if rng.random() < 0.5:
+            draw.ellipse([x0, y0, x1, y1], outline=colour, width=3)
+        else:
+            draw.line([x0, y0, x1, y1], fill=colour, width=4)
+    return image
+
+
+def restyled_copy(image: Image.Image, matrix=(1.08, 0.08, -12, -0.06, 0.95, 10)) -> Image.Image:
+    """Another 'copyist's' version: an affine warp, other colours, softer strokes."""
+    warped = image.transform(image.size, Image.Transform.AFFINE, matrix, resample=Image.Resampling.BICUBIC,
+                             fillcolor=PAPER)
+    pixels = np.asarray(warped, dtype=np.float32)
+    tinted = np.clip(pixels[..., [1, 2, 0]] * 0.9 + 15, 0, 255).astype(np.uint8)  # swap colour channels
+    return Image.fromarray(tinted).filter(ImageFilter.GaussianBlur(1.2))
