@@ -77,7 +77,7 @@ def cmd_match(args: argparse.Namespace) -> int:
     result = run_collation(
         manuscripts, backbone=args.backbone, similarity=args.similarity, device=args.device, seed=args.seed,
         kernel=args.kernel, normalization=args.normalization, propagation=args.propagation,
-        orientation=args.orientation, weights_dir=args.weights_dir, progress=_progress_bar(),
+        orientation=args.orientation, weights_dir=args.weights_dir, float16=args.float16, progress=_progress_bar(),
     )
     out = write_results(result, args.out)
     for (a, b), pr in result.pairs.items():
@@ -146,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     match.add_argument("--orientation", default="forward", choices=ORIENTATIONS, help="direction of 3-cycles")
     match.add_argument("--device", default="auto", help="auto, cpu or cuda")
     match.add_argument("--seed", type=int, default=defaults.SEED)
+    match.add_argument("--float16", action="store_true", help="store features as float16 (half the memory)")
     match.add_argument("--folios", action="append", metavar="NAME=DIR",
                        help="folio images of a VIA manuscript (default: the VIA file's folder)")
     match.add_argument("--skip-missing-folios", action="store_true",

@@ -62,6 +62,7 @@ def run_collation(
     propagation: str = defaults.PROPAGATION,
     orientation: str = "forward",
     weights_dir: str | Path | None = None,
+    float16: bool = False,
     progress: Stage | None = None,
 ) -> CollationResult:
     """Collates two or more manuscripts: every pair of manuscripts gets S, N_S and P_S."""
@@ -77,13 +78,14 @@ def run_collation(
     def stage(name: str) -> Callable[[int, int], None] | None:
         return (lambda done, total: progress(name, done, total)) if progress else None
 
+    dtype = torch.float16 if float16 else torch.float32
     features = []
     for m in manuscripts:
         images = [ill.image for ill in m.illustrations]
         if similarity == "s_features":
-            features.append(extract_square_features(images, model, progress=stage(f"features {m.name}")))
+            features.append(extract_square_features(images, model, dtype=dtype, progress=stage(f"features {m.name}")))
         else:
-            features.append(extract_features(images, model, progress=stage(f"features {m.name}")))
+            features.append(extract_features(images, model, dtype=dtype, progress=stage(f"features {m.name}")))
     del model
     scores = {}
     for a in range(len(manuscripts)):

@@ -32,7 +32,8 @@ def two_folders(tmp_path_factory):
 @pytest.fixture(scope="module")
 def matched(two_folders, tmp_path_factory):
     out = tmp_path_factory.mktemp("out")
-    assert main(["match", f"A={two_folders / 'A'}", f"B={two_folders / 'B'}", "--out", str(out), "--device", "cpu"]) == 0
+    args = ["match", f"A={two_folders / 'A'}", f"B={two_folders / 'B'}", "--out", str(out), "--device", "cpu"]
+    assert main(args) == 0
     return out
 
 
@@ -106,4 +107,5 @@ def test_installed_command_prints_no_traceback(tmp_path):
     proc = subprocess.run([str(collate), "evaluate", str(tmp_path), "--ground-truth", "x.json", "--pair", "A,B"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
-    assert proc.stderr.strip() == f"collate: error: {tmp_path}: not a collation output folder (no readable collation.json)"
+    expected = f"collate: error: {tmp_path}: not a collation output folder (no readable collation.json)"
+    assert proc.stderr.strip() == expected

@@ -73,9 +73,9 @@ def test_propagation_equals_the_dense_formula():
     n = rng.random((70, 50))
     seeds = np.array([[0, 0], [10, 12], [40, 35], [69, 49], [35, 2]])
     dense = n.copy()
-    for (k, l) in seeds:
+    for k, m in seeds:
         i, j = np.meshgrid(np.arange(70), np.arange(50), indexing="ij")
-        dense *= 1 + 0.25 * np.exp(-((i - k) ** 2 + (j - l) ** 2) / (2 * 5.0**2))
+        dense *= 1 + 0.25 * np.exp(-((i - k) ** 2 + (j - m) ** 2) / (2 * 5.0**2))
     assert np.allclose(propagate(n, seeds), dense, rtol=1e-8, atol=0)
     assert np.isclose(propagate(n, seeds[:1])[0, 0], n[0, 0] * 1.25)  # a seed boosts itself
     assert np.array_equal(propagate(n, np.zeros((0, 2))), n)

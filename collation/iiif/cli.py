@@ -1,0 +1,86 @@
+"""Manifests on the command line: options of ``collate match`` and the ``collate regions`` command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..illustrations import Illustration
+from .http import Fetcher, default_cache_dir, fetcher_from_env
+from .regions import RegionSelector
+from .sources import format_regions_report, list_regions, load_manuscript_regions
+
+
+def add_manifest_options(parser: argparse.ArgumentParser) -> None:
+    """Options that say how manifests are read and fetched."""
+    group = parser.add_argument_group("IIIF manifests")
+    group.add_argument(
+        "--selector",
+        metavar="SPEC",
+        help="which annotations are illustrations, e.g. motivation=tagging,tag=illustration "
+        "(default: every non-painting annotation with a region)",
+    )
+    group.add_argument("--whole-canvases", action="store_true", help="use every canvas whole as an illustration")
+    group.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="fetch from HOST even if it resolves to a private or loopback address "
+        "(also $COLLATION_ALLOWED_HOSTS, comma-separated)",
+    )
+    group.add_argument(
+        "--cache-dir",
+        help="on-disk cache of fetched documents and images "
+        "(default $COLLATION_IIIF_CACHE_DIR or ~/.cache/image-collation/iiif)",
+    )
+
+
+def make_fetcher(args: argparse.Namespace) -> Fetcher:
+    """A polite, cached fetcher configured from the options and the environment."""
+    return fetcher_from_env(allowed_hosts=args.allow_host, cache_dir=args.cache_dir,
+                            fallback_cache_dir=default_cache_dir())
+
+
+def manifest_illustrations(source: str, args: argparse.Namespace) -> list[Illustration]:
+    """The illustrations of a manifest, fetched at the size the features need; problems go to stderr."""
+    result = load_manuscript_regions(
+        source,
+        fetcher=make_fetcher(args),
+        selector=RegionSelector.parse(args.selector),
+        whole_canvases=args.whole_canvases,
+    )
+    for problem in result.problems:
+        print(f"collate: warning: {source}: {problem.message}", file=sys.stderr)
+    return [
+        Illustration(
+            f"{region.canvas_id}#xywh={','.join(map(str, region.xywh))}",
+            region.label,
+            image,
+            {
+                "manifest": result.manifest.id,
+                "canvas": region.canvas_id,
+                "xywh": list(region.xywh),
+                "region_index": region.index,
+            },
+        )
+        for region, image in zip(result.regions, result.images, strict=True)
+    ]
+
+
+def cmd_regions(args: argparse.Namespace) -> int:
+    manifest, regions, problems = list_regions(
+        args.manifest,
+        fetcher=make_fetcher(args),
+        selector=RegionSelector.parse(args.selector),
+        whole_canvases=args.whole_canvases,
+    )
+    sys.stdout.write(format_regions_report(manifest, regions, problems))
+    return 0
+
+
+def add_regions_command(subparsers: argparse._SubParsersAction) -> None:
+    regions = subparsers.add_parser("regions", help="list the illustration regions a IIIF manifest carries")
+    regions.add_argument("manifest", help="manifest URL or local file")
+    add_manifest_options(regions)
+    regions.set_defaults(handler=cmd_regions)

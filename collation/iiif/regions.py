@@ -1,0 +1,570 @@
+"""Illustration regions of a manifest: from its annotations, from the request, or whole canvases.
+
+The order of the regions is the order of the manuscript (canvas order, then annotation order),
+never a spatial sort: propagation of correspondences depends on it. Coordinates are integers in
+canvas units, clipped to the canvas.
+
+API::
+
+    regions, problems = find_regions(manifest, fetcher=fetcher,
+                                     selector=RegionSelector(),      # which annotations count
+                                     given=None,                     # [{"canvas": id, "xywh": "x,y,w,h"}]
+                                     whole_canvases=False)
+    selector = RegionSelector.parse("motivation=tagging,tag=illustration")
+    box = svg_bounding_box('<svg><path d="M10,10 L50,10 L50,40z"/></svg>')   # (x, y, w, h) or None
+
+``find_regions`` returns the regions it could read and a list of ``RegionProblem`` for the rest
+(an annotation list that failed to load, a target outside the manifest, an empty box); it raises
+only for unusable requests (``given`` regions that name no canvas of the manifest) or caps.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from collation.errors import CollationError, InputError
+from collation.iiif.errors import LimitError
+from collation.iiif.manifests import (
+    AnnotationSource,
+    Canvas,
+    Manifest,
+    as_list,
+    bare,
+    json_id,
+    json_type,
+    label_text,
+    parse_xywh,
+)
+
+if TYPE_CHECKING:
+    from collation.iiif.http import Fetcher
+
+MAX_REGIONS = 20_000
+"""Cap on regions per manifest (the largest manuscript of the paper has 839 illustrations)."""
+
+MAX_ANNOTATION_PAGES = 1_000
+"""Cap on annotation lists/pages read per manifest, including ``next`` pages."""
+
+MAX_SVG_CHARS = 1_000_000
+"""SVG selectors longer than this are not parsed."""
+
+
+@dataclass(frozen=True)
+class Region:
+    """One illustration: a rectangle of a canvas, in canvas units (integers).
+
+    ``index`` is the region's position in the manuscript's order (0-based); ``annotation_id`` is
+    the id of the annotation it came from, if any.
+    """
+
+    index: int
+    canvas_id: str
+    canvas_index: int
+    xywh: tuple[int, int, int, int]
+    label: str
+    annotation_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready form, for storage and for the service."""
+        return {
+            "index": self.index,
+            "canvas_id": self.canvas_id,
+            "canvas_index": self.canvas_index,
+            "xywh": list(self.xywh),
+            "label": self.label,
+            "annotation_id": self.annotation_id,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Region:
+        """Inverse of ``to_dict``."""
+        x, y, w, h = (int(v) for v in data["xywh"])
+        return cls(
+            index=int(data["index"]),
+            canvas_id=str(data["canvas_id"]),
+            canvas_index=int(data["canvas_index"]),
+            xywh=(x, y, w, h),
+            label=str(data.get("label", "")),
+            annotation_id=data.get("annotation_id"),
+        )
+
+
+@dataclass(frozen=True)
+class RegionProblem:
+    """Why something that might have been a region is not one; reported, not raised."""
+
+    message: str
+    canvas_id: str | None = None
+    source: str | None = None  # annotation list URL or annotation id
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass(frozen=True)
+class RegionSelector:
+    """Which annotations are illustrations.
+
+    By default every non-painting annotation with a region. Otherwise an annotation must match
+    every criterion given: one of ``motivations`` (``tagging`` and ``oa:tagging`` are the same),
+    one of ``tags`` (tag bodies, case-insensitive) and ``text`` (a substring of any body text,
+    case-insensitive). Painting annotations are never illustrations.
+    """
+
+    motivations: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    text: str | None = None
+
+    @classmethod
+    def parse(cls, spec: str | None) -> RegionSelector:
+        """From a command-line string: ``motivation=tagging,tag=illustration,text=figure``."""
+        if not spec:
+            return cls()
+        motivations: list[str] = []
+        tags: list[str] = []
+        text = None
+        for part in spec.split(","):
+            key, sep, value = part.partition("=")
+            key, value = key.strip().lower(), value.strip()
+            if not sep or not value:
+                raise InputError(f"region selector {spec!r}: expected key=value, got {part!r}", field="selector")
+            if key in ("motivation", "motivations"):
+                motivations.append(value)
+            elif key in ("tag", "tags"):
+                tags.append(value)
+            elif key == "text":
+                text = value
+            else:
+                raise InputError(
+                    f"region selector {spec!r}: unknown key {key!r} (use motivation, tag or text)",
+                    field="selector",
+                )
+        return cls(tuple(motivations), tuple(tags), text)
+
+    def accepts(self, motivations: Sequence[str], tags: Sequence[str], texts: Sequence[str]) -> bool:
+        """Whether an annotation with these (bare, lower-case) motivations and body texts is selected."""
+        if "painting" in motivations:
+            return False
+        if self.motivations and not {bare(m) for m in self.motivations} & set(motivations):
+            return False
+        if self.tags and not {t.lower() for t in self.tags} & {t.lower().strip() for t in tags}:
+            return False
+        if self.text:
+            needle = self.text.lower()
+            if not any(needle in t.lower() for t in [*texts, *tags]):
+                return False
+        return True
+
+
+# -- SVG -----------------------------------------------------------------------------------------
+
+_SVG_ELEMENT = re.compile(r"<\s*(path|rect|circle|ellipse|polygon|polyline|line)\b([^>]*)>", re.IGNORECASE)
+_SVG_ATTR = re.compile(r"([\w:-]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_PATH_TOKEN = re.compile(rf"[MmLlHhVvCcSsQqTtAaZz]|{_NUMBER}")
+_PATH_ARGS = {"m": 2, "l": 2, "h": 1, "v": 1, "c": 6, "s": 4, "q": 4, "t": 2, "a": 7, "z": 0}
+
+
+def _float(text: str | None) -> float | None:
+    if text is None:
+        return None
+    match = re.match(rf"\s*({_NUMBER})", text)
+    if match is None:
+        return None
+    value = float(match.group(1))
+    return value if math.isfinite(value) else None
+
+
+def _path_points(d: str) -> list[tuple[float, float]]:
+    """End and control points of an SVG path; their bounding box contains the drawn shape (arcs
+    excepted, which Mirador does not draw anyway)."""
+    tokens = _PATH_TOKEN.findall(d)[:200_000]
+    points: list[tuple[float, float]] = []
+    x = y = start_x = start_y = 0.0
+    command = ""
+    i = 0
+    while i < len(tokens):
+        if tokens[i].isalpha():
+            command = tokens[i]
+            i += 1
+            if command.lower() == "z":
+                x, y = start_x, start_y
+                command = ""  # numbers right after a closepath are an error: skip them
+                continue
+        if not command:
+            i += 1
+            continue
+        lower = command.lower()
+        count = _PATH_ARGS[lower]
+        args = tokens[i : i + count]
+        if len(args) < count or any(a.isalpha() for a in args):
+            i += 1
+            continue
+        values = [float(a) for a in args]
+        i += count
+        relative = command.islower()
+        ox, oy = (x, y) if relative else (0.0, 0.0)
+        if lower == "h":
+            x = values[0] + (x if relative else 0.0)
+            points.append((x, y))
+        elif lower == "v":
+            y = values[0] + (y if relative else 0.0)
+            points.append((x, y))
+        elif lower == "a":
+            x, y = values[5] + ox, values[6] + oy
+            points.append((x, y))
+        else:
+            pairs = [(values[k] + ox, values[k + 1] + oy) for k in range(0, count, 2)]
+            points.extend(pairs)
+            x, y = pairs[-1]
+            if lower == "m":
+                start_x, start_y = x, y
+                command = "l" if relative else "L"  # further pairs after a moveto are linetos
+    return [p for p in points if math.isfinite(p[0]) and math.isfinite(p[1])]
+
+
+def svg_bounding_box(svg: Any) -> tuple[float, float, float, float] | None:
+    """Bounding box (x, y, w, h) of the shapes of an SVG selector, or None if it draws nothing.
+
+    Parsed with regular expressions, not an XML parser: selectors come from third parties and
+    need no entities, namespaces or validation to yield a box. Transforms are ignored.
+    """
+    if not isinstance(svg, str) or len(svg) > MAX_SVG_CHARS:
+        return None
+    points: list[tuple[float, float]] = []
+    for element, attributes in _SVG_ELEMENT.findall(svg):
+        attrs = {m[0].lower(): html.unescape(m[1] or m[2]) for m in _SVG_ATTR.findall(attributes)}
+        kind = element.lower()
+        get = attrs.get
+        if kind == "path" and "d" in attrs:
+            points.extend(_path_points(attrs["d"]))
+        elif kind == "rect":
+            x, y, w, h = (
+                _float(get("x", "0")),
+                _float(get("y", "0")),
+                _float(get("width")),
+                _float(get("height")),
+            )
+            if None not in (x, y, w, h):
+                points += [(x, y), (x + w, y + h)]  # type: ignore[operator]
+        elif kind in ("circle", "ellipse"):
+            cx, cy = _float(get("cx", "0")), _float(get("cy", "0"))
+            rx = _float(get("r") if kind == "circle" else get("rx"))
+            ry = _float(get("r") if kind == "circle" else get("ry"))
+            if None not in (cx, cy, rx, ry):
+                points += [(cx - rx, cy - ry), (cx + rx, cy + ry)]  # type: ignore[operator]
+        elif kind in ("polygon", "polyline") and "points" in attrs:
+            numbers = [float(n) for n in re.findall(_NUMBER, attrs["points"])[:200_000]]
+            points += [(numbers[k], numbers[k + 1]) for k in range(0, len(numbers) - 1, 2)]
+        elif kind == "line":
+            coords = [_float(get(k, "0")) for k in ("x1", "y1", "x2", "y2")]
+            if None not in coords:
+                points += [(coords[0], coords[1]), (coords[2], coords[3])]  # type: ignore[list-item]
+    points = [p for p in points if math.isfinite(p[0]) and math.isfinite(p[1])]
+    if not points:
+        return None
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    return min(xs), min(ys), max(xs) - min(xs), max(ys) - min(ys)
+
+
+# -- annotations ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """A selector reduced to a rectangle: pixel or percent units of the canvas."""
+
+    unit: str
+    xywh: tuple[float, float, float, float]
+
+
+def _selector_shape(selector: Any, depth: int = 0) -> _Shape | None:
+    """A rectangle from a selector: FragmentSelector xywh first, else an SVG bounding box."""
+    if depth > 4:
+        return None
+    candidates = as_list(selector)
+    for item in candidates:
+        if isinstance(item, dict) and bare(json_type(item)) == "fragmentselector":
+            parsed = parse_xywh(item.get("value"))
+            if parsed:
+                return _Shape(*parsed)
+        if isinstance(item, dict) and bare(json_type(item)) == "choice":
+            inner = [item.get("default"), *as_list(item.get("item")), *as_list(item.get("items"))]
+            shape = _selector_shape([i for i in inner if i is not None], depth + 1)
+            if shape:
+                return shape
+    for item in candidates:
+        if isinstance(item, dict) and bare(json_type(item)) == "svgselector":
+            box = svg_bounding_box(item.get("value", item.get("chars")))
+            if box and box[2] > 0 and box[3] > 0:
+                return _Shape("pixel", box)
+    return None
+
+
+def _target_shape(target: Any) -> tuple[str | None, _Shape | None]:
+    """(canvas id, rectangle) of an annotation target: ``canvas#xywh=…`` or a SpecificResource."""
+    if isinstance(target, str):
+        source, _, fragment = target.partition("#")
+        parsed = parse_xywh(fragment) if fragment else None
+        return source.strip() or None, _Shape(*parsed) if parsed else None
+    if isinstance(target, dict):
+        if bare(json_type(target)) == "specificresource" or "selector" in target:
+            source = json_id(target.get("source", target.get("full")))
+            source = source.partition("#")[0] if source else None
+            return source, _selector_shape(target.get("selector"))
+        canvas = json_id(target)
+        if canvas:
+            return _target_shape(canvas)
+    return None, None
+
+
+def _bodies(annotation: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(texts, tags) of an annotation's bodies (3.0 ``body``/``bodyValue``, 2.x ``resource``)."""
+    texts: list[str] = []
+    tags: list[str] = []
+    if isinstance(annotation.get("bodyValue"), str):
+        texts.append(annotation["bodyValue"])
+    queue = as_list(annotation.get("body")) + as_list(annotation.get("resource"))
+    seen = 0
+    while queue and seen < 100:
+        seen += 1
+        body = queue.pop(0)
+        if not isinstance(body, dict):
+            continue
+        kind = bare(json_type(body))
+        if kind == "choice":
+            queue.extend(as_list(body.get("items")) + as_list(body.get("item")) + as_list(body.get("default")))
+            continue
+        value = body.get("value", body.get("chars"))
+        if not isinstance(value, str):
+            continue
+        purposes = {bare(p) for p in as_list(body.get("purpose")) if isinstance(p, str)}
+        if kind == "tag" or "tagging" in purposes:
+            tags.append(value)
+        else:
+            texts.append(value)
+    return texts, tags
+
+
+def _plain(text: str, limit: int = 80) -> str:
+    """Display text from a body value that may be HTML."""
+    text = html.unescape(re.sub(r"<[^>]*>", " ", text))
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _annotations_in(doc: Any) -> tuple[list[Any], str | None]:
+    """(annotations, next page URL) of an AnnotationList (2.x) or AnnotationPage (3.0)."""
+    if isinstance(doc, list):
+        return doc, None
+    if not isinstance(doc, dict):
+        return [], None
+    kind = bare(json_type(doc))
+    if kind == "annotation":
+        return [doc], None
+    items = doc.get("resources") if isinstance(doc.get("resources"), list) else doc.get("items")
+    following = json_id(doc.get("next"))
+    return (items if isinstance(items, list) else []), following
+
+
+def _to_canvas(shape: _Shape, canvas: Canvas) -> tuple[int, int, int, int] | None:
+    """Integer pixel rectangle in canvas units, clipped to the canvas; None when empty."""
+    x, y, w, h = shape.xywh
+    width, height = canvas.width, canvas.height
+    if shape.unit == "percent":
+        if not width or not height:
+            return None
+        x, y, w, h = x * width / 100, y * height / 100, w * width / 100, h * height / 100
+    x0, y0, x1, y1 = round(x), round(y), round(x + w), round(y + h)
+    if width and height:
+        x0, y0 = max(0, min(x0, width)), max(0, min(y0, height))
+        x1, y1 = max(0, min(x1, width)), max(0, min(y1, height))
+    else:
+        x0, y0 = max(0, x0), max(0, y0)
+    if x1 <= x0 or y1 <= y0:
+        return None
+    return x0, y0, x1 - x0, y1 - y0
+
+
+def _load_sources(
+    sources: Iterable[tuple[AnnotationSource, Canvas | None]],
+    fetcher: Fetcher | None,
+    problems: list[RegionProblem],
+) -> Iterable[tuple[Any, str | None, Canvas | None]]:
+    """Yield (annotation, list URL, canvas that referenced it), fetching lists and ``next`` pages once."""
+    loaded: set[str] = set()
+    pages = 0
+    for source, canvas in sources:
+        canvas_id = canvas.id if canvas else None
+        doc = source.embedded
+        url = source.url
+        while True:
+            if doc is None:
+                if url is None or url in loaded:
+                    break
+                loaded.add(url)
+                pages += 1
+                if pages > MAX_ANNOTATION_PAGES:
+                    problems.append(
+                        RegionProblem(f"more than {MAX_ANNOTATION_PAGES} annotation pages: the rest are ignored")
+                    )
+                    return
+                if fetcher is None:
+                    problems.append(RegionProblem(f"annotation list {url} not fetched (no fetcher)", canvas_id, url))
+                    break
+                try:
+                    doc, _final = fetcher.get_json(url, what="annotation list")
+                except CollationError as exc:
+                    problems.append(RegionProblem(exc.message, canvas_id, url))
+                    break
+            elif url is not None:
+                loaded.add(url)
+            annotations, following = _annotations_in(doc)
+            for annotation in annotations:
+                yield annotation, url, canvas
+            doc, url = None, following
+            if following is None:
+                break
+
+
+def _annotated_regions(
+    manifest: Manifest,
+    fetcher: Fetcher | None,
+    selector: RegionSelector,
+    problems: list[RegionProblem],
+) -> list[tuple[int, str, tuple[int, int, int, int], str, str | None]]:
+    by_id = {canvas.id: canvas for canvas in manifest.canvases}
+    sources = [(s, c) for c in manifest.canvases for s in c.annotation_sources]
+    sources += [(s, None) for s in manifest.annotation_sources]
+    found = []
+    seen: set[tuple[str | None, str, tuple[int, int, int, int]]] = set()
+    for annotation, list_url, _referrer in _load_sources(sources, fetcher, problems):
+        if not isinstance(annotation, dict):
+            continue
+        motivations = [bare(m) for m in as_list(annotation.get("motivation")) if isinstance(m, str)]
+        texts, tags = _bodies(annotation)
+        if not selector.accepts(motivations, tags, texts):
+            continue
+        annotation_id = json_id(annotation)
+        targets = as_list(annotation.get("target", annotation.get("on")))
+        for target in targets[:1]:
+            canvas_id, shape = _target_shape(target)
+            if shape is None:
+                break  # no region: a whole-canvas or point annotation, not an illustration box
+            canvas = by_id.get(canvas_id or "")
+            if canvas is None:
+                problems.append(
+                    RegionProblem(
+                        f"annotation {annotation_id or '(no id)'} targets {canvas_id or 'nothing'}, "
+                        "which is not a canvas of this manifest",
+                        canvas_id,
+                        list_url,
+                    )
+                )
+                break
+            xywh = _to_canvas(shape, canvas)
+            if xywh is None:
+                problems.append(
+                    RegionProblem(
+                        f"annotation {annotation_id or '(no id)'} on canvas {canvas.id}: empty region "
+                        f"{shape.unit} {shape.xywh} (outside the canvas, or a percent region on a canvas "
+                        "of unknown size)",
+                        canvas.id,
+                        list_url,
+                    )
+                )
+                break
+            key = (annotation_id, canvas.id, xywh)
+            if annotation_id is not None and key in seen:
+                break
+            seen.add(key)
+            text = next((_plain(t) for t in texts if _plain(t)), "")
+            label = f"{canvas.label}: {text}" if text else canvas.label
+            found.append((canvas.index, canvas.id, xywh, label, annotation_id))
+    return found
+
+
+def _given_regions(
+    manifest: Manifest, given: Sequence[Any]
+) -> list[tuple[int, str, tuple[int, int, int, int], str, str | None]]:
+    by_id = {canvas.id: canvas for canvas in manifest.canvases}
+    found = []
+    for position, entry in enumerate(given):
+        name = f"regions[{position}]"
+        if isinstance(entry, dict):
+            canvas_ref, xywh_value, label = entry.get("canvas"), entry.get("xywh"), entry.get("label")
+        elif isinstance(entry, list | tuple) and len(entry) == 2:
+            (canvas_ref, xywh_value), label = entry, None
+        else:
+            raise InputError(f"{name}: expected {{'canvas': id, 'xywh': 'x,y,w,h'}}, got {entry!r:.80}", field=name)
+        if isinstance(canvas_ref, int) and not isinstance(canvas_ref, bool):
+            if not 0 <= canvas_ref < len(manifest.canvases):
+                raise InputError(
+                    f"{name}: canvas index {canvas_ref} is not in {manifest.url or manifest.id}", field=name
+                )
+            canvas = manifest.canvases[canvas_ref]
+        else:
+            canvas = by_id.get(str(canvas_ref))
+            if canvas is None:
+                raise InputError(
+                    f"{name}: canvas {canvas_ref!r} is not a canvas of {manifest.url or manifest.id}",
+                    field=name,
+                )
+        if isinstance(xywh_value, list | tuple) and len(xywh_value) == 4:
+            xywh_value = ",".join(str(v) for v in xywh_value)
+        parsed = parse_xywh(xywh_value)
+        if parsed is None:
+            raise InputError(f"{name}: xywh {xywh_value!r:.80} is not x,y,w,h", field=f"{name}.xywh")
+        xywh = _to_canvas(_Shape(*parsed), canvas)
+        if xywh is None:
+            raise InputError(f"{name}: xywh {xywh_value!r:.80} is empty on canvas {canvas.id}", field=f"{name}.xywh")
+        text = label_text(label) if label is not None else ""
+        found.append((canvas.index, canvas.id, xywh, text or canvas.label, None))
+    return found
+
+
+def find_regions(
+    manifest: Manifest,
+    *,
+    fetcher: Fetcher | None = None,
+    selector: RegionSelector | None = None,
+    given: Sequence[Any] | None = None,
+    whole_canvases: bool = False,
+    max_regions: int = MAX_REGIONS,
+) -> tuple[list[Region], list[RegionProblem]]:
+    """Regions of a manifest in manuscript order, and the problems met on the way.
+
+    With ``given`` (canvas id or index + xywh per region, for manifests that carry no
+    annotations), those regions; with ``whole_canvases``, one region per canvas that has an image;
+    else the annotations selected by ``selector`` (embedded or fetched through ``fetcher``).
+    """
+    if given is not None and whole_canvases:
+        raise InputError("give regions or ask for whole canvases, not both", field="whole_canvases")
+    problems = [RegionProblem(p, source=manifest.url) for p in manifest.problems]
+    if given is not None:
+        found = _given_regions(manifest, given)
+    elif whole_canvases:
+        found = []
+        for canvas in manifest.canvases:
+            if canvas.image is None or not canvas.width or not canvas.height:
+                problems.append(RegionProblem(f"canvas {canvas.id} has no image or no size: skipped", canvas.id))
+                continue
+            found.append((canvas.index, canvas.id, (0, 0, canvas.width, canvas.height), canvas.label, None))
+    else:
+        found = _annotated_regions(manifest, fetcher, selector or RegionSelector(), problems)
+    if len(found) > max_regions:
+        raise LimitError(
+            f"{manifest.url or manifest.id} has {len(found)} regions, more than the cap of {max_regions}",
+            url=manifest.url,
+        )
+    found.sort(key=lambda item: item[0])  # stable: annotation order within a canvas is kept
+    regions = [
+        Region(index=i, canvas_id=cid, canvas_index=ci, xywh=xywh, label=label, annotation_id=aid)
+        for i, (ci, cid, xywh, label, aid) in enumerate(found)
+    ]
+    return regions, problems

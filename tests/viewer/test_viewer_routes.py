@@ -1,0 +1,221 @@
+"""The viewer's routes against a finished collation written straight into a data store (no Redis, no
+workers): the page, its JSON, thumbnails in image coordinates, and the matrix image with its marks."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from collation.jobs.results import compute_results
+from collation.jobs.scheduling import new_record, resolve_options
+from collation.jobs.store import DataStore
+from collation.service import create_app
+from collation.viewer import routes as viewer_routes
+from collation.viewer.matrix import COLORS, layout
+
+CID = "0123456789abcdef"
+SERVICE_A = "http://images.test/iiif/a"
+SERVICE_B = "http://images.test/iiif/b"
+
+
+def manifest_a() -> dict[str, Any]:
+    """Presentation 3, two canvases of 1000 x 800 painted by 500 x 400 images (canvas = 2 x image)."""
+    canvases = []
+    for f in range(2):
+        cid = f"http://lib.test/a/canvas/{f}"
+        body = {"id": f"{SERVICE_A}{f}/full/max/0/default.jpg", "type": "Image", "format": "image/jpeg",
+                "width": 500, "height": 400,
+                "service": [{"id": f"{SERVICE_A}{f}", "type": "ImageService2",
+                             "profile": "http://iiif.io/api/image/2/level1.json"}]}
+        canvases.append({"id": cid, "type": "Canvas", "label": {"none": [f"f. {f + 1}r"]}, "width": 1000,
+                         "height": 800, "items": [{"id": f"{cid}/p", "type": "AnnotationPage", "items": [
+                             {"id": f"{cid}/a", "type": "Annotation", "motivation": "painting", "body": body,
+                              "target": cid}]}]})
+    return {"@context": "http://iiif.io/api/presentation/3/context.json", "id": "http://lib.test/a/manifest",
+            "type": "Manifest", "label": {"en": ["Codex A"]}, "items": canvases}
+
+
+def manifest_b() -> dict[str, Any]:
+    """Presentation 2.1, one canvas per region, canvas = image = 600 x 900."""
+    canvases = []
+    for f in range(5):
+        cid = f"http://lib.test/b/canvas/{f}"
+        resource = {"@id": f"{SERVICE_B}{f}/full/full/0/default.jpg", "@type": "dctypes:Image", "width": 600,
+                    "height": 900, "service": {"@context": "http://iiif.io/api/image/2/context.json",
+                                               "@id": f"{SERVICE_B}{f}",
+                                               "profile": "http://iiif.io/api/image/2/level1.json"}}
+        canvases.append({"@id": cid, "@type": "sc:Canvas", "label": f"p. {f}", "width": 600, "height": 900,
+                         "images": [{"@type": "oa:Annotation", "motivation": "sc:painting", "resource": resource,
+                                     "on": cid}]})
+    return {"@context": "http://iiif.io/api/presentation/2/context.json", "@id": "http://lib.test/b/manifest",
+            "@type": "sc:Manifest", "label": "Codex B", "sequences": [{"@type": "sc:Sequence", "canvases": canvases}]}
+
+
+def region(index: int, canvas: str, canvas_index: int, xywh: list[int]) -> dict[str, Any]:
+    return {"index": index, "canvas_id": canvas, "canvas_index": canvas_index, "xywh": xywh, "label": "",
+            "annotation_id": None, "digest": f"{index:064d}"}
+
+
+def write_collation(root: Path, status: str = "finished") -> DataStore:
+    """A collation of A (4 regions, two per canvas) and B (regions 0, 1, 3, 4: region 2 was unreadable),
+    whose scores put A's k-th region with B's k-th readable one."""
+    store = DataStore(root)
+    request = {"manifests": ["http://lib.test/a/manifest", "http://lib.test/b/manifest"], "regions": {},
+               "options": {}, "callback_url": None}
+    record = new_record(CID, request, resolve_options(None, {"BACKBONE": "efficientnet-lite0"}), {"CHUNK_PAIRS": 8})
+    record.update(status=status, usable=[0, 1] if status == "finished" else [])
+    store.create_collation(record)
+    if status != "finished":
+        return store
+    regions_a = [region(k, f"http://lib.test/a/canvas/{k // 2}", k // 2, [100, 50 + 400 * (k % 2), 400, 300])
+                 for k in range(4)]
+    regions_b = [region(k, f"http://lib.test/b/canvas/{k}", k, [60, 90, 300, 450]) for k in (0, 1, 3, 4)]
+    store.save_manuscript(CID, 0, {"index": 0, "label": "Codex A", "regions": regions_a, "errors": [],
+                                   "features_key": "a"}, manifest_a())
+    store.save_manuscript(CID, 1, {"index": 1, "label": "Codex B", "regions": regions_b, "errors": [],
+                                   "features_key": "b"}, manifest_b())
+    s = np.full((4, 4), 0.1) + np.eye(4) * 0.8
+    s[3, 2] = 0.85  # A3 is torn between B's positions 2 and 3
+    results = compute_results({(0, 1): s}, record["options"])
+    store.save_results(CID, 0, 1, **results[(0, 1)])
+    return store
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> DataStore:
+    return write_collation(tmp_path / "data")
+
+
+@pytest.fixture
+def client(store: DataStore) -> Any:
+    app = create_app({"DATA_DIR": str(store.root), "REDIS_URL": None, "PUBLIC_URL": "http://collation.test",
+                      "API_TOKENS": [], "TESTING": True})
+    yield app.test_client()
+    app.extensions["collation"].stop.set()
+
+
+def page_config(html: str) -> dict[str, Any]:
+    start = html.index('<script id="viewer-config" type="application/json">') + len(
+        '<script id="viewer-config" type="application/json">')
+    return json.loads(html[start : html.index("</script>", start)])
+
+
+@pytest.mark.parametrize(("query", "version"), [("", "4.0.0"), ("?mirador=3&pair=1,0", "3.4.3")])
+def test_view_page(client: Any, query: str, version: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    vendor = tmp_path / "static" / "vendor"
+    vendor.mkdir(parents=True)
+    (vendor / f"mirador-{version}.min.js").write_text("window.Mirador = {};")
+    monkeypatch.setattr(viewer_routes, "STATIC", tmp_path / "static")
+    r = client.get(f"/api/v1/collations/{CID}/view{query}")
+    assert r.status_code == 200 and r.mimetype == "text/html"
+    html = r.get_data(as_text=True)
+    config = page_config(html)
+    assert config["id"] == CID and config["api"] == "http://collation.test/api/v1"
+    assert config["pair"] == ([1, 0] if "pair" in query else [0, 1])
+    assert config["mirador"] == {"version": version, "installed": True}
+    assert f'<script src="/api/v1/viewer/static/vendor/mirador-{version}.min.js"></script>' in html
+    assert '<div id="mirador">' in html
+
+
+def test_view_page_says_when_mirador_is_missing(client: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(viewer_routes, "STATIC", tmp_path / "nothing")
+    html = client.get(f"/api/v1/collations/{CID}/view").get_data(as_text=True)
+    assert "scripts/setup.sh" in html and "mirador-4.0.0.min.js" not in html
+
+
+def test_static_assets_are_served(client: Any) -> None:
+    for name, kind in (("viewer.js", "javascript"), ("viewer.css", "css")):
+        r = client.get(f"/api/v1/viewer/static/{name}")
+        assert r.status_code == 200 and kind in r.mimetype
+        r.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "status"),
+    [
+        ("/api/v1/collations/ffffffffffffffff/view", 404),
+        ("/api/v1/collations/not-an-id/view", 404),
+        (f"/api/v1/collations/{CID}/view?pair=0,0", 400),
+        (f"/api/v1/collations/{CID}/view?mirador=2", 400),
+        (f"/api/v1/collations/{CID}/matrix.png?score=best", 400),
+        (f"/api/v1/collations/{CID}/matrix.png?pair=0,2", 400),
+        ("/api/v1/collations/ffffffffffffffff/matrix.png", 404),
+        ("/api/v1/collations/ffffffffffffffff/view.json", 404),
+    ],
+)
+def test_errors_are_problems(client: Any, url: str, status: int) -> None:
+    r = client.get(url)
+    assert r.status_code == status
+    assert r.mimetype == "application/problem+json"
+
+
+def test_view_json_gives_manifests_and_thumbnails_in_image_pixels(client: Any) -> None:
+    doc = client.get(f"/api/v1/collations/{CID}/view.json?pair=0,1").get_json()
+    assert doc["pair"] == [0, 1]
+    assert [m["manifest"] for m in doc["manuscripts"]] == [
+        f"http://collation.test/api/v1/collations/{CID}/manifests/0",
+        f"http://collation.test/api/v1/collations/{CID}/manifests/1",
+    ]
+    a3 = doc["regions"]["0"]["3"]
+    assert a3["canvas"] == "http://lib.test/a/canvas/1" and a3["canvas_label"] == "f. 2r"
+    # canvas (100, 450, 400, 300) on a canvas twice the image: image (50, 225, 200, 150)
+    assert a3["thumbnail"] == f"{SERVICE_A}1/50,225,200,150/160,/0/default.jpg"
+    assert sorted(doc["regions"]["1"], key=int) == ["0", "1", "3", "4"]
+    assert doc["regions"]["1"]["4"]["thumbnail"] == f"{SERVICE_B}4/60,90,300,450/160,/0/default.jpg"
+
+
+def test_view_json_of_an_unfinished_collation_is_a_conflict(tmp_path: Path) -> None:
+    store = write_collation(tmp_path / "data", status="running")
+    app = create_app({"DATA_DIR": str(store.root), "REDIS_URL": None, "TESTING": True})
+    client = app.test_client()
+    assert client.get(f"/api/v1/collations/{CID}/view.json").status_code == 409
+    assert client.get(f"/api/v1/collations/{CID}/matrix.png").status_code == 409
+    assert client.get(f"/api/v1/collations/{CID}/view").status_code == 200  # the page shows progress
+
+
+def matrix_image(client: Any, query: str) -> Image.Image:
+    r = client.get(f"/api/v1/collations/{CID}/matrix.png?{query}")
+    assert r.status_code == 200 and r.mimetype == "image/png", r.get_data(as_text=True)
+    return Image.open(io.BytesIO(r.data)).convert("RGB")
+
+
+def test_matrix_png_marks_cycles_assessments_and_ground_truth(client: Any, store: DataStore) -> None:
+    geometry = layout((4, 4))
+    image = matrix_image(client, "pair=0,1&score=normalized")
+    assert image.size == geometry.size
+    for k in range(4):  # mutual best pairs on the diagonal: white outline
+        x0, y0, _, _ = geometry.box(k, k)
+        assert image.getpixel((x0 + geometry.cell // 2, y0)) == COLORS["two_cycles"]
+    assert image.getpixel(geometry.center(3, 2)) != COLORS["confirmed"]
+
+    # an expert confirms A3 <-> B region 3 (position 2): a green dot at (3, 2)
+    r = client.post(f"/api/v1/collations/{CID}/assessments",
+                    json={"pair": [0, 1], "source": 3, "target": 3, "verdict": "confirmed"})
+    assert r.status_code == 201, r.get_json()
+    image = matrix_image(client, "pair=0,1&score=propagated")
+    assert image.getpixel(geometry.center(3, 2)) == COLORS["confirmed"]
+
+    # ground truth, stored as B-A: the marks follow the asked orientation
+    path = store.collation_dir(CID) / "ground_truth" / "1-0.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps([[4, 3], [0, 0]]))  # B region 4 = A3, B region 0 = A0
+    image = matrix_image(client, "pair=0,1")
+    assert image.getpixel(geometry.box(3, 3)[:2]) == COLORS["ground_truth"]
+    assert image.getpixel(geometry.box(0, 0)[:2]) == COLORS["ground_truth"]
+    flipped = matrix_image(client, "pair=1,0")
+    assert flipped.getpixel(geometry.center(2, 3)) == COLORS["confirmed"]
+    assert flipped.getpixel(geometry.box(3, 3)[:2]) == COLORS["ground_truth"]
+
+
+def test_matrix_png_is_bright_on_the_diagonal(client: Any) -> None:
+    geometry = layout((4, 4))
+    lum = np.asarray(matrix_image(client, "pair=0,1&score=raw").convert("L"), dtype=float)
+    diagonal = [lum[geometry.center(k, k)[::-1]] for k in range(4)]
+    off = [lum[geometry.center(i, j)[::-1]] for i in range(4) for j in range(4) if i != j and (i, j) != (3, 2)]
+    assert min(diagonal) > max(off)
