@@ -217,9 +217,9 @@ class MultiScaleFeatures:
         assert all(p.scales == first.scales and p.backbone == first.backbone for p in parts)
         length = max(p.desc.shape[2] for p in parts)
         return MultiScaleFeatures(
-            torch.cat([_pad_cells(p.desc, length) for p in parts]),
-            torch.cat([_pad_cells(p.pos, length) for p in parts]),
-            torch.cat([_pad_cells(p.mask, length) for p in parts]),
+            torch.cat([pad_cells(p.desc, length) for p in parts]),
+            torch.cat([pad_cells(p.pos, length) for p in parts]),
+            torch.cat([pad_cells(p.mask, length) for p in parts]),
             first.scales, first.query_scale, first.backbone,
         )
 
@@ -238,7 +238,7 @@ class MultiScaleFeatures:
                    data["backbone"])
 
 
-def _pad_cells(x: torch.Tensor, length: int) -> torch.Tensor:
+def pad_cells(x: torch.Tensor, length: int) -> torch.Tensor:
     """Pads dimension 2 (cells) of ``(n, S, L, ...)`` with zeros (False for masks) up to ``length``."""
     if x.shape[2] == length:
         return x

@@ -11,19 +11,16 @@ Batches hold pairs and both directions together; nothing loops over pairs in Pyt
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import torch
 
 from . import defaults
 from .errors import InputError
-from .features import MultiScaleFeatures
+from .features import MultiScaleFeatures, Progress, pad_cells
 from .ransac import cell_scores, compact_matches, ransac_scores, uniform_draws
 
 SIMILARITIES = ("s_trans", "s_matching", "s_features")
 
-Progress = Callable[[int, int], None]
 
 
 def mutual_matches(target: torch.Tensor, query: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -86,12 +83,6 @@ def directional_scores(
     return total / query_cells.clamp(min=1)
 
 
-def _pad_length(x: torch.Tensor, length: int) -> torch.Tensor:
-    if x.shape[2] == length:
-        return x
-    return torch.cat([x, x.new_zeros((*x.shape[:2], length - x.shape[2], *x.shape[3:]))], dim=2)
-
-
 def _pairs_tensor(pairs: torch.Tensor | np.ndarray | list, n0: int, n1: int, device: torch.device) -> torch.Tensor:
     pairs = torch.as_tensor(np.asarray(pairs), dtype=torch.long, device=device).view(-1, 2)
     if len(pairs) and (pairs.min() < 0 or pairs[:, 0].max() >= n0 or pairs[:, 1].max() >= n1):
@@ -144,8 +135,8 @@ def score_pairs(
     out = torch.empty(len(pairs), dtype=torch.float64)
     for start in range(0, len(pairs), batch_size):
         i, j = pairs[start : start + batch_size].unbind(dim=1)
-        desc0, desc1 = (_pad_length(f.desc[idx], length).to(compute) for f, idx in ((feats0, i), (feats1, j)))
-        pos0, pos1 = _pad_length(feats0.pos[i], length), _pad_length(feats1.pos[j], length)
+        desc0, desc1 = (pad_cells(f.desc[idx], length).to(compute) for f, idx in ((feats0, i), (feats1, j)))
+        pos0, pos1 = pad_cells(feats0.pos[i], length), pad_cells(feats1.pos[j], length)
         cells0, cells1 = feats0.mask[i, q].sum(dim=1), feats1.mask[j, q].sum(dim=1)
         lq = int(torch.maximum(cells0, cells1).max())  # query maps are smaller than the largest scale
         # Both directions in one batch: first i as target and j as query, then the reverse.
