@@ -23,9 +23,9 @@ from PIL import Image, ImageDraw
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from collation.errors import WeightsNotFoundError  # noqa: E402
-from collation.features import extract_features, load_backbone  # noqa: E402
-from collation.similarity import all_pairs, score_pairs  # noqa: E402
+from collation.errors import WeightsNotFoundError
+from collation.features import extract_features, load_backbone
+from collation.similarity import all_pairs, score_pairs
 
 D1, D2 = 816, 405  # the paper's D1-D2: 80 minutes on a GPU with the authors' code
 

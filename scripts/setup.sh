@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(redis-server iipimage-server lighttpd libvips-tools)
+APT_PACKAGES=(redis-server iipimage-server lighttpd libvips-tools chromium)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -32,3 +32,38 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+
+# ---------------------------------------------------------------------------------------------------
+# Mirador for the collation viewer (collation/viewer): the self-contained UMD bundle of each pinned
+# version, from the npm registry, served by the service itself (no CDN at run time). Apache-2.0.
+# Skipped when the file is there with the pinned checksum; skipped with a message when npm is absent.
+MIRADOR_VENDOR=collation/viewer/static/vendor
+declare -A MIRADOR_SHA256=(
+    [4.0.0]=86109137e947117095f44b800c69b27c0e0ac5ef41e0a354839f33e761cec0e3
+    [3.4.3]=43caefc0eb119c8152e573a028c78c8b8a0497da20055358104c273fe2b98eac
+)
+mirador_ok() {
+    [ -f "$MIRADOR_VENDOR/mirador-$1.min.js" ] &&
+        [ "$(sha256sum "$MIRADOR_VENDOR/mirador-$1.min.js" | cut -d' ' -f1)" = "${MIRADOR_SHA256[$1]}" ]
+}
+for version in "${!MIRADOR_SHA256[@]}"; do
+    mirador_ok "$version" && continue
+    if ! command -v npm >/dev/null 2>&1; then
+        echo "setup: npm not found, Mirador $version not installed; the viewer page will say so" >&2
+        continue
+    fi
+    mkdir -p "$MIRADOR_VENDOR"
+    pack_dir=$(mktemp -d)
+    if (cd "$pack_dir" && npm pack --silent "mirador@$version" >/dev/null 2>&1) &&
+        tar xzf "$pack_dir/mirador-$version.tgz" -O package/dist/mirador.min.js \
+            >"$MIRADOR_VENDOR/mirador-$version.min.js.tmp" &&
+        [ "$(sha256sum "$MIRADOR_VENDOR/mirador-$version.min.js.tmp" | cut -d' ' -f1)" = "${MIRADOR_SHA256[$version]}" ]
+    then
+        mv "$MIRADOR_VENDOR/mirador-$version.min.js.tmp" "$MIRADOR_VENDOR/mirador-$version.min.js"
+        echo "setup: installed Mirador $version" >&2
+    else
+        rm -f "$MIRADOR_VENDOR/mirador-$version.min.js.tmp"
+        echo "setup: could not fetch Mirador $version from npm (or its checksum differs); viewer tests will skip" >&2
+    fi
+    rm -rf "$pack_dir"
+done

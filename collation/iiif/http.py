@@ -52,6 +52,7 @@ from urllib.parse import urljoin, urlsplit
 
 import requests
 from PIL import Image
+from requests.structures import CaseInsensitiveDict
 
 from collation import __version__
 from collation.iiif.errors import FetchError, LimitError, ManifestError, UnsafeURLError
@@ -378,7 +379,7 @@ class Fetcher:
                         else:
                             location = None
                             body = self._read_body(raw, current, what=what, max_bytes=max_bytes)
-                        headers = dict(raw.headers)
+                        headers = CaseInsensitiveDict(raw.headers)  # servers vary the case
                     finally:
                         raw.close()
             except (requests.Timeout, requests.ConnectionError) as exc:
@@ -415,7 +416,7 @@ class Fetcher:
                 content=body,
             )
 
-    def _retry_delay(self, headers: dict[str, str], attempt: int, url: str, what: str, status: int) -> float:
+    def _retry_delay(self, headers: CaseInsensitiveDict, attempt: int, url: str, what: str, status: int) -> float:
         delay = _retry_after(headers.get("Retry-After"), time.time())
         if delay is None:
             return float(self.conf["backoff"]) * 2**attempt

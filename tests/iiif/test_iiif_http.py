@@ -299,6 +299,8 @@ def test_images_are_checked_before_decoding(static_server: Any, fetcher: Fetcher
     with pytest.raises(FetchError, match="cannot decode"):
         fetcher.get_image(f"{static_server.url}/img/truncated.jpg")
     assert fetcher.get_image(f"{static_server.url}/img/ok.jpg").size == (50, 40)  # invalid image/jpg is fine
+    static_server.routes["/img/lower.jpg"] = lambda h: (200, {"content-type": "image/jpeg"}, _jpeg((30, 20)))
+    assert fetcher.get_image(f"{static_server.url}/img/lower.jpg").size == (30, 20)  # header names ignore case
 
 
 def test_decompression_bombs_are_refused_before_decoding(static_server: Any) -> None:

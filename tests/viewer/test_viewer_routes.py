@@ -123,6 +123,14 @@ def test_view_page(client: Any, query: str, version: str, monkeypatch: pytest.Mo
     assert '<div id="mirador">' in html
 
 
+def test_view_page_opens_on_a_link(client: Any) -> None:
+    """The "compare in Mirador" links of the annotations can name a correspondence id a-b-i-j."""
+    html = client.get(f"/api/v1/collations/{CID}/view?link=0-1-3-4&side=b").get_data(as_text=True)
+    config = page_config(html)
+    assert config["pair"] == [0, 1] and config["focus"] == [3, 4]
+    assert page_config(client.get(f"/api/v1/collations/{CID}/view").get_data(as_text=True))["focus"] is None
+
+
 def test_view_page_says_when_mirador_is_missing(client: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(viewer_routes, "STATIC", tmp_path / "nothing")
     html = client.get(f"/api/v1/collations/{CID}/view").get_data(as_text=True)
@@ -143,6 +151,8 @@ def test_static_assets_are_served(client: Any) -> None:
         ("/api/v1/collations/not-an-id/view", 404),
         (f"/api/v1/collations/{CID}/view?pair=0,0", 400),
         (f"/api/v1/collations/{CID}/view?mirador=2", 400),
+        (f"/api/v1/collations/{CID}/view?link=1-1-0-0", 400),
+        (f"/api/v1/collations/{CID}/view?link=0-1-x-0", 400),
         (f"/api/v1/collations/{CID}/matrix.png?score=best", 400),
         (f"/api/v1/collations/{CID}/matrix.png?pair=0,2", 400),
         ("/api/v1/collations/ffffffffffffffff/matrix.png", 404),
@@ -219,3 +229,17 @@ def test_matrix_png_is_bright_on_the_diagonal(client: Any) -> None:
     diagonal = [lum[geometry.center(k, k)[::-1]] for k in range(4)]
     off = [lum[geometry.center(i, j)[::-1]] for i in range(4) for j in range(4) if i != j and (i, j) != (3, 2)]
     assert min(diagonal) > max(off)
+
+
+def test_token_field_only_when_tokens_are_configured(store: DataStore) -> None:
+    app = create_app({"DATA_DIR": str(store.root), "REDIS_URL": None, "API_TOKENS": ["s3cret"], "TESTING": True})
+    client = app.test_client()
+    assert 'id="token"' in client.get(f"/api/v1/collations/{CID}/view").get_data(as_text=True)
+    body = {"pair": [0, 1], "source": 0, "target": 0, "verdict": "rejected"}
+    assert client.post(f"/api/v1/collations/{CID}/assessments", json=body).status_code == 401
+    r = client.post(f"/api/v1/collations/{CID}/assessments", json=body, headers={"Authorization": "Bearer s3cret"})
+    assert r.status_code == 201
+
+
+def test_no_token_field_on_an_open_service(client: Any) -> None:
+    assert 'id="token"' not in client.get(f"/api/v1/collations/{CID}/view").get_data(as_text=True)

@@ -1,0 +1,288 @@
+"""The data store: a folder that is the system of record of the service.
+
+Redis only holds queues and transient job state. Everything a collation needs to be resumed or
+served lives here, written atomically (a temporary file, then ``os.replace``), so a reader never
+sees half a file and a killed worker never leaves one behind:
+
+```text
+DATA_DIR/
+├── collations/<id>/
+│   ├── record.json                    request, options, status, progress, errors
+│   ├── manuscripts/<m>.json           manifest label, regions (canvas, xywh), image digests, errors
+│   ├── manuscripts/<m>.manifest.json  the manifest as fetched (for the derived manifest)
+│   ├── failures/<step>.json           steps that failed for good (after RQ's retries)
+│   ├── results/<a>-<b>.npz            S, N_S, P_S and the seeds of a manuscript pair
+│   └── assessments.json               expert verdicts
+├── images/<ab>/<digest>.png           region images by content
+├── features/<key>.pt                  MultiScaleFeatures by backbone + image content + parameters
+└── scores/<key>.npy                   pair score matrices by the two feature keys + similarity + seed + kernel
+    scores/<key>.c<C>/<k>.npy          chunk results while a matrix is being computed
+```
+
+Features and scores are shared by every collation: a collation that adds a third manuscript to
+two already compared reuses their features and their pair's scores.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import io
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from ..errors import CollationError
+
+
+class CollationNotFound(CollationError):
+    """The collation does not exist (never created, or deleted)."""
+
+    http_status = 404
+
+
+def canonical_json(obj: Any) -> str:
+    """JSON with sorted keys and no spaces: equal inputs give equal strings, hence equal hashes."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def digest(obj: Any, length: int = 32) -> str:
+    """A hex sha256 of ``obj``'s canonical JSON, truncated to ``length`` characters."""
+    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:length]
+
+
+def _tmp(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    """Writes ``data`` to ``path`` atomically, creating folders as needed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _tmp(path)
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Writes ``obj`` as JSON, atomically."""
+    write_bytes(path, json.dumps(obj, indent=1, ensure_ascii=False).encode())
+
+
+def read_json(path: Path) -> Any:
+    """Reads JSON, or returns None when the file does not exist."""
+    try:
+        return json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+
+
+def write_npy(path: Path, array: np.ndarray) -> None:
+    """Writes one array in .npy format, atomically."""
+    buf = io.BytesIO()
+    np.save(buf, array, allow_pickle=False)
+    write_bytes(path, buf.getvalue())
+
+
+def write_npz(path: Path, **arrays: np.ndarray) -> None:
+    """Writes several arrays in one .npz, atomically."""
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    write_bytes(path, buf.getvalue())
+
+
+class DataStore:
+    """The data store under ``root`` (``COLLATION_DATA_DIR``). Safe to share between processes."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+
+    # ----------------------------------------------------------------------------------------------
+    # Collation records
+
+    def collation_dir(self, cid: str) -> Path:
+        assert cid.isalnum(), f"bad collation id {cid!r}"
+        return self.root / "collations" / cid
+
+    def create_collation(self, record: dict) -> bool:
+        """Creates a collation from its first record; False when it already exists (same inputs)."""
+        cdir = self.collation_dir(record["id"])
+        cdir.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            cdir.mkdir()
+        except FileExistsError:
+            return False
+        write_json(cdir / "record.json", record)
+        return True
+
+    def exists(self, cid: str) -> bool:
+        return (self.collation_dir(cid) / "record.json").is_file()
+
+    def load_record(self, cid: str) -> dict:
+        """The collation's record.
+
+        Raises:
+            CollationNotFound: unknown or deleted id.
+        """
+        record = read_json(self.collation_dir(cid) / "record.json")
+        if record is None:
+            raise CollationNotFound(f"no collation {cid!r}", field="id")
+        return record
+
+    @contextlib.contextmanager
+    def locked(self, cid: str) -> Iterator[Path]:
+        """Holds the collation's lock (an flock, so it works across processes on this machine).
+
+        Raises:
+            CollationNotFound: the collation does not exist (or was deleted meanwhile).
+        """
+        cdir = self.collation_dir(cid)
+        try:
+            fd = os.open(cdir / ".lock", os.O_CREAT | os.O_RDWR)
+        except FileNotFoundError:
+            raise CollationNotFound(f"no collation {cid!r}", field="id") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if not (cdir / "record.json").is_file():
+                raise CollationNotFound(f"no collation {cid!r}", field="id")
+            yield cdir
+        finally:
+            os.close(fd)
+
+    def update_record(self, cid: str, change: Callable[[dict], Any]) -> dict:
+        """Read-modify-write of the record under the collation's lock; returns the new record."""
+        with self.locked(cid) as cdir:
+            record = read_json(cdir / "record.json")
+            change(record)
+            write_json(cdir / "record.json", record)
+            return record
+
+    def list_collations(self) -> list[str]:
+        folder = self.root / "collations"
+        if not folder.is_dir():
+            return []
+        return sorted(p.name for p in folder.iterdir() if p.is_dir() and (p / "record.json").is_file())
+
+    def delete_collation(self, cid: str) -> bool:
+        """Deletes a collation's folder (not the shared features and scores); False if absent."""
+        cdir = self.collation_dir(cid)
+        trash = self.root / "trash" / f"{cid}.{uuid.uuid4().hex[:8]}"
+        trash.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(cdir, trash)  # atomic: readers see the collation or nothing
+        except FileNotFoundError:
+            return False
+        shutil.rmtree(trash, ignore_errors=True)
+        return True
+
+    # ----------------------------------------------------------------------------------------------
+    # Manuscripts
+
+    def manuscript_path(self, cid: str, m: int) -> Path:
+        return self.collation_dir(cid) / "manuscripts" / f"{m}.json"
+
+    def save_manuscript(self, cid: str, m: int, doc: dict, manifest: dict | None = None) -> None:
+        """Writes a prepared manuscript (its manifest first, so the doc's presence means both)."""
+        if manifest is not None:
+            write_json(self.collation_dir(cid) / "manuscripts" / f"{m}.manifest.json", manifest)
+        write_json(self.manuscript_path(cid, m), doc)
+
+    def load_manuscript(self, cid: str, m: int) -> dict | None:
+        return read_json(self.manuscript_path(cid, m))
+
+    def load_manifest(self, cid: str, m: int) -> dict | None:
+        return read_json(self.collation_dir(cid) / "manuscripts" / f"{m}.manifest.json")
+
+    # ----------------------------------------------------------------------------------------------
+    # Failures of steps (after retries)
+
+    def record_failure(self, cid: str, step: str, message: str) -> None:
+        if self.exists(cid):
+            write_json(self.collation_dir(cid) / "failures" / f"{step}.json", {"step": step, "message": message})
+
+    def load_failures(self, cid: str) -> dict[str, str]:
+        folder = self.collation_dir(cid) / "failures"
+        if not folder.is_dir():
+            return {}
+        out = {}
+        for path in sorted(folder.glob("*.json")):
+            doc = read_json(path)
+            if doc:
+                out[doc["step"]] = doc["message"]
+        return out
+
+    def clear_failures(self, cid: str) -> None:
+        shutil.rmtree(self.collation_dir(cid) / "failures", ignore_errors=True)
+
+    # ----------------------------------------------------------------------------------------------
+    # Region images, by content
+
+    def image_path(self, image_digest: str) -> Path:
+        return self.root / "images" / image_digest[:2] / f"{image_digest}.png"
+
+    def save_image(self, image: Image.Image, image_digest: str) -> None:
+        path = self.image_path(image_digest)
+        if path.is_file():
+            return
+        buf = io.BytesIO()
+        image.convert("RGB").save(buf, format="PNG", compress_level=1)
+        write_bytes(path, buf.getvalue())
+
+    def load_image(self, image_digest: str) -> Image.Image:
+        with Image.open(self.image_path(image_digest)) as image:
+            return image.convert("RGB")
+
+    # ----------------------------------------------------------------------------------------------
+    # Features and scores, by content and parameters
+
+    def features_path(self, key: str) -> Path:
+        path = self.root / "features" / f"{key}.pt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def scores_path(self, key: str) -> Path:
+        return self.root / "scores" / f"{key}.npy"
+
+    def chunk_path(self, key: str, chunk_pairs: int, k: int) -> Path:
+        return self.root / "scores" / f"{key}.c{chunk_pairs}" / f"{k}.npy"
+
+    def load_scores(self, key: str) -> np.ndarray | None:
+        try:
+            return np.load(self.scores_path(key), allow_pickle=False)
+        except FileNotFoundError:
+            return None
+
+    def drop_chunks(self, key: str, chunk_pairs: int) -> None:
+        shutil.rmtree(self.root / "scores" / f"{key}.c{chunk_pairs}", ignore_errors=True)
+
+    # ----------------------------------------------------------------------------------------------
+    # Results and assessments of a collation
+
+    def results_path(self, cid: str, a: int, b: int) -> Path:
+        return self.collation_dir(cid) / "results" / f"{a}-{b}.npz"
+
+    def save_results(self, cid: str, a: int, b: int, **arrays: np.ndarray) -> None:
+        write_npz(self.results_path(cid, a, b), **arrays)
+
+    def load_results(self, cid: str, a: int, b: int) -> dict[str, np.ndarray] | None:
+        try:
+            with np.load(self.results_path(cid, a, b), allow_pickle=False) as data:
+                return {name: data[name] for name in data.files}
+        except FileNotFoundError:
+            return None
+
+    def load_assessments(self, cid: str) -> list[dict]:
+        return read_json(self.collation_dir(cid) / "assessments.json") or []
+
+    def save_assessments(self, cid: str, items: list[dict]) -> None:
+        write_json(self.collation_dir(cid) / "assessments.json", items)

@@ -1,0 +1,181 @@
+"""Web Annotations of a finished collation, built on request from the stored results.
+
+The documents come from ``collation.iiif.annotations`` (viewer layer per canvas, canonical
+AnnotationCollection, derived manifests); this module chooses which correspondences they show and
+where they are served. They are built from the store on each request (with a small cache keyed by
+the results' modification times), so an assessment shows at once and ids use the URL the client
+used (or ``COLLATION_PUBLIC_URL``).
+
+Correspondences shown: for every pair of manuscripts and both directions, each region's ``top``
+best candidates by propagated score, each unordered pair of regions once (its best rank), plus
+every confirmed correspondence; rejected ones are kept with ``imcol:status`` ``rejected``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from ..iiif.annotations import (
+    IMCOL_CONTEXT,
+    UrlScheme,
+    build_annotation_page,
+    build_derived_manifest,
+    build_link_collection,
+)
+from ..iiif.manifests import Manifest, parse_manifest
+from ..iiif.regions import Region
+from ..jobs.store import CollationNotFound, DataStore
+from .collations import assessment_verdicts, check_id, finished_record, pair_results
+from .problems import Conflict
+
+TOP = 3
+"""Candidates per region and direction in the annotation layers."""
+
+_cache_lock = threading.Lock()
+_cache: OrderedDict[tuple, tuple] = OrderedDict()
+CACHE_ENTRIES = 16
+
+
+def context_url(base: str) -> str:
+    """Where the ``imcol:`` JSON-LD context is served (``base`` ends in /api/v1)."""
+    return f"{base}/ns/imcol/1/context.json"
+
+
+def context_document() -> dict[str, Any]:
+    return IMCOL_CONTEXT
+
+
+def url_scheme(cid: str, base: str) -> UrlScheme:
+    return UrlScheme(base=f"{base}/collations/{cid}", context=context_url(base))
+
+
+def _method(options: dict[str, Any]) -> str:
+    return (f"{options['backbone']}+{options['similarity']}(seed={options['seed']})"
+            f"+norm({options['normalization']})+prop({options['propagation']})")
+
+
+def _fingerprint(store: DataStore, cid: str) -> tuple:
+    """Modification times of everything the documents depend on."""
+    cdir = store.collation_dir(cid)
+    paths = [cdir / "record.json", cdir / "assessments.json", *sorted((cdir / "results").glob("*.npz"))]
+    return tuple((p.name, p.stat().st_mtime_ns) for p in paths if p.exists())
+
+
+def _manuscripts(store: DataStore, record: dict) -> list[tuple[Manifest, list[Region]]]:
+    out = []
+    for m, url in enumerate(record["request"]["manifests"]):
+        doc, raw = store.load_manuscript(record["id"], m), store.load_manifest(record["id"], m)
+        if raw is None or doc is None or m not in record.get("usable", []):
+            out.append((Manifest(id=url, url=url, version=3, label="", canvases=(), raw={}), []))
+            continue
+        out.append((parse_manifest(raw, url=url), [Region.from_dict(r) for r in doc["regions"]]))
+    return out
+
+
+def correspondence_list(store: DataStore, record: dict, top: int = TOP) -> list[dict[str, Any]]:
+    """The correspondences shown in the annotation layers, best ranks first (see the module docstring)."""
+    cid = record["id"]
+    candidates: list[tuple[int, int, dict[str, Any]]] = []
+    for a, b in combinations(record.get("usable", []), 2):
+        res = pair_results(store, record, a, b)
+        verdicts = assessment_verdicts(store, cid, a, b)
+        rows, cols = res["regions0"], res["regions1"]
+        for forward in (True, False):
+            p_s = res["P_S"] if forward else res["P_S"].T
+            for r in range(p_s.shape[0]):
+                for rank, c in enumerate(np.argsort(-p_s[r], kind="stable")[:top].tolist(), start=1):
+                    i, j = (r, c) if forward else (c, r)
+                    candidates.append((rank, len(candidates), _entry(a, b, i, j, rank, res, rows, cols, verdicts)))
+        for (ri, ci), verdict in verdicts.items():
+            if verdict == "confirmed":
+                i = next((k for k, x in enumerate(rows) if x["index"] == ri), None)
+                j = next((k for k, x in enumerate(cols) if x["index"] == ci), None)
+                if i is not None and j is not None:
+                    candidates.append((10**9, len(candidates), _entry(a, b, i, j, None, res, rows, cols, verdicts)))
+    seen: set[tuple[int, int, int, int]] = set()
+    out = []
+    for _rank, _order, entry in sorted(candidates, key=lambda t: (t[0], t[1])):
+        key = (entry["source"]["manuscript"], entry["source"]["index"],
+               entry["target"]["manuscript"], entry["target"]["index"])
+        if key not in seen:
+            seen.add(key)
+            out.append(entry)
+    return out
+
+
+def _entry(a: int, b: int, i: int, j: int, rank: int | None, res: dict, rows: list, cols: list,
+           verdicts: dict) -> dict[str, Any]:
+    ri, cj = rows[i]["index"], cols[j]["index"]
+    entry = {
+        "id": f"{a}-{b}-{ri}-{cj}",
+        "source": {"manuscript": a, "index": i},
+        "target": {"manuscript": b, "index": j},
+        "S": float(res["S"][i, j]),
+        "N_S": float(res["N_S"][i, j]),
+        "P_S": float(res["P_S"][i, j]),
+        "cycle_consistent": (i, j) in res["cycles"],
+        "status": verdicts.get((ri, cj), "proposed"),
+    }
+    if rank is not None:
+        entry["rank"] = rank
+    return entry
+
+
+def _prepared(store: DataStore, cid: str, base: str) -> tuple[dict, list, list, UrlScheme]:
+    """(record, manuscripts, correspondences, urls) of a finished collation, cached."""
+    record = finished_record(store, check_id(cid))
+    key = (str(store.root), cid, base, _fingerprint(store, cid))
+    with _cache_lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
+    value = (record, _manuscripts(store, record), correspondence_list(store, record), url_scheme(cid, base))
+    with _cache_lock:
+        _cache[key] = value
+        while len(_cache) > CACHE_ENTRIES:
+            _cache.popitem(last=False)
+    return value
+
+
+def collection(store: DataStore, cid: str, base: str, page: int | None, page_size: int) -> dict[str, Any]:
+    """``GET /collations/{id}/annotations``: the AnnotationCollection, or its page ``page`` (from 1)."""
+    record, manuscripts, corrs, urls = _prepared(store, cid, base)
+    doc, pages = build_link_collection(manuscripts, corrs, urls=urls, page_size=page_size,
+                                       method=_method(record["options"]), created=record.get("ended"),
+                                       label=f"Image collation {cid}: correspondences")
+    if page is None:
+        return doc
+    if not 1 <= page <= len(pages):
+        raise CollationNotFound(f"collation {cid} has no annotation page {page} (1..{len(pages)})", field="page")
+    return pages[page - 1]
+
+
+def _usable(record: dict, m: int) -> None:
+    n = len(record["request"]["manifests"])
+    if not 0 <= m < n:
+        raise CollationNotFound(f"collation {record['id']} has no manuscript {m} (0..{n - 1})", field="index")
+    if m not in record.get("usable", []):
+        raise Conflict(f"manuscript {m} could not be read, so it has no annotations", field="index")
+
+
+def derived_manifest(store: DataStore, cid: str, m: int, base: str) -> dict[str, Any]:
+    """``GET /collations/{id}/manifests/{m}``: the input manifest pointing to its annotation pages."""
+    record, manuscripts, corrs, urls = _prepared(store, cid, base)
+    _usable(record, m)
+    return build_derived_manifest(m, manuscripts, corrs, urls=urls)
+
+
+def canvas_page(store: DataStore, cid: str, m: int, canvas_number: int, base: str) -> dict[str, Any]:
+    """``GET /collations/{id}/pages/{m}/{canvas_number}``: the viewer layer of one canvas (1-based)."""
+    record, manuscripts, corrs, urls = _prepared(store, cid, base)
+    _usable(record, m)
+    if not 1 <= canvas_number <= len(manuscripts[m][0].canvases):
+        raise CollationNotFound(f"manuscript {m} has no canvas number {canvas_number}", field="canvas")
+    return build_annotation_page(m, canvas_number, manuscripts, corrs, urls=urls, created=record.get("ended"))
+
+

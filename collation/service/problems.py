@@ -1,0 +1,112 @@
+"""Every error the API answers is an RFC 9457 problem document (``application/problem+json``).
+
+One error handler maps the project's ``CollationError`` (with its ``http_status`` and ``field``),
+marshmallow's ``ValidationError`` (400, every bad field named) and werkzeug's ``HTTPException``
+(404, 405, ...); anything else becomes a 500 with no stack trace in the body.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from flask import Flask, Response, json, request
+from marshmallow import ValidationError
+from werkzeug.exceptions import HTTPException
+
+from ..errors import CollationError
+
+log = logging.getLogger("collation.service")
+
+PROBLEM_TYPE = "https://github.com/image-collation/image-collation/blob/main/README.md#errors"
+MEDIA_TYPE = "application/problem+json"
+
+
+def problem(status: int, title: str, detail: str | None = None, *, field: str | None = None,
+            errors: list[dict[str, str]] | None = None, headers: dict[str, str] | None = None,
+            extra: dict[str, Any] | None = None) -> Response:
+    """A problem document response.
+
+    Args:
+        field: the request field at fault (dotted path, e.g. ``manifests.1`` or ``pair``).
+        errors: every ``{"field", "detail"}`` when several fields are at fault.
+    """
+    body: dict[str, Any] = {"type": PROBLEM_TYPE, "title": title, "status": status}
+    if detail:
+        body["detail"] = detail
+    body["instance"] = request.path
+    if field:
+        body["field"] = field
+    if errors:
+        body["errors"] = errors
+    body.update(extra or {})
+    response = Response(json.dumps(body), status=status, mimetype=MEDIA_TYPE)
+    for name, value in (headers or {}).items():
+        response.headers[name] = value
+    return response
+
+
+def _flatten(messages: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
+    """marshmallow's nested messages as (dotted field, message) pairs."""
+    if isinstance(messages, dict):
+        for key, value in messages.items():
+            name = str(key) if key != "_schema" else ""
+            yield from _flatten(value, f"{prefix}.{name}".strip(".") if name else prefix)
+    elif isinstance(messages, list | tuple):
+        for value in messages:
+            yield from _flatten(value, prefix)
+    else:
+        yield prefix or "body", str(messages)
+
+
+def handle_validation_error(exc: ValidationError) -> Response:
+    errors = [{"field": field, "detail": message} for field, message in _flatten(exc.messages)]
+    detail = "; ".join(f"{e['field']}: {e['detail']}" for e in errors)
+    return problem(400, "Invalid request", detail, field=errors[0]["field"] if errors else None, errors=errors)
+
+
+def handle_collation_error(exc: CollationError) -> Response:
+    status = int(getattr(exc, "http_status", 400))
+    title = {400: "Invalid request", 401: "Unauthorized", 404: "Not found", 409: "Conflict",
+             422: "Unprocessable request", 502: "Upstream failure", 503: "Unavailable"}.get(status, "Error")
+    headers = {"WWW-Authenticate": 'Bearer realm="collation"'} if status == 401 else None
+    return problem(status, title, exc.message, field=exc.field, headers=headers)
+
+
+def handle_http_exception(exc: HTTPException) -> Response:
+    headers = {}
+    if exc.code == 405 and exc.valid_methods:
+        headers["Allow"] = ", ".join(exc.valid_methods)
+    return problem(exc.code or 500, exc.name, exc.description, headers=headers)
+
+
+def handle_unexpected(exc: Exception) -> Response:
+    log.exception("Unhandled error on %s %s", request.method, request.path)
+    return problem(500, "Internal server error", "The server failed; the error is logged.")
+
+
+def init_app(app: Flask) -> None:
+    """Registers the one mapping of exceptions to problem documents."""
+    app.register_error_handler(ValidationError, handle_validation_error)
+    app.register_error_handler(CollationError, handle_collation_error)
+    app.register_error_handler(HTTPException, handle_http_exception)
+    app.register_error_handler(Exception, handle_unexpected)
+
+
+class Unauthorized(CollationError):
+    """A write request without a valid bearer token, while tokens are configured."""
+
+    http_status = 401
+
+
+class Conflict(CollationError):
+    """The collation is not in a state that allows the request (e.g. results of an unfinished one)."""
+
+    http_status = 409
+
+
+class Unavailable(CollationError):
+    """Redis is not configured or not reachable."""
+
+    http_status = 503

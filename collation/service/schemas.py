@@ -1,0 +1,174 @@
+"""marshmallow schemas of request bodies and query strings.
+
+Unknown fields are refused (marshmallow's default ``RAISE``), so a typo in an option is a 400 that
+names the field rather than a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from marshmallow import Schema, ValidationError, fields, validate, validates, validates_schema
+
+from .. import defaults
+
+SIMILARITIES = ("s_trans", "s_matching")
+"""Similarities the service computes in chunks of pairs (``collation.similarity.score_pairs``)."""
+
+NORMALIZATIONS = ("none", "softmax", "avg", "max", "softmax-avg", "softmax-max")
+"""``collation.correspondences.NORMALIZATIONS``, repeated so that the API process needs no engine import."""
+PROPAGATIONS = ("2-cycles", "3-cycles", "none")
+SCORES = ("raw", "normalized", "propagated")
+VERDICTS = ("confirmed", "rejected")
+
+
+BACKBONES = ("efficientnet-lite0", "resnet50-conv4")
+"""The names of ``collation.features.BACKBONES``, repeated so that the API process needs no torch."""
+
+
+def _backbones() -> tuple[str, ...]:
+    return BACKBONES
+
+
+class HttpUrl(fields.String):
+    """An absolute http(s) URL (the address policy is applied when it is fetched)."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        text = super()._deserialize(value, attr, data, **kwargs).strip()
+        parts = urlsplit(text)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValidationError("must be an absolute http or https URL")
+        if len(text) > 2048:
+            raise ValidationError("is longer than 2048 characters")
+        return text
+
+
+class OptionsSchema(Schema):
+    backbone = fields.String()
+    similarity = fields.String(validate=validate.OneOf(SIMILARITIES))
+    normalization = fields.String(validate=validate.OneOf(NORMALIZATIONS))
+    propagation = fields.String(validate=validate.OneOf(PROPAGATIONS))
+    seed = fields.Integer(strict=True, validate=validate.Range(min=0, max=2**31 - 1))
+
+    @validates("backbone")
+    def _known_backbone(self, value: str, **kwargs: Any) -> None:
+        if value not in _backbones():
+            raise ValidationError(f"must be one of: {', '.join(_backbones())}")
+
+
+class CanvasRef(fields.Field):
+    """A canvas id (string) or a canvas index (integer)."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str | int:
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise ValidationError("must be a canvas id (string) or a canvas index (integer)")
+        if isinstance(value, int) and value < 0:
+            raise ValidationError("a canvas index must be >= 0")
+        if isinstance(value, str) and not 0 < len(value) <= 2048:
+            raise ValidationError("must be 1 to 2048 characters")
+        return value
+
+
+class RegionSchema(Schema):
+    canvas = CanvasRef(required=True)
+    xywh = fields.List(fields.Integer(strict=True), required=True, validate=validate.Length(equal=4))
+    label = fields.String(validate=validate.Length(max=500))
+
+    @validates("xywh")
+    def _positive_box(self, value: list[int], **kwargs: Any) -> None:
+        if len(value) == 4 and (value[0] < 0 or value[1] < 0 or value[2] <= 0 or value[3] <= 0):
+            raise ValidationError("x and y must be >= 0, w and h > 0")
+
+
+class RegionSpecSchema(Schema):
+    selector = fields.String(validate=validate.Length(min=1, max=500))
+    whole_canvases = fields.Boolean()
+
+
+class RegionSpec(fields.Field):
+    """Regions of one manuscript: a list of regions, or ``{"selector": ...}`` / ``{"whole_canvases": true}``."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+        if isinstance(value, list):
+            if not value:
+                raise ValidationError("must list at least one region")
+            return RegionSchema(many=True).load(value)
+        if isinstance(value, dict):
+            spec = RegionSpecSchema().load(value)
+            if spec.get("selector") and spec.get("whole_canvases"):
+                raise ValidationError("give a selector or whole_canvases, not both")
+            return spec
+        raise ValidationError("must be a list of regions or an object with selector or whole_canvases")
+
+
+class CollationRequestSchema(Schema):
+    """Body of ``POST /collations``."""
+
+    manifests = fields.List(HttpUrl(), required=True, validate=validate.Length(min=2))
+    regions = fields.Dict(keys=fields.String(), values=RegionSpec())
+    options = fields.Nested(OptionsSchema, load_default=dict)
+    callback_url = HttpUrl(allow_none=True)
+
+    def __init__(self, *args: Any, max_manifests: int = 32, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.max_manifests = max_manifests
+
+    @validates_schema
+    def _check(self, data: dict[str, Any], **kwargs: Any) -> None:
+        manifests = data.get("manifests") or []
+        if len(manifests) > self.max_manifests:
+            raise ValidationError(f"at most {self.max_manifests} manifests per collation", "manifests")
+        for key in data.get("regions") or {}:
+            if not key.isdigit() or int(key) >= len(manifests):
+                raise ValidationError(f"key {key!r} is not the index of a manifest (0..{len(manifests) - 1})",
+                                      "regions")
+        if (data.get("options") or {}).get("propagation") == "3-cycles" and len(manifests) < 3:
+            raise ValidationError("3-cycles needs three or more manifests", "options.propagation")
+
+
+class AssessmentSchema(Schema):
+    """Body of ``POST /collations/{id}/assessments``: an expert's verdict on one correspondence."""
+
+    pair = fields.List(fields.Integer(strict=True, validate=validate.Range(min=0)), required=True,
+                       validate=validate.Length(equal=2))
+    source = fields.Integer(strict=True, required=True, validate=validate.Range(min=0))
+    target = fields.Integer(strict=True, required=True, validate=validate.Range(min=0))
+    verdict = fields.String(required=True, validate=validate.OneOf(VERDICTS))
+    creator = fields.String(validate=validate.Length(max=500))
+    note = fields.String(validate=validate.Length(max=5000))
+
+    @validates("pair")
+    def _two_manuscripts(self, value: list[int], **kwargs: Any) -> None:
+        if len(value) == 2 and value[0] == value[1]:
+            raise ValidationError("must name two different manuscripts")
+
+
+class PairParam(fields.String):
+    """``pair=a,b``: two different manuscript indices."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> tuple[int, int]:
+        text = super()._deserialize(value, attr, data, **kwargs)
+        parts = text.split(",")
+        if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+            raise ValidationError("must be two manuscript indices, as in pair=0,1")
+        a, b = (int(p) for p in parts)
+        if a == b:
+            raise ValidationError("must name two different manuscripts")
+        return a, b
+
+
+class CorrespondenceQuerySchema(Schema):
+    """Query of ``GET /collations/{id}/correspondences``."""
+
+    pair = PairParam(load_default=(0, 1))
+    score = fields.String(load_default="propagated", validate=validate.OneOf(SCORES))
+    top = fields.Integer(load_default=5, validate=validate.Range(min=1, max=1000))
+
+
+class PageQuerySchema(Schema):
+    page = fields.Integer(load_default=None, validate=validate.Range(min=1))
+
+
+DEFAULT_OPTIONS = {"similarity": defaults.SIMILARITY, "normalization": defaults.NORMALIZATION,
+                   "propagation": defaults.PROPAGATION, "seed": defaults.SEED}

@@ -1,0 +1,111 @@
+"""The viewer's routes (blueprint ``viewer``, mounted at ``/api/v1`` beside the API).
+
+Thin: parse the query, call a function of ``data`` or ``matrix``, answer. The page itself is a
+template plus plain JavaScript that reads the API, so everything it shows is also available to
+scripts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from flask import Blueprint, Response, current_app, jsonify, render_template, request, url_for
+from marshmallow import Schema, ValidationError, fields, validate, validates_schema
+
+from ..service.app import service
+from ..service.collations import check_id
+from ..service.routes import base_url
+from ..service.schemas import SCORES, PairParam
+from .data import matrix_data, pair_view
+from .matrix import MAX_SIDE, render_matrix_png
+
+STATIC = Path(__file__).resolve().parent / "static"
+
+MIRADOR_VERSIONS = {"4": "4.0.0", "3": "3.4.3"}
+"""Bundles served from ``static/vendor`` (installed by scripts/setup.sh from the npm registry);
+``?mirador=3`` picks the 3.x one for institutions still on it."""
+
+bp = Blueprint("viewer", __name__, template_folder="templates", static_folder="static",
+               static_url_path="/viewer/static")
+
+
+class ViewQuerySchema(Schema):
+    """``pair=a,b``, or ``link=a-b-i-j`` (a correspondence id, as in the annotations' ``imcol:correspondence``:
+    manuscripts a and b, region indices i and j) to open on that match; ``mirador=3|4``; ``side`` is
+    accepted and ignored, so a ``UrlScheme.viewer`` template may pass it."""
+
+    pair = PairParam(load_default=(0, 1))
+    link = fields.String(validate=validate.Regexp(r"^\d{1,6}-\d{1,6}-\d{1,9}-\d{1,9}$",
+                                                  error="must be a correspondence id a-b-i-j"))
+    side = fields.String(validate=validate.OneOf(("a", "b")))
+    mirador = fields.String(load_default="4", validate=validate.OneOf(tuple(MIRADOR_VERSIONS)))
+
+    @validates_schema
+    def _link_names_two_manuscripts(self, data: dict, **kwargs: object) -> None:
+        if "link" in data:
+            a, b, _i, _j = (int(v) for v in data["link"].split("-"))
+            if a == b:
+                raise ValidationError("must name two different manuscripts", "link")
+
+
+class PairQuerySchema(Schema):
+    pair = PairParam(load_default=(0, 1))
+
+
+class MatrixQuerySchema(Schema):
+    pair = PairParam(load_default=(0, 1))
+    score = fields.String(load_default="normalized", validate=validate.OneOf(SCORES))
+    max_side = fields.Integer(load_default=MAX_SIDE, validate=validate.Range(min=16, max=4096))
+
+
+def mirador_bundle(major: str) -> tuple[str, bool]:
+    """(file name under static/vendor, whether it is installed) of a Mirador major version."""
+    name = f"mirador-{MIRADOR_VERSIONS[major]}.min.js"
+    return name, (STATIC / "vendor" / name).is_file()
+
+
+@bp.route("/collations/<cid>/view", methods=["GET"])
+def view(cid: str) -> Response:
+    """The page: progress while the collation runs, then the correspondences and Mirador."""
+    query = ViewQuerySchema().load(request.args.to_dict())
+    service().store.load_record(check_id(cid))  # 404 before rendering anything
+    name, installed = mirador_bundle(query["mirador"])
+    pair, focus = list(query["pair"]), None
+    if "link" in query:
+        a, b, i, j = (int(v) for v in query["link"].split("-"))
+        pair, focus = [a, b], [i, j]
+    config = {
+        "id": cid,
+        "api": base_url(),
+        "pair": pair,
+        "focus": focus,
+        "top": 3,
+        "mirador": {"version": MIRADOR_VERSIONS[query["mirador"]], "installed": installed},
+    }
+    html = render_template(
+        "viewer/view.html",
+        cid=cid,
+        config=config,
+        mirador_src=url_for("viewer.static", filename=f"vendor/{name}"),
+        mirador_installed=installed,
+        mirador_version=MIRADOR_VERSIONS[query["mirador"]],
+        tokens_required=bool(current_app.config["API_TOKENS"]),
+    )
+    return Response(html, mimetype="text/html")
+
+
+@bp.route("/collations/<cid>/view.json", methods=["GET"])
+def view_json(cid: str) -> Response:
+    """Manuscripts, derived manifest URLs and the regions of a pair (canvas, box, thumbnail URL)."""
+    query = PairQuerySchema().load(request.args.to_dict())
+    return jsonify(pair_view(service().store, cid, query["pair"], base_url()))
+
+
+@bp.route("/collations/<cid>/matrix.png", methods=["GET"])
+def matrix_png(cid: str) -> Response:
+    """The score matrix of a pair with cycle, assessment and ground-truth marks."""
+    query = MatrixQuerySchema().load(request.args.to_dict())
+    matrix, marks = matrix_data(service().store, cid, query["pair"], query["score"])
+    response = Response(render_matrix_png(matrix, marks, max_side=query["max_side"]), mimetype="image/png")
+    response.headers["Cache-Control"] = "no-cache"  # assessments change P_S and the marks
+    return response

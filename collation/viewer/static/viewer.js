@@ -1,0 +1,406 @@
+/*
+ * The collation viewer page. Plain JavaScript, no build step: everything comes from the API.
+ *
+ * - While the collation is queued or running, poll GET /collations/{id} every 2 s and show the stage.
+ * - When it is finished, fetch view.json (derived manifests, regions with Image API thumbnails) and the
+ *   ranking (GET /correspondences?pair=a,b&score=...&top=3), list it, and open Mirador with the two
+ *   derived manifests side by side.
+ * - Clicking a candidate points both Mirador windows at the two canvases; Confirm / Reject POST an
+ *   assessment, after which the ranking (propagated scores) and the matrix are fetched again.
+ */
+(function () {
+  'use strict';
+
+  var config = JSON.parse(document.getElementById('viewer-config').textContent);
+  var root = config.api + '/collations/' + config.id;
+  var POLL_MS = 2000;
+  var TOKEN_KEY = 'collation.token';
+  var WINDOW_IDS = ['collation-a', 'collation-b'];
+
+  var state = {
+    config: config,
+    pair: config.pair,
+    score: 'propagated',
+    status: null,
+    view: null,
+    items: [],
+    selected: null,
+    viewer: null,
+    loaded: false,
+    lastAssessment: null
+  };
+  window.collationViewer = state; // for scripts and tests
+
+  var $ = function (id) { return document.getElementById(id); };
+
+  // -- small helpers ---------------------------------------------------------------------------
+
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (key) {
+      if (key === 'text') node.textContent = attrs[key];
+      else if (key === 'className') node.className = attrs[key];
+      else if (key.slice(0, 5) === 'data-') node.setAttribute(key, attrs[key]);
+      else node[key] = attrs[key];
+    });
+    (children || []).forEach(function (child) { if (child) node.appendChild(child); });
+    return node;
+  }
+
+  function message(text, isError) {
+    var box = $('message');
+    box.hidden = !text;
+    box.textContent = text || '';
+    box.className = 'message' + (isError ? ' error' : '');
+  }
+
+  function token() { return $('token') ? ($('token').value || '').trim() : ''; }
+
+  function problemText(body, response) {
+    if (body && (body.detail || body.title)) return body.detail || body.title;
+    return response.status + ' ' + response.statusText;
+  }
+
+  function request(url, options) {
+    return fetch(url, options).then(function (response) {
+      return response.text().then(function (text) {
+        var body = null;
+        try { body = text ? JSON.parse(text) : null; } catch (e) { body = null; }
+        if (!response.ok) {
+          var error = new Error(problemText(body, response));
+          error.status = response.status;
+          throw error;
+        }
+        return body;
+      });
+    });
+  }
+
+  function fmt(value, digits) { return typeof value === 'number' ? value.toFixed(digits) : '–'; }
+
+  function pairParam() { return state.pair[0] + ',' + state.pair[1]; }
+
+  // -- progress --------------------------------------------------------------------------------
+
+  function renderStatus(doc) {
+    var status = $('status');
+    var bar = $('progress');
+    var p = doc.progress || {};
+    var text = doc.status;
+    if (doc.status === 'queued' || doc.status === 'running') {
+      if (p.stage && p.stage !== doc.status) text += ' · ' + p.stage;
+      text += ' ' + (p.done || 0) + '/' + (p.total || 0);
+      bar.hidden = false;
+      bar.max = Math.max(1, p.total || 0);
+      bar.value = p.done || 0;
+    } else {
+      bar.hidden = true;
+    }
+    status.textContent = text;
+    status.className = 'status ' + doc.status;
+    status.setAttribute('data-status', doc.status);
+  }
+
+  function fillPairs(doc) {
+    var select = $('pair');
+    var ms = doc.manuscripts || [];
+    var label = function (m) { return (ms[m] && ms[m].label) || ('Manuscript ' + m); };
+    var pairs = [];
+    for (var a = 0; a < ms.length; a++) {
+      for (var b = a + 1; b < ms.length; b++) pairs.push([a, b]);
+    }
+    if (!pairs.some(function (p) { return p[0] === state.pair[0] && p[1] === state.pair[1]; })) {
+      pairs.unshift(state.pair.slice());
+    }
+    var texts = pairs.map(function (p) { return label(p[0]) + ' ↔ ' + label(p[1]); });
+    if (select.getAttribute('data-texts') === texts.join('\n')) return; // labels arrive as manuscripts are read
+    select.setAttribute('data-texts', texts.join('\n'));
+    select.textContent = '';
+    pairs.forEach(function (p, k) {
+      var option = el('option', { value: p[0] + ',' + p[1], text: texts[k] });
+      option.selected = p[0] === state.pair[0] && p[1] === state.pair[1];
+      select.appendChild(option);
+    });
+  }
+
+  function poll() {
+    request(root).then(function (doc) {
+      state.status = doc;
+      renderStatus(doc);
+      fillPairs(doc);
+      if (doc.status === 'queued' || doc.status === 'running') {
+        setTimeout(poll, POLL_MS);
+      } else if (doc.status === 'finished') {
+        if (!state.loaded) loadPair();
+      } else {
+        var errors = (doc.errors || []).map(function (e) { return e.message || String(e); });
+        message('This collation is ' + doc.status + (errors.length ? ': ' + errors.join('; ') : '.'), true);
+      }
+    }).catch(function (error) {
+      message('Could not read the collation: ' + error.message, true);
+      setTimeout(poll, POLL_MS * 2);
+    });
+  }
+
+  // -- the list --------------------------------------------------------------------------------
+
+  function region(m, index) {
+    var regions = (state.view && state.view.regions[String(m)]) || {};
+    return regions[String(index)] || null;
+  }
+
+  function thumb(m, index) {
+    var r = region(m, index);
+    if (r && r.thumbnail) {
+      return el('img', { className: 'thumb', src: r.thumbnail, alt: 'illustration ' + index, loading: 'lazy' });
+    }
+    return el('span', { className: 'nothumb', text: 'no image' });
+  }
+
+  function where(m, index) {
+    var r = region(m, index);
+    return 'No. ' + index + (r && r.canvas_label ? ' · ' + r.canvas_label : '');
+  }
+
+  function candidateNode(source, c) {
+    var verdict = c.assessment || null;
+    var badges = [];
+    if (c.cycle_consistent) badges.push(el('span', { className: 'badge cycle', text: '⟲ cycle-consistent' }));
+    if (verdict) badges.push(el('span', { className: 'badge ' + verdict, text: verdict === 'confirmed' ? '✓ confirmed' : '✕ rejected' }));
+    var confirm = el('button', { type: 'button', text: 'Confirm', 'data-verdict': 'confirmed' });
+    var reject = el('button', { type: 'button', text: 'Reject', 'data-verdict': 'rejected' });
+    [confirm, reject].forEach(function (button) {
+      button.addEventListener('click', function (event) {
+        event.stopPropagation();
+        assess(source.index, c.index, button.getAttribute('data-verdict'));
+      });
+    });
+    var node = el('div', {
+      className: 'candidate' + (verdict ? ' ' + verdict : ''),
+      'data-source': source.index, 'data-target': c.index, 'data-rank': c.rank,
+      'data-cycle': c.cycle_consistent ? 'true' : 'false', 'data-assessment': verdict || ''
+    }, [
+      thumb(state.pair[1], c.index),
+      el('div', { text: '#' + c.rank + ' → ' + where(state.pair[1], c.index) }),
+      el('div', { className: 'scores', text: 'P_S ' + fmt(c.P_S, 3) + ' · N_S ' + fmt(c.N_S, 3) + ' · S ' + fmt(c.S, 3) }),
+      el('div', {}, badges),
+      el('div', { className: 'actions' }, [confirm, reject])
+    ]);
+    node.addEventListener('click', function (event) {
+      event.stopPropagation();
+      select(source.index, c.index);
+    });
+    return node;
+  }
+
+  function renderList() {
+    var body = document.querySelector('#correspondences tbody');
+    body.textContent = '';
+    state.items.forEach(function (item) {
+      var source = item.source;
+      var row = el('tr', { className: 'row', 'data-source': source.index }, [
+        el('td', { className: 'source' }, [thumb(state.pair[0], source.index),
+          el('div', { text: where(state.pair[0], source.index) })]),
+        el('td', {}, [el('div', { className: 'candidates' }, item.candidates.map(function (c) {
+          return candidateNode(source, c);
+        }))])
+      ]);
+      row.addEventListener('click', function () {
+        if (item.candidates.length) select(source.index, item.candidates[0].index);
+      });
+      body.appendChild(row);
+    });
+    highlight();
+  }
+
+  function highlight() {
+    var sel = state.selected;
+    document.querySelectorAll('#correspondences tr.row').forEach(function (row) {
+      row.classList.toggle('selected', !!sel && row.getAttribute('data-source') === String(sel.source));
+    });
+    document.querySelectorAll('#correspondences .candidate').forEach(function (node) {
+      node.classList.toggle('selected', !!sel && node.getAttribute('data-source') === String(sel.source) &&
+        node.getAttribute('data-target') === String(sel.target));
+    });
+  }
+
+  function refreshMatrix() {
+    $('matrix').src = root + '/matrix.png?pair=' + pairParam() + '&score=' + state.score + '&t=' + Date.now();
+  }
+
+  function refreshList() {
+    var url = root + '/correspondences?pair=' + pairParam() + '&score=' + state.score + '&top=' + config.top;
+    return request(url).then(function (doc) {
+      state.items = doc.items || [];
+      renderList();
+      refreshMatrix();
+      return state.items;
+    });
+  }
+
+  function loadPair() {
+    state.loaded = true;
+    request(root + '/view.json?pair=' + pairParam()).then(function (view) {
+      state.view = view;
+      return refreshList();
+    }).then(function (items) {
+      // open on the match named by ?link= when there is one, else on the first illustration's best candidate
+      var focus = config.focus && region(state.pair[0], config.focus[0]) && region(state.pair[1], config.focus[1]) ?
+        config.focus : null;
+      var first = items.find(function (item) { return item.candidates.length; });
+      var pick = focus || (first ? [first.source.index, first.candidates[0].index] : null);
+      startMirador(pick ? pick[0] : null, pick ? pick[1] : null);
+      if (!pick) return;
+      select(pick[0], pick[1], true);
+      if (state.viewer) selectMatch(region(state.pair[0], pick[0]), region(state.pair[1], pick[1]));
+      var row = document.querySelector('#correspondences tr.row[data-source="' + pick[0] + '"]');
+      if (focus && row) row.scrollIntoView({ block: 'center' });
+    }).catch(function (error) {
+      state.loaded = false;
+      message('Could not load the correspondences: ' + error.message, true);
+    });
+  }
+
+  // -- Mirador ---------------------------------------------------------------------------------
+
+  function manifestOf(m) {
+    var ms = (state.view && state.view.manuscripts) || [];
+    return ms[m] ? ms[m].manifest : null;
+  }
+
+  function startMirador(source, target) {
+    if (!window.Mirador || !document.getElementById('mirador')) return;
+    $('mirador-wait').hidden = true;
+    var ends = [[state.pair[0], source], [state.pair[1], target]];
+    var windows = ends.map(function (end, k) {
+      var w = { id: WINDOW_IDS[k], manifestId: manifestOf(end[0]) };
+      var r = end[1] === null ? null : region(end[0], end[1]);
+      if (r) w.canvasId = r.canvas;
+      return w;
+    });
+    state.viewer = window.Mirador.viewer({
+      id: 'mirador',
+      windows: windows,
+      window: {
+        sideBarOpen: true,
+        sideBarPanel: 'annotations',
+        highlightAllAnnotations: true,
+        forceDrawAnnotations: true,
+        allowClose: false
+      },
+      // Mirador 3.x and 4.0.x list only these motivations by default; never [] there (it hides all).
+      annotations: { filteredMotivations: ['oa:commenting', 'oa:tagging', 'sc:painting', 'commenting', 'tagging'] },
+      workspaceControlPanel: { enabled: false },
+      workspace: { showZoomControls: true }
+    });
+    window.viewer = state.viewer;
+  }
+
+  function miradorActions() {
+    // Mirador 3 groups its action creators under Mirador.actions; 4.0 exports them at the top level.
+    return window.Mirador.actions || window.Mirador;
+  }
+
+  function showInMirador(source, target) {
+    if (!state.viewer || !window.Mirador) return;
+    var store = state.viewer.store;
+    var actions = miradorActions();
+    var known = store.getState().windows || {};
+    var ends = [region(state.pair[0], source), region(state.pair[1], target)];
+    ends.forEach(function (r, k) {
+      if (r && known[WINDOW_IDS[k]]) store.dispatch(actions.setCanvas(WINDOW_IDS[k], r.canvas));
+    });
+    if (ends[0] && ends[1]) selectMatch(ends[0], ends[1]);
+  }
+
+  function annotationsOn(canvasId) {
+    var pages = (state.viewer.store.getState().annotations || {})[canvasId] || {};
+    return Object.keys(pages).reduce(function (all, key) {
+      var json = pages[key].json || {};
+      return all.concat(json.items || json.resources || []);
+    }, []);
+  }
+
+  function annotationId(annotation) { return annotation.id || annotation['@id']; }
+
+  /*
+   * Selects the display annotation of the match in both windows, once Mirador has fetched the two
+   * canvases' annotation pages: on canvas A, the annotation whose imcol:counterpart is an annotation
+   * on canvas B (and that targets region A, when a canvas holds several illustrations).
+   */
+  function selectMatch(regionA, regionB) {
+    var store = state.viewer.store;
+    var actions = miradorActions();
+    var token = {};
+    state.selecting = token;
+    var unsubscribe = function () {};
+    var attempt = function () {
+      if (state.selecting !== token) { unsubscribe(); return; }
+      var onB = {};
+      annotationsOn(regionB.canvas).forEach(function (a) { onB[annotationId(a)] = true; });
+      var candidates = annotationsOn(regionA.canvas).filter(function (a) { return onB[a['imcol:counterpart']]; });
+      if (!candidates.length) return;
+      var box = 'xywh=' + regionA.xywh.join(',');
+      var match = candidates.find(function (a) { return JSON.stringify(a).indexOf(box) >= 0; }) || candidates[0];
+      state.selecting = null;
+      unsubscribe();
+      var windows = store.getState().windows || {};
+      [[WINDOW_IDS[0], annotationId(match)], [WINDOW_IDS[1], match['imcol:counterpart']]].forEach(function (pick) {
+        if (windows[pick[0]] && windows[pick[0]].selectedAnnotationId !== pick[1]) {
+          store.dispatch(actions.selectAnnotation(pick[0], pick[1]));
+        }
+      });
+    };
+    unsubscribe = store.subscribe(attempt);
+    attempt();
+    setTimeout(function () { if (state.selecting === token) { state.selecting = null; unsubscribe(); } }, 30000);
+  }
+
+  function select(source, target, quiet) {
+    state.selected = { source: source, target: target };
+    highlight();
+    if (!quiet) showInMirador(source, target);
+  }
+
+  // -- assessments -----------------------------------------------------------------------------
+
+  function assess(source, target, verdict) {
+    var headers = { 'Content-Type': 'application/json' };
+    if (token()) headers.Authorization = 'Bearer ' + token();
+    var body = { pair: state.pair.slice(), source: source, target: target, verdict: verdict };
+    return request(root + '/assessments', { method: 'POST', headers: headers, body: JSON.stringify(body) })
+      .then(function (item) {
+        state.lastAssessment = item;
+        message(verdict.charAt(0).toUpperCase() + verdict.slice(1) + ': No. ' + source + ' ↔ No. ' + target +
+          '. Ranking updated.');
+        return refreshList();
+      })
+      .catch(function (error) {
+        if (error.status === 401) {
+          var details = document.querySelector('details.token');
+          if (details) details.open = true;
+          message('The service needs a bearer token for assessments: enter it under "Token".', true);
+        } else {
+          message('The assessment was not stored: ' + error.message, true);
+        }
+      });
+  }
+
+  // -- wiring ----------------------------------------------------------------------------------
+
+  if ($('token')) { // shown only when the service asks for tokens (API_TOKENS)
+    $('token').value = window.localStorage.getItem(TOKEN_KEY) || '';
+    $('token').addEventListener('change', function () { window.localStorage.setItem(TOKEN_KEY, token()); });
+  }
+  $('pair').addEventListener('change', function (event) {
+    var params = new URLSearchParams(window.location.search);
+    params.set('pair', event.target.value);
+    window.location.search = params.toString();
+  });
+  $('score').addEventListener('change', function (event) {
+    state.score = event.target.value;
+    if (state.view) refreshList().catch(function (error) { message(error.message, true); });
+  });
+  $('matrix-box').addEventListener('toggle', function () { if (state.view) refreshMatrix(); });
+  poll();
+})();

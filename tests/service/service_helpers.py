@@ -1,0 +1,155 @@
+"""Helpers of the service tests (imported by the tests and by conftest.py): an OpenAPI-checking test
+client, worker subprocesses, an in-process burst worker, polling."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from redis import Redis
+
+from collation.service.config import settings_environ
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def drain(settings: dict[str, Any], max_jobs: int | None = None) -> None:
+    """Runs an in-process burst worker on both queues until they are empty (the whole graph), or
+    for ``max_jobs`` jobs."""
+    from collation.jobs import context
+    from collation.jobs.worker import CollationWorker, queue_names
+
+    settings = context.configure(settings)
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    connection = Redis.from_url(settings["REDIS_URL"])
+    try:
+        worker = CollationWorker(queue_names(settings), connection=connection,
+                                 heartbeat_ttl=settings["HEARTBEAT_TTL"])
+        worker.work(burst=True, logging_level="WARNING", max_jobs=max_jobs)
+    finally:
+        connection.close()
+        for s, handler in handlers.items():
+            signal.signal(s, handler)
+
+
+
+class WorkerProcesses:
+    """``python -m collation.service worker`` subprocesses with the test's settings."""
+
+    def __init__(self, settings: dict[str, Any], log_dir: Path) -> None:
+        self.env = {**os.environ, **settings_environ(settings), "COLLATION_LOG_LEVEL": "WARNING",
+                    "PYTHONPATH": str(REPO)}
+        self.env.pop("COLLATION_REDIS_URL", None)
+        self.env["COLLATION_REDIS_URL"] = settings["REDIS_URL"]
+        self.log_dir = log_dir
+        self.processes: list[subprocess.Popen] = []
+
+    def start(self, *args: str, threads: int | None = None) -> subprocess.Popen:
+        log = open(self.log_dir / f"worker{len(self.processes)}.log", "wb")  # noqa: SIM115
+        env = {**self.env, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
+        process = subprocess.Popen([sys.executable, "-m", "collation.service", "worker", *args], env=env,
+                                   cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        self.processes.append(process)
+        return process
+
+    def logs(self) -> str:
+        return "\n".join(p.read_text(errors="replace")[-3000:] for p in sorted(self.log_dir.glob("worker*.log")))
+
+    def stop_all(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+
+class OpenAPIClient:
+    """The Flask test client, checking every response against ``openapi.yaml``: the path and method
+    are in the spec, the status is one the operation lists, and JSON bodies validate against the
+    schema of that status and media type."""
+
+    def __init__(self, client: Any, spec: dict[str, Any]) -> None:
+        from jsonschema import Draft202012Validator
+        from referencing import Registry, Resource
+        from referencing.jsonschema import DRAFT202012
+
+        self.client = client
+        self.spec = spec
+        resource = Resource.from_contents(spec, default_specification=DRAFT202012)
+        self.registry = Registry().with_resource("urn:openapi", resource)
+        self.validator_class = Draft202012Validator
+        self.routes = []
+        for template, item in spec["paths"].items():
+            pattern = "^" + re.sub(r"\\{[^}]+\\}", "[^/]+", re.escape(template)) + "$"
+            self.routes.append((re.compile(pattern), template, item))
+        self.checked: set[tuple[str, str, str]] = set()
+
+    def operation(self, method: str, path: str) -> tuple[str, dict[str, Any]]:
+        bare = path.split("?", 1)[0].removeprefix("/api/v1")
+        for pattern, template, item in self.routes:
+            if pattern.match(bare) and method.lower() in item:
+                return template, item[method.lower()]
+        raise AssertionError(f"{method} {bare} is not in openapi.yaml")
+
+    def check(self, method: str, path: str, response: Any) -> Any:
+        template, operation = self.operation(method, path)
+        status = str(response.status_code)
+        assert status in operation["responses"], f"{method} {template}: status {status} is not documented"
+        documented = operation["responses"][status]
+        if "$ref" in documented:
+            documented = self.spec["components"]["responses"][documented["$ref"].rsplit("/", 1)[-1]]
+        content = documented.get("content")
+        if not content:
+            assert not response.data, f"{method} {template} {status}: undocumented body"
+            return response
+        media = response.headers.get("Content-Type", "").split(";", 1)[0].strip()
+        assert media in content, f"{method} {template} {status}: {media} is not one of {list(content)}"
+        if media.endswith("json"):
+            schema = {"$ref": "urn:openapi#" + _pointer(template, method, status, media, documented)}
+            validator = self.validator_class(schema, registry=self.registry)
+            errors = sorted(validator.iter_errors(response.get_json()), key=lambda e: list(e.path))
+            assert not errors, f"{method} {template} {status}: {errors[0].message} at {list(errors[0].path)}"
+        self.checked.add((method.upper(), template, status))
+        return response
+
+    def __getattr__(self, method: str) -> Callable[..., Any]:
+        if method not in ("get", "post", "delete", "options", "put", "patch"):
+            raise AttributeError(method)
+
+        def call(path: str, **kwargs: Any) -> Any:
+            return self.check(method, path, getattr(self.client, method)(path, **kwargs))
+
+        return call
+
+
+def _pointer(template: str, method: str, status: str, media: str, documented: dict[str, Any]) -> str:
+    schema = documented["content"][media]["schema"]
+    if "$ref" in schema:
+        return schema["$ref"].removeprefix("#")
+    escaped = template.replace("~", "~0").replace("/", "~1")
+    return f"/paths/{escaped}/{method.lower()}/responses/{status}/content/{media.replace('/', '~1')}/schema"

@@ -1,0 +1,65 @@
+"""Settings from the environment, the data store's atomic writes and locks, collation ids."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from collation.errors import InputError
+from collation.jobs.scheduling import collation_id, resolve_options
+from collation.jobs.store import CollationNotFound, DataStore, write_json
+from collation.service.config import DEFAULTS, load_settings, settings_environ
+
+
+def test_settings_come_from_defaults_then_environment_then_overrides(tmp_path: Path) -> None:
+    env = {"COLLATION_REDIS_URL": "redis://r:6379/2", "COLLATION_ALLOWED_HOSTS": "127.0.0.1, iiif.local,",
+           "COLLATION_API_TOKENS": "a,b", "COLLATION_CHUNK_PAIRS": "64", "COLLATION_DEVICE": "cpu",
+           "COLLATION_DATA_DIR": str(tmp_path), "OTHER": "x"}
+    settings = load_settings({"CHUNK_PAIRS": 8}, environ=env)
+    assert settings["REDIS_URL"] == "redis://r:6379/2"
+    assert settings["ALLOWED_HOSTS"] == ["127.0.0.1", "iiif.local"]
+    assert settings["API_TOKENS"] == ["a", "b"]
+    assert settings["CHUNK_PAIRS"] == 8 and settings["DEVICE"] == "cpu"
+    assert settings["BACKBONE"] == DEFAULTS["BACKBONE"] == "efficientnet-lite0"
+    assert set(settings) == set(DEFAULTS)
+    assert load_settings(environ=settings_environ(settings)) == settings  # what worker subprocesses get
+
+
+@pytest.mark.parametrize(("name", "value"), [("COLLATION_PORT", "eighty"), ("COLLATION_DEVICE", "tpu")])
+def test_bad_settings_name_the_variable(name: str, value: str) -> None:
+    with pytest.raises(InputError) as info:
+        load_settings(environ={name: value})
+    assert info.value.field == name.removeprefix("COLLATION_")
+
+
+def test_ids_depend_on_order_regions_and_resolved_options() -> None:
+    settings = load_settings(environ={})
+    a, b = "https://x/a.json", "https://x/b.json"
+    base = collation_id([a, b], {}, resolve_options({}, settings))
+    assert base == collation_id([a, b], None, resolve_options({"seed": 0, "similarity": "s_trans"}, settings))
+    assert len(base) == 16 and base.isalnum()
+    assert base != collation_id([b, a], {}, resolve_options({}, settings))
+    assert base != collation_id([a, b], {"0": {"whole_canvases": True}}, resolve_options({}, settings))
+    assert base != collation_id([a, b], {}, resolve_options({"normalization": "avg"}, settings))
+
+
+def test_store_writes_atomically_and_locks(tmp_path: Path) -> None:
+    store = DataStore(tmp_path)
+    record = {"id": "0123456789abcdef", "status": "queued"}
+    assert store.create_collation(record) and not store.create_collation(record)
+    store.update_record(record["id"], lambda r: r.update(status="running"))
+    assert store.load_record(record["id"])["status"] == "running"
+    write_json(tmp_path / "x" / "y.json", {"a": 1})
+    assert not [p for p in tmp_path.rglob("*.tmp")]  # no temporary file is left behind
+    store.save_results(record["id"], 0, 1, S=np.eye(2))
+    np.testing.assert_array_equal(store.load_results(record["id"], 0, 1)["S"], np.eye(2))
+    assert store.delete_collation(record["id"]) and not store.delete_collation(record["id"])
+    with pytest.raises(CollationNotFound):
+        store.load_record(record["id"])
+    with pytest.raises(CollationNotFound):
+        store.update_record(record["id"], lambda r: None)
+    assert store.list_collations() == []
+    assert os.listdir(tmp_path / "trash") == []

@@ -1,0 +1,310 @@
+"""End to end: real Redis on a private port, real RQ workers in subprocesses, the real IIIF image
+server (iipsrv behind lighttpd) serving the Physiologus folios, and ``collate serve`` itself.
+
+P2 is published as Presentation 2.1 with canvases twice the size of the images (like the Vatican's)
+and its regions in annotation lists; P3 as Presentation 3.0 with embedded tagging annotations. The
+15 illustrations k = 0..14 of P2 must be matched to illustration k of P3, in the JSON and in the
+annotations; after a worker is killed with SIGKILL in the middle of scoring, or Redis restarts in
+the middle, the collation finishes with the same scores.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import requests
+from PIL import Image
+from redis import Redis
+from service_helpers import REPO, OpenAPIClient, WorkerProcesses, wait_for
+
+from collation.jobs.store import DataStore
+from collation.service import create_app
+from collation.service.app import start_sweeper, stop_sweeper
+from collation.service.local import free_port, start_redis, stop
+
+pytestmark = pytest.mark.slow
+
+API = "/api/v1"
+K = 15  # illustrations 0..14 of P2 and P3: those whose folios are in the shared data
+P2_SCALE = 2  # P2's canvases are twice the size of the images served
+
+
+def p2_manifest(site: Any, iipsrv: Any) -> str:
+    """P2 as Presentation 2.1: ImageService2 from iipsrv, canvas = 2 x image, regions in annotation lists."""
+    base = f"{site.url}/e2e/P2"
+    canvases = []
+    for k, box in enumerate(iipsrv.boxes["P2"][:K]):
+        with Image.open(box.folio) as folio:
+            width, height = folio.size
+        canvas_id = f"{base}/canvas/{box.folio.stem}"
+        service = f"{iipsrv.base}/{iipsrv.identifiers[box.folio]}"
+        x, y, w, h = (v * P2_SCALE for v in box.xywh)
+        annotation_list = site.write_json(f"e2e/P2/list/{k}.json", {
+            "@context": "http://iiif.io/api/presentation/2/context.json", "@id": f"{base}/list/{k}.json",
+            "@type": "sc:AnnotationList",
+            "resources": [{"@id": f"{base}/annotation/{k}", "@type": "oa:Annotation", "motivation": "oa:tagging",
+                           "resource": {"@type": "oa:Tag", "chars": "illustration"},
+                           "on": f"{canvas_id}#xywh={x},{y},{w},{h}"}]})
+        canvases.append({
+            "@id": canvas_id, "@type": "sc:Canvas", "label": box.folio.stem.split("_")[3],
+            "width": width * P2_SCALE, "height": height * P2_SCALE,
+            "images": [{"@type": "oa:Annotation", "motivation": "sc:painting", "on": canvas_id, "resource": {
+                "@id": f"{service}/full/full/0/default.jpg", "@type": "dctypes:Image", "format": "image/jpeg",
+                "width": width, "height": height,
+                "service": {"@context": "http://iiif.io/api/image/2/context.json", "@id": service,
+                            "profile": "http://iiif.io/api/image/2/level1.json"}}}],
+            "otherContent": [{"@id": annotation_list, "@type": "sc:AnnotationList"}],
+        })
+    return site.write_json("e2e/P2/manifest.json", {
+        "@context": "http://iiif.io/api/presentation/2/context.json", "@id": f"{base}/manifest.json",
+        "@type": "sc:Manifest", "label": "Ott.gr.354 (P2), first folios",
+        "sequences": [{"@type": "sc:Sequence", "canvases": canvases}]})
+
+
+def p3_manifest(site: Any, iipsrv: Any) -> str:
+    """P3 as Presentation 3.0: ImageService2 from iipsrv, canvas = image, embedded tagging annotations."""
+    base = f"{site.url}/e2e/P3"
+    canvases = []
+    for k, box in enumerate(iipsrv.boxes["P3"][:K]):
+        with Image.open(box.folio) as folio:
+            width, height = folio.size
+        canvas_id = f"{base}/canvas/{box.folio.stem}"
+        service = f"{iipsrv.base}/{iipsrv.identifiers[box.folio]}"
+        x, y, w, h = box.xywh
+        canvases.append({
+            "id": canvas_id, "type": "Canvas", "label": {"none": [box.folio.stem]}, "width": width, "height": height,
+            "items": [{"id": f"{canvas_id}/page", "type": "AnnotationPage", "items": [{
+                "id": f"{canvas_id}/painting", "type": "Annotation", "motivation": "painting", "target": canvas_id,
+                "body": {"id": f"{service}/full/max/0/default.jpg", "type": "Image", "format": "image/jpeg",
+                         "width": width, "height": height,
+                         "service": [{"@id": service, "@type": "ImageService2",
+                                      "profile": "http://iiif.io/api/image/2/level1.json"}]}}]}],
+            "annotations": [{"id": f"{canvas_id}/illustrations", "type": "AnnotationPage", "items": [{
+                "id": f"{canvas_id}/illustration/{k}", "type": "Annotation", "motivation": "tagging",
+                "body": {"type": "TextualBody", "value": "illustration", "purpose": "tagging"},
+                "target": f"{canvas_id}#xywh={x},{y},{w},{h}"}]}],
+        })
+    return site.write_json("e2e/P3/manifest.json", {
+        "@context": "http://iiif.io/api/presentation/3/context.json", "id": f"{base}/manifest.json",
+        "type": "Manifest", "label": {"en": ["Marc. gr. IV.35 (P3), first folios"]}, "items": canvases})
+
+
+@pytest.fixture(scope="module")
+def physiologus_manifests(site: Any, iipsrv: Any) -> tuple[str, str]:
+    return p2_manifest(site, iipsrv), p3_manifest(site, iipsrv)
+
+
+@dataclass
+class Run:
+    """One service (in-process app with its recovery sweep) and its worker subprocesses."""
+
+    api: OpenAPIClient
+    app: Any
+    settings: dict[str, Any]
+    workers: WorkerProcesses
+
+    def submit(self, manifests: tuple[str, str]) -> str:
+        r = self.api.post(f"{API}/collations", json={"manifests": list(manifests)})
+        assert r.status_code == 202, r.get_json()
+        return r.get_json()["id"]
+
+    def status(self, cid: str) -> dict[str, Any]:
+        return self.api.get(f"{API}/collations/{cid}").get_json()
+
+    def wait_finished(self, cid: str, timeout: float = 240) -> dict[str, Any]:
+        def done() -> dict[str, Any] | None:
+            doc = self.status(cid)
+            assert doc["status"] not in ("failed", "cancelled"), doc
+            return doc if doc["status"] == "finished" else None
+
+        try:
+            return wait_for(done, timeout, f"collation {cid} to finish", interval=0.25)
+        except AssertionError:
+            print(self.status(cid), self.workers.logs(), sep="\n")
+            raise
+
+    def scores(self, cid: str) -> dict[str, np.ndarray]:
+        return DataStore(self.settings["DATA_DIR"]).load_results(cid, 0, 1)
+
+
+def make_run(settings: dict[str, Any], openapi: dict[str, Any], log_dir: Path) -> Run:
+    app = create_app({**settings, "TESTING": True})
+    start_sweeper(app)
+    return Run(OpenAPIClient(app.test_client(), openapi), app, settings, WorkerProcesses(settings, log_dir))
+
+
+def seed_features(run: Run, reference: Run) -> None:
+    """Copies the reference's region images and features into the run's store: these tests are about
+    scoring, and features are cached by content anyway (the pair scores are not copied)."""
+    for folder in ("images", "features"):
+        shutil.copytree(Path(reference.settings["DATA_DIR"]) / folder, Path(run.settings["DATA_DIR"]) / folder)
+
+
+def close_run(run: Run) -> None:
+    run.workers.stop_all()
+    stop_sweeper(run.app)
+    run.app.extensions["collation"].connection.close()
+
+
+def e2e_settings(tmp_path: Path, redis_url: str) -> dict[str, Any]:
+    return {
+        "REDIS_URL": redis_url, "DATA_DIR": str(tmp_path / "data"), "ALLOWED_HOSTS": ["127.0.0.1"],
+        "BACKBONE": "efficientnet-lite0", "DEVICE": "cpu", "CHUNK_PAIRS": 16, "HEARTBEAT_TTL": 3,
+        "JOB_RETRIES": 2, "SWEEP_INTERVAL": 1, "PUBLIC_URL": "http://collation.test",
+    }
+
+
+def scoring_started(run: Run, cid: str, pairs: int) -> bool:
+    progress = run.status(cid)["progress"]
+    return progress["stage"] == "scoring" and pairs <= progress["done"] < K * K
+
+
+@pytest.fixture(scope="module")
+def baseline(physiologus_manifests: tuple[str, str], redis_server: Any, openapi: dict[str, Any],
+             tmp_path_factory: pytest.TempPathFactory) -> tuple[Run, str]:
+    """The Physiologus collation computed once by two worker subprocesses."""
+    url = redis_server[1].rsplit("/", 1)[0] + "/1"  # a database of its own: other runs' workers never see it
+    Redis.from_url(url).flushdb()
+    tmp = tmp_path_factory.mktemp("baseline")
+    run = make_run(e2e_settings(tmp, url), openapi, tmp)
+    try:
+        cid = run.submit(physiologus_manifests)
+        run.workers.start(threads=1)  # two workers share the two cores
+        run.workers.start(threads=1)
+        run.wait_finished(cid)
+        run.workers.stop_all()
+        yield run, cid
+    finally:
+        close_run(run)
+
+
+def test_physiologus_p2_p3_illustrations_match(baseline: tuple[Run, str], iipsrv: Any) -> None:
+    run, cid = baseline
+    doc = run.status(cid)
+    assert [(m["status"], m["regions"], m["errors"]) for m in doc["manuscripts"]] == [("ready", K, [])] * 2
+    for pair in ("0,1", "1,0"):
+        corr = run.api.get(f"{API}/collations/{cid}/correspondences?pair={pair}&score=propagated&top=3").get_json()
+        best = [(i["source"]["index"], i["candidates"][0]["index"]) for i in corr["items"]]
+        assert best == [(k, k) for k in range(K)]
+        assert all(i["candidates"][0]["cycle_consistent"] for i in corr["items"])
+    corr = run.api.get(f"{API}/collations/{cid}/correspondences?pair=0,1&top=1").get_json()
+    for k, item in enumerate(corr["items"]):  # canvas coordinates: P2's boxes scaled to its larger canvases
+        assert item["source"]["xywh"] == [v * P2_SCALE for v in iipsrv.boxes["P2"][k].xywh]
+        assert item["candidates"][0]["xywh"] == list(iipsrv.boxes["P3"][k].xywh)
+        assert item["source"]["canvas"].endswith(iipsrv.boxes["P2"][k].folio.stem)
+
+    collection = run.api.get(f"{API}/collations/{cid}/annotations").get_json()
+    links = []
+    for n in range(1, 1 + -(-collection["total"] // 100)):
+        page = run.api.get(f"{API}/collations/{cid}/annotations?page={n}").get_json()
+        links += [a for a in page["items"] if a["motivation"] == "linking" and a["imcol:rank"] == 1]
+    stems = {p: [b.folio.stem for b in iipsrv.boxes[p][:K]] for p in ("P2", "P3")}
+    matched = set()
+    for link in links:
+        ends = {link["target"]["source"]["id"].rsplit("/", 1)[-1], link["body"]["source"]["id"].rsplit("/", 1)[-1]}
+        for k in range(K):
+            if ends == {stems["P2"][k], stems["P3"][k]}:
+                matched.add(k)
+    assert matched == set(range(K))
+
+    manifest = run.api.get(f"{API}/collations/{cid}/manifests/0").get_json()
+    assert manifest["@type"] == "sc:Manifest" and all(c["otherContent"] for c in manifest["sequences"][0]["canvases"])
+    page = run.api.get(manifest["sequences"][0]["canvases"][0]["otherContent"][-1]["@id"]
+                       .removeprefix("http://collation.test")).get_json()
+    x, y, w, h = (v * P2_SCALE for v in iipsrv.boxes["P2"][0].xywh)
+    assert any(r["on"]["selector"]["value"] == f"xywh={x},{y},{w},{h}" for r in page["resources"])
+
+
+def test_a_worker_killed_while_scoring_is_replaced(physiologus_manifests: tuple[str, str], redis_url: str,
+                                                   baseline: tuple[Run, str], openapi: dict[str, Any],
+                                                   tmp_path: Path) -> None:
+    reference, reference_cid = baseline
+    url = redis_url.rsplit("/", 1)[0] + "/2"
+    Redis.from_url(url).flushdb()
+    run = make_run(e2e_settings(tmp_path, url), openapi, tmp_path)
+    seed_features(run, reference)
+    try:
+        cid = run.submit(physiologus_manifests)
+        assert cid == reference_cid  # same inputs, same id (another data store)
+        first = run.workers.start()
+        wait_for(lambda: scoring_started(run, cid, 32), 240, "scoring to start", interval=0.05)
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        assert run.status(cid)["status"] == "running"
+        run.workers.start()  # another worker; the killed one's chunk is abandoned, then retried
+        run.wait_finished(cid)
+        got, want = run.scores(cid), reference.scores(reference_cid)
+        for name in ("S", "N_S", "P_S"):
+            np.testing.assert_array_equal(got[name], want[name])
+    finally:
+        close_run(run)
+
+
+def test_a_redis_restart_while_scoring_loses_nothing(physiologus_manifests: tuple[str, str],
+                                                     baseline: tuple[Run, str], openapi: dict[str, Any],
+                                                     tmp_path: Path) -> None:
+    reference, reference_cid = baseline
+    port = free_port()
+    redis_process, url = start_redis(tmp_path / "redis", port=port)
+    run = make_run(e2e_settings(tmp_path, url), openapi, tmp_path)
+    seed_features(run, reference)
+    try:
+        cid = run.submit(physiologus_manifests)
+        run.workers.start()
+        wait_for(lambda: scoring_started(run, cid, 32), 240, "scoring to start", interval=0.05)
+        stop(redis_process)  # no persistence: queues, jobs and registries are gone
+        redis_process, _ = start_redis(tmp_path / "redis", port=port)
+        run.wait_finished(cid)  # the sweep re-enqueued what the store says is missing
+        got, want = run.scores(cid), reference.scores(reference_cid)
+        for name in ("S", "N_S", "P_S"):
+            np.testing.assert_array_equal(got[name], want[name])
+    finally:
+        close_run(run)
+        stop(redis_process)
+
+
+def test_collate_serve_runs_everything_on_one_machine(synthetic: Any, tmp_path: Path) -> None:
+    """``serve`` without a Redis URL starts a private redis-server and a worker, prints the URL, serves a
+    collation over HTTP and stops cleanly on Ctrl-C."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COLLATION_")}
+    env.update(COLLATION_DATA_DIR=str(tmp_path / "data"), COLLATION_ALLOWED_HOSTS="127.0.0.1",
+               COLLATION_DEVICE="cpu", COLLATION_LOG_LEVEL="WARNING", PYTHONPATH=str(REPO))
+    process = subprocess.Popen([sys.executable, "-m", "collation.service", "serve", "--port", "0"], env=env,
+                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        line = ""
+        while "Collation service on" not in line:
+            line = process.stdout.readline()
+            assert line or process.poll() is None, "serve exited before printing its URL"
+        url = re.search(r"(http://\S+/api/v1)", line).group(1)
+        assert requests.get(f"{url}/healthz", timeout=10).json() == {"status": "ok"}
+        wait_for(lambda: requests.get(f"{url}/readyz", timeout=10).status_code == 200, 120, "a worker")
+        r = requests.post(f"{url}/collations", json={"manifests": [synthetic.a, synthetic.c]}, timeout=10)
+        assert r.status_code == 202 and r.headers["Access-Control-Allow-Origin"] == "*"
+        status_url = r.headers["Location"]
+        doc = wait_for(lambda: (d := requests.get(status_url, timeout=10).json())["status"] == "finished" and d,
+                       120, "the collation", interval=0.25)
+        assert [m["regions"] for m in doc["manuscripts"]] == [synthetic.n, synthetic.n]
+        corr = requests.get(f"{status_url}/correspondences?pair=1,0&top=1", timeout=10).json()
+        assert [i["candidates"][0]["index"] for i in corr["items"]] == list(range(synthetic.n))
+        assert (tmp_path / "data" / "redis" / "redis.log").is_file()
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            assert process.wait(60) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+            process.stdout.close()
+    with pytest.raises(requests.ConnectionError):
+        requests.get(f"{url}/healthz", timeout=2)

@@ -1,0 +1,450 @@
+"""The viewer in a real browser: Debian's Chromium driven by Playwright, the service on a loopback
+port, the Physiologus folios (P2, P3) behind iipsrv, a collation computed by an in-process worker.
+
+What a historian does is what is checked: open the view of the finished collation, see Mirador list
+the correspondence annotation of the matched canvases in both windows and draw its box, confirm the
+match and find the assessment stored; watch a running collation's progress without reloading; look
+at the score matrix, whose diagonal stands out. Screenshots go to a temporary folder and, when
+``COLLATION_SCREENSHOT_DIR`` is set, are copied there.
+
+Assertions follow test-infrastructure.md §6 ("How to assert that an annotation is shown"): the DOM
+listing, the Redux state, and alpha pixels of Mirador's overlay canvas along the expected outline.
+Everything stays on 127.0.0.1; the browser downloads nothing (no ``playwright install``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import requests
+from PIL import Image
+from redis import Redis
+from service_helpers import drain
+
+from collation.service import create_app
+from collation.viewer import routes as viewer_routes
+from collation.viewer.matrix import COLORS, layout
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+REGIONS = 15  # P2 and P3 illustrations 0-14: the ones whose folios are in the shared data
+PICK = 3  # the correspondence the test looks at: P2 illustration 3 <-> P3 illustration 3
+TIMEOUT_MS = 20_000
+
+
+# --------------------------------------------------------------------------------------------------
+# Fixtures: manifests of the Physiologus folios, a finished collation served over HTTP, a browser
+
+
+def v2_manifest(url: str, label: str, boxes: list[Any], iipsrv: Any) -> tuple[dict, list[dict]]:
+    """P2 as Presentation 2.1, canvas = image size (Mirador scales #xywh by the image, mirador#4533)."""
+    canvases, regions = [], []
+    for box in boxes:
+        with Image.open(box.folio) as folio:
+            width, height = folio.size
+        canvas_id = f"{url.rsplit('/', 1)[0]}/canvas/{box.folio.stem}"
+        service = f"{iipsrv.base}/{iipsrv.identifiers[box.folio]}"
+        canvases.append({
+            "@id": canvas_id, "@type": "sc:Canvas", "label": box.folio.stem.split("_")[3], "width": width,
+            "height": height,
+            "images": [{"@type": "oa:Annotation", "motivation": "sc:painting", "on": canvas_id, "resource": {
+                "@id": f"{service}/full/full/0/default.jpg", "@type": "dctypes:Image", "format": "image/jpeg",
+                "width": width, "height": height,
+                "service": {"@context": "http://iiif.io/api/image/2/context.json", "@id": service,
+                            "profile": "http://iiif.io/api/image/2/level1.json"}}}],
+        })
+        regions.append({"canvas": canvas_id, "xywh": list(box.xywh)})
+    doc = {"@context": "http://iiif.io/api/presentation/2/context.json", "@id": url, "@type": "sc:Manifest",
+           "label": label, "sequences": [{"@type": "sc:Sequence", "canvases": canvases}]}
+    return doc, regions
+
+
+def v3_manifest(url: str, label: str, boxes: list[Any], iipsrv: Any) -> tuple[dict, list[dict]]:
+    """P3 as Presentation 3.0 with ImageService2 services (what iipsrv 1.1 offers)."""
+    canvases, regions = [], []
+    for box in boxes:
+        with Image.open(box.folio) as folio:
+            width, height = folio.size
+        canvas_id = f"{url.rsplit('/', 1)[0]}/canvas/{box.folio.stem}"
+        service = f"{iipsrv.base}/{iipsrv.identifiers[box.folio]}"
+        body = {"id": f"{service}/full/max/0/default.jpg", "type": "Image", "format": "image/jpeg",
+                "width": width, "height": height,
+                "service": [{"@id": service, "@type": "ImageService2",
+                             "profile": "http://iiif.io/api/image/2/level1.json"}]}
+        canvases.append({
+            "id": canvas_id, "type": "Canvas", "label": {"none": [box.folio.stem]}, "width": width,
+            "height": height,
+            "items": [{"id": f"{canvas_id}/page", "type": "AnnotationPage", "items": [
+                {"id": f"{canvas_id}/painting", "type": "Annotation", "motivation": "painting", "body": body,
+                 "target": canvas_id}]}],
+        })
+        regions.append({"canvas": canvas_id, "xywh": list(box.xywh)})
+    doc = {"@context": "http://iiif.io/api/presentation/3/context.json", "id": url, "type": "Manifest",
+           "label": {"en": [label]}, "items": canvases}
+    return doc, regions
+
+
+@dataclass
+class Served:
+    """The service on a loopback port, its settings, and the request of the Physiologus collation."""
+
+    url: str  # http://127.0.0.1:<port>/api/v1
+    settings: dict[str, Any]
+    body: dict[str, Any]
+    app: Any
+    cid: str = ""
+    regions: tuple[list[dict], list[dict]] = ([], [])
+
+    def submit(self, options: dict[str, Any] | None = None) -> str:
+        body = {**self.body, "options": options or {}}
+        r = requests.post(f"{self.url}/collations", json=body, timeout=30)
+        assert r.status_code == 202, r.text
+        return r.json()["id"]
+
+    def status(self, cid: str) -> dict[str, Any]:
+        return requests.get(f"{self.url}/collations/{cid}", timeout=30).json()
+
+
+def run_worker(settings: dict[str, Any]) -> None:
+    """An in-process burst worker on both queues (``service_helpers.drain``), until the graph is done."""
+    drain(settings)
+
+
+@pytest.fixture(scope="session")
+def served(iipsrv: Any, site: Any, redis_server: tuple[Any, str],
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """The service, over real HTTP (the browser needs it), with P2 and P3 manifests on the static site.
+
+    Session-scoped: the collation is computed once. Features and scores are cached in the data store
+    by content, so a second collation of the same regions (other options) only re-runs the cheap steps.
+    """
+    from werkzeug.serving import make_server
+
+    p2, regions2 = v2_manifest(f"{site.url}/physiologus/P2/manifest.json", "P2 Ott.gr.354",
+                               iipsrv.boxes["P2"][:REGIONS], iipsrv)
+    p3, regions3 = v3_manifest(f"{site.url}/physiologus/P3/manifest.json", "P3 Marc.gr.IV.35",
+                               iipsrv.boxes["P3"][:REGIONS], iipsrv)
+    urls = [site.write_json("physiologus/P2/manifest.json", p2), site.write_json("physiologus/P3/manifest.json", p3)]
+    settings = {
+        "REDIS_URL": redis_server[1],
+        "DATA_DIR": str(tmp_path_factory.mktemp("viewer") / "data"),
+        "ALLOWED_HOSTS": ["127.0.0.1"],
+        "BACKBONE": "efficientnet-lite0",
+        "DEVICE": "cpu",
+        "SWEEP_INTERVAL": 0,
+        "HEARTBEAT_TTL": 10,
+        "API_TOKENS": [],
+        "PUBLIC_URL": None,  # ids and links use the host the browser asked
+    }
+    app = create_app({**settings, "TESTING": True})
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, name="viewer-test-server", daemon=True)
+    thread.start()
+    body = {"manifests": urls, "regions": {"0": regions2, "1": regions3}}
+    try:
+        yield Served(f"http://127.0.0.1:{server.server_port}/api/v1", settings, body, app,
+                     regions=(regions2, regions3))
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+        state = app.extensions["collation"]
+        state.stop.set()
+        if state.connection is not None:
+            state.connection.close()
+
+
+@pytest.fixture(scope="session")
+def collation(served: Served) -> Served:
+    """The finished P2-P3 collation (default options), computed once."""
+    Redis.from_url(served.settings["REDIS_URL"]).flushdb()
+    served.cid = served.submit()
+    run_worker(served.settings)
+    doc = served.status(served.cid)
+    assert doc["status"] == "finished", doc
+    return served
+
+
+@pytest.fixture(scope="session")
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Where screenshots go; copied to ``$COLLATION_SCREENSHOT_DIR`` at the end when it is set."""
+    folder = tmp_path_factory.mktemp("screenshots")
+    yield folder
+    target = os.environ.get("COLLATION_SCREENSHOT_DIR")
+    if target:
+        Path(target).mkdir(parents=True, exist_ok=True)
+        for shot in sorted(folder.iterdir()):
+            shutil.copy2(shot, Path(target) / shot.name)
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A persistent Chromium context (Debian's binary, headless, offline flags), 1400 x 1000."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
+    if not CHROMIUM.exists() or shutil.which("chromium") is None:
+        pytest.skip("Debian chromium is not installed (apt-get install chromium; scripts/setup.sh does it)")
+    with sync_api.sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
+            args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 1000},
+        )
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.errors = errors
+    try:
+        yield page
+    finally:
+        page.close()
+
+
+def need_mirador(version: str) -> None:
+    name = f"mirador-{version}.min.js"
+    if not (viewer_routes.STATIC / "vendor" / name).is_file():
+        pytest.skip(f"{name} is not installed (scripts/setup.sh fetches it from npm)")
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading Mirador's state and overlay from the page
+
+OVERLAY_JS = """
+([windowId, box, control]) => {
+  const state = window.viewer.store.getState();
+  const s = state.viewers[windowId];
+  const win = document.getElementById(windowId);
+  const overlay = win && win.querySelector('.openseadragon-canvas > div > canvas');
+  if (!s || !overlay || !overlay.width) return null;
+  const W = overlay.width, H = overlay.height;
+  const data = overlay.getContext('2d').getImageData(0, 0, W, H).data;
+  const near = (px, py) => {
+    for (let dy = -2; dy <= 2; dy++) for (let dx = -2; dx <= 2; dx++) {
+      const x = Math.round(px) + dx, y = Math.round(py) + dy;
+      if (x >= 0 && y >= 0 && x < W && y < H && data[(y * W + x) * 4 + 3] > 0) return true;
+    }
+    return false;
+  };
+  const score = ([X, Y, w, h]) => {
+    let hits = 0, total = 0;
+    for (let k = 0; k <= 40; k++) {
+      const t = k / 40;
+      for (const [cx, cy] of [[X + t * w, Y], [X + t * w, Y + h], [X, Y + t * h], [X + w, Y + t * h]]) {
+        const px = (cx - s.x) * s.zoom * W + W / 2, py = (cy - s.y) * s.zoom * W + H / 2;
+        if (px < 0 || py < 0 || px >= W || py >= H) continue;
+        total += 1;
+        if (near(px, py)) hits += 1;
+      }
+    }
+    return total ? hits / total : 0;
+  };
+  return {box: score(box), control: score(control), width: W, height: H};
+}
+"""
+
+ANNOTATION_IDS_JS = """
+([canvasId]) => {
+  const pages = window.viewer.store.getState().annotations[canvasId] || {};
+  return Object.values(pages).flatMap(p => {
+    const json = p.json || {};
+    return (json.items || json.resources || []).map(a => a.id || a['@id']);
+  });
+}
+"""
+
+
+def mirador_window(page: Any, window_id: str) -> Any:
+    return page.locator(f'[id="{window_id}"]')
+
+
+def check_annotation_shown(page: Any, window_id: str, canvas_id: str, link: str, side: str,
+                           xywh: list[int], listed_text: re.Pattern[str]) -> dict[str, Any]:
+    """The three levels of §6: listed in the window's panel, loaded in Redux, drawn on the overlay."""
+    try:
+        page.wait_for_function(
+            "([w, c]) => { const s = window.viewer && window.viewer.store.getState().windows[w];"
+            " return !!s && s.canvasId === c; }", arg=[window_id, canvas_id], timeout=TIMEOUT_MS)
+    except Exception as exc:
+        windows = page.evaluate("() => window.viewer && Object.entries(window.viewer.store.getState().windows)"
+                                ".map(([k, v]) => [k, v.canvasId, v.manifestId])")
+        raise AssertionError(f"{window_id} is not on {canvas_id}: {windows}; page errors {page.errors}") from exc
+    # 1. listed in the annotation panel of this window
+    mirador_window(page, window_id).get_by_text(listed_text).first.wait_for(timeout=TIMEOUT_MS)
+    # 2. loaded: the display annotation of the link, on this canvas
+    suffix = f"/display/{link}-{side}"
+    page.wait_for_function(
+        f"([c, sfx]) => ({ANNOTATION_IDS_JS})([c]).some(id => id && id.endsWith(sfx))",
+        arg=[canvas_id, suffix], timeout=TIMEOUT_MS)
+    # 3. drawn: alpha along >= 90 % of the box outline, nothing around a control box
+    x, y, w, h = xywh
+    control = [x + w // 4, y + h // 4, w // 2, h // 2]  # inside the illustration, off its outline
+    page.wait_for_function(
+        f"(args) => {{ const r = ({OVERLAY_JS})(args); return r && r.box >= 0.9; }}",
+        arg=[window_id, xywh, control], timeout=TIMEOUT_MS)
+    result = page.evaluate(OVERLAY_JS, [window_id, xywh, control])
+    assert result["box"] >= 0.9 and result["control"] <= 0.05, result
+    return result
+
+
+def assert_selected(page: Any, link: str) -> None:
+    """Both windows have the display annotation of ``link`` selected (its side a and side b)."""
+    for window_id, side in (("collation-a", "a"), ("collation-b", "b")):
+        page.wait_for_function(
+            "([w, sfx]) => { const id = window.viewer.store.getState().windows[w].selectedAnnotationId;"
+            " return !!id && id.endsWith(sfx); }", arg=[window_id, f"/display/{link}-{side}"], timeout=TIMEOUT_MS)
+        item = mirador_window(page, window_id).locator(f'li[annotationid$="/display/{link}-{side}"]')
+        assert item.count() == 1
+
+
+def region_label(served: Served, m: int, k: int) -> str:
+    canvas = served.regions[m][k]["canvas"]
+    return canvas.rsplit("/", 1)[-1] if m == 1 else canvas.rsplit("/", 1)[-1].split("_")[3]
+
+
+# --------------------------------------------------------------------------------------------------
+# Tests
+
+
+def test_mirador4_shows_the_match_in_both_windows_and_confirm_stores_an_assessment(
+    collation: Served, page: Any, screenshots: Path
+) -> None:
+    need_mirador("4.0.0")
+    page.goto(f"{collation.url}/collations/{collation.cid}/view?pair=0,1")
+    page.locator('#status[data-status="finished"]').wait_for(timeout=TIMEOUT_MS)
+    rows = page.locator("#correspondences tr.row")
+    rows.nth(REGIONS - 1).wait_for(timeout=TIMEOUT_MS)
+    assert rows.count() == REGIONS
+    # the page lists each illustration with its best candidates: the true partner first, cycle-consistent
+    best = page.evaluate("() => window.collationViewer.items.map(i => [i.source.index, i.candidates[0].index,"
+                         " i.candidates[0].cycle_consistent])")
+    assert sum(a == b and cycle for a, b, cycle in best) >= REGIONS - 1, best
+    candidate = page.locator(f'.candidate[data-source="{PICK}"][data-target="{PICK}"]')
+    assert candidate.get_attribute("data-cycle") == "true"
+    assert candidate.locator("img.thumb").evaluate("img => img.complete && img.naturalWidth > 0")
+
+    # clicking the match points both windows at the matched canvases
+    candidate.locator("img.thumb").click()
+    link = f"0-1-{PICK}-{PICK}"
+    p3_label, p2_label = region_label(collation, 1, PICK), region_label(collation, 0, PICK)
+    shown_a = check_annotation_shown(page, "collation-a", collation.regions[0][PICK]["canvas"], link, "a",
+                                     collation.regions[0][PICK]["xywh"],
+                                     re.compile(rf"{re.escape(p3_label)}.*\(illustration {PICK}\)"))
+    shown_b = check_annotation_shown(page, "collation-b", collation.regions[1][PICK]["canvas"], link, "b",
+                                     collation.regions[1][PICK]["xywh"],
+                                     re.compile(rf"{re.escape(p2_label)}.*\(illustration {PICK}\)"))
+    page.screenshot(path=str(screenshots / "viewer-mirador4-match.png"))
+
+    # the page selects the match's display annotation in both windows (highlighted in the panel)
+    assert_selected(page, link)
+
+    # confirm: the assessment is stored, and the re-fetched ranking shows it
+    before = requests.get(f"{collation.url}/collations/{collation.cid}/assessments", timeout=30).json()["items"]
+    candidate.get_by_role("button", name="Confirm").click()
+    page.locator(f'.candidate[data-source="{PICK}"][data-target="{PICK}"][data-assessment="confirmed"]').wait_for(
+        timeout=TIMEOUT_MS)
+    items = requests.get(f"{collation.url}/collations/{collation.cid}/assessments", timeout=30).json()["items"]
+    assert len(items) == len(before) + 1
+    assert {k: items[-1][k] for k in ("pair", "source", "target", "verdict")} == {
+        "pair": [0, 1], "source": PICK, "target": PICK, "verdict": "confirmed"}
+    assert page.locator("#message").inner_text().startswith("Confirmed")
+    page.screenshot(path=str(screenshots / "viewer-mirador4-confirmed.png"))
+    assert not page.errors, page.errors
+    assert shown_a["box"] >= 0.9 and shown_b["box"] >= 0.9
+
+
+def test_mirador3_shows_the_match_too(collation: Served, page: Any, screenshots: Path) -> None:
+    """Mirador 3.4.3, opened from a correspondence id as the annotations' links would open it."""
+    need_mirador("3.4.3")
+    k = 7
+    page.goto(f"{collation.url}/collations/{collation.cid}/view?link=0-1-{k}-{k}&mirador=3")
+    page.locator('#status[data-status="finished"]').wait_for(timeout=TIMEOUT_MS)
+    assert page.evaluate("() => window.collationViewer.config.mirador.version") == "3.4.3"
+    page.wait_for_function("() => window.collationViewer.selected !== null", timeout=TIMEOUT_MS)
+    assert page.evaluate("() => window.collationViewer.selected") == {"source": k, "target": k}
+    p3_label, p2_label = region_label(collation, 1, k), region_label(collation, 0, k)
+    link = f"0-1-{k}-{k}"
+    check_annotation_shown(page, "collation-a", collation.regions[0][k]["canvas"], link, "a",
+                           collation.regions[0][k]["xywh"], re.compile(rf"{re.escape(p3_label)}.*\(illustration {k}\)"))
+    check_annotation_shown(page, "collation-b", collation.regions[1][k]["canvas"], link, "b",
+                           collation.regions[1][k]["xywh"], re.compile(rf"{re.escape(p2_label)}.*\(illustration {k}\)"))
+    assert_selected(page, link)
+    page.screenshot(path=str(screenshots / "viewer-mirador3-link.png"))
+
+
+def test_progress_updates_without_reload(served: Served, collation: Served, page: Any, screenshots: Path) -> None:
+    """A second collation of the same regions (other normalization) runs while the page is open."""
+    cid = served.submit({"normalization": "avg"})
+    assert cid != collation.cid
+    page.goto(f"{served.url}/collations/{cid}/view")
+    page.locator('#status[data-status="queued"]').wait_for(timeout=TIMEOUT_MS)
+    assert page.locator("#progress").is_visible()
+    page.evaluate("() => { window.__notReloaded = true; }")
+    page.screenshot(path=str(screenshots / "viewer-progress-queued.png"))
+    run_worker(served.settings)
+    page.locator('#status[data-status="finished"]').wait_for(timeout=TIMEOUT_MS)
+    page.locator("#correspondences tr.row").first.wait_for(timeout=TIMEOUT_MS)
+    assert page.evaluate("() => window.__notReloaded === true")
+    assert not page.locator("#progress").is_visible()
+
+
+def test_matrix_of_p2_p3_shows_the_diagonal(collation: Served, screenshots: Path) -> None:
+    # the ground truth of the 15 usable pairs, as an upload would store it (beside the results)
+    from collation.jobs.store import DataStore
+
+    truth = json.loads((Path(os.environ.get("COLLATION_TEST_DATA", Path(__file__).resolve().parents[3] / "shared"
+                                            / "data" / "physiologus")) / "ground_truth" / "P2-P3.json").read_text())
+    truth = [pair for pair in truth if pair[0] < REGIONS and pair[1] < REGIONS]
+    path = DataStore(collation.settings["DATA_DIR"]).collation_dir(collation.cid) / "ground_truth" / "0-1.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(truth))
+
+    started = time.monotonic()
+    r = requests.get(f"{collation.url}/collations/{collation.cid}/matrix.png?pair=0,1&score=normalized", timeout=30)
+    assert r.status_code == 200 and r.headers["Content-Type"] == "image/png"
+    assert time.monotonic() - started < 5
+    (screenshots / "matrix-P2-P3.png").write_bytes(r.content)
+    image = Image.open(io.BytesIO(r.content)).convert("RGB")
+    geometry = layout((REGIONS, REGIONS))
+    assert image.size == geometry.size
+    lum = np.asarray(image.convert("L"), dtype=np.float64)
+    diagonal = [lum[geometry.center(k, k)[::-1]] for k in range(REGIONS)]
+    off = [lum[geometry.center(i, j)[::-1]] for i in range(REGIONS) for j in range(REGIONS) if i != j]
+    assert np.mean(diagonal) > np.mean(off) + 60, (np.mean(diagonal), np.mean(off))
+    assert np.median(diagonal) > np.percentile(off, 95)
+    for k in range(REGIONS):  # ground truth at every diagonal cell's corners
+        assert image.getpixel(geometry.box(k, k)[:2]) == COLORS["ground_truth"], k
+    outlined = sum(image.getpixel((geometry.box(k, k)[0] + geometry.cell // 2, geometry.box(k, k)[1]))
+                   == COLORS["two_cycles"] for k in range(REGIONS))
+    assert outlined >= REGIONS - 1  # the mutual best pairs are the true ones
+
+
+def test_browser_is_not_needed_for_the_page(collation: Served) -> None:
+    """The page and its data answer over HTTP (the part of the viewer that works without a browser)."""
+    r = requests.get(f"{collation.url}/collations/{collation.cid}/view", timeout=30)
+    assert r.status_code == 200 and "viewer.js" in r.text
+    doc = requests.get(f"{collation.url}/collations/{collation.cid}/view.json?pair=1,0", timeout=30).json()
+    assert doc["pair"] == [1, 0] and len(doc["regions"]["0"]) == len(doc["regions"]["1"]) == REGIONS
+    thumb = doc["regions"]["1"]["0"]["thumbnail"]
+    image = requests.get(thumb, timeout=30)
+    assert image.content[:3] == b"\xff\xd8\xff"  # a JPEG, not iipsrv's HTML error page in a 200
