@@ -207,10 +207,26 @@ def add_assessment(store: DataStore, cid: str, body: dict[str, Any], base: str) 
     return with_links(item, cid, base)
 
 
+VERDICT_VALUES = {"confirmed": "exact", "rejected": "none"}
+"""Our verdicts in the vocabulary of the ``assessing`` annotations (docs/annotations.md)."""
+
+
 def with_links(item: dict[str, Any], cid: str, base: str) -> dict[str, Any]:
+    """An assessment with its links and as a W3C ``assessing`` annotation on the canonical link."""
+    from ..iiif.annotations import build_assessment
+    from .layers import url_scheme
+
     a, b = item["pair"]
-    return {**item, "links": {
-        "self": f"{base}/collations/{cid}/assessments#{item['id']}",
+    source, target = item["source"], item["target"]
+    if a > b:  # canonical links are stored once, from the lower manuscript index
+        a, b, source, target = b, a, target, source
+    self_url = f"{base}/collations/{cid}/assessments#{item['id']}"
+    link = url_scheme(cid, base).render("link", link=f"{a}-{b}-{source}-{target}")
+    assessor = {"type": "Person", "name": item.get("creator") or "anonymous expert"}
+    annotation = build_assessment(link, VERDICT_VALUES[item["verdict"]], assessor=assessor, id=self_url,
+                                  created=item.get("created"), note=item.get("note"))
+    return {**item, "annotation": annotation, "links": {
+        "self": self_url,
         "correspondences": f"{base}/collations/{cid}/correspondences?pair={a},{b}&score=propagated",
     }}
 

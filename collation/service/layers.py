@@ -51,7 +51,9 @@ def context_document() -> dict[str, Any]:
 
 
 def url_scheme(cid: str, base: str) -> UrlScheme:
-    return UrlScheme(base=f"{base}/collations/{cid}", context=context_url(base))
+    """Ids of a collation's documents; each display annotation links to the viewer's compare view."""
+    return UrlScheme(base=f"{base}/collations/{cid}", context=context_url(base),
+                     viewer="{base}/view?link={link}&side={side}")
 
 
 def _method(options: dict[str, Any]) -> str:

@@ -90,6 +90,7 @@ def test_a_collation_runs_to_correspondences_and_annotations(api: Any, synthetic
     assert page_url == f"http://collation.test{API}/collations/{cid}/pages/0/2"
     page_a = api.get(page_url.removeprefix("http://collation.test")).get_json()
     assert page_a["type"] == "AnnotationPage" and page_a["items"][0]["motivation"] == "commenting"
+    assert f"/collations/{cid}/view?link=" in json.dumps(page_a["items"][0]["body"])  # compare view link
     list_b = api.get(manifest_b["sequences"][0]["canvases"][1]["otherContent"][-1]["@id"]
                      .removeprefix("http://collation.test")).get_json()
     assert list_b["@type"] == "sc:AnnotationList" and list_b["resources"]
@@ -173,6 +174,12 @@ def test_assessments_recompute_propagated_scores(api: Any, synthetic: Any, run_j
     items = api.get(f"{API}/collations/{cid}/assessments").get_json()["items"]
     assert [(i["pair"], i["source"], i["target"], i["verdict"]) for i in items] == [
         ([1, 0], 3, 0, "confirmed"), ([0, 1], 1, 1, "rejected")]
+    # Each verdict is also an "assessing" Web Annotation on the canonical link, stored from the lower index.
+    first = items[0]["annotation"]
+    assert first["motivation"] == "assessing" and first["body"] == {
+        "type": "TextualBody", "purpose": "assessing", "value": "exact"}
+    assert first["target"].endswith(f"/collations/{cid}/links/0-1-0-3") and first["creator"]["name"] == "expert A"
+    assert items[1]["annotation"]["body"]["value"] == "none"
     statuses = {a["imcol:status"] for a in api.get(f"{API}/collations/{cid}/annotations?page=1").get_json()["items"]}
     assert {"confirmed", "rejected", "proposed"} <= statuses
     bad = api.post(f"{API}/collations/{cid}/assessments",
