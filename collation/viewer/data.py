@@ -9,7 +9,6 @@ the score matrix to mark.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..evaluation import load_ground_truth as read_ground_truth
 from ..iiif.manifests import Canvas, canvas_to_image, parse_manifest
 from ..jobs.store import DataStore
 from ..service.collations import SCORE_ARRAYS, assessment_verdicts, check_id, finished_record, pair_results
@@ -108,8 +108,8 @@ def load_ground_truth(store: DataStore, cid: str, a: int, b: int) -> list[tuple[
     for (p, q), flip in (((a, b), False), ((b, a), True)):
         path = ground_truth_path(store, cid, p, q)
         if path.is_file():
-            pairs = json.loads(path.read_text())
-            return [(int(j), int(i)) if flip else (int(i), int(j)) for i, j in pairs]
+            pairs = read_ground_truth(path).tolist()  # the authors' format, validated
+            return [(j, i) if flip else (i, j) for i, j in pairs]
     return None
 
 
