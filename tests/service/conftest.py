@@ -2,17 +2,15 @@
 synthetic manuscripts, the app with its test client, in-process and subprocess workers.
 
 The Physiologus fixtures (``physiologus``, ``iipsrv``: iipsrv behind lighttpd serving the folios)
-are the IIIF tests' own, imported from ``tests/iiif/conftest.py``. Nothing here reaches a server
+come from ``tests/conftest.py``, shared with the IIIF tests. Nothing here reaches a server
 these fixtures did not start.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -30,18 +28,6 @@ from service_helpers import REPO, OpenAPIClient, WorkerProcesses, drain
 
 from collation.service import create_app
 from collation.service.local import start_redis, stop
-
-
-def _iiif_conftest() -> Any:
-    """The IIIF tests' conftest, loaded by path (it is not importable as a package module)."""
-    spec = importlib.util.spec_from_file_location("collation_tests_iiif_conftest", REPO / "tests/iiif/conftest.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-iipsrv = _iiif_conftest().iipsrv  # the shared fixture: the Physiologus folios behind iipsrv and lighttpd
 
 # --------------------------------------------------------------------------------------------------
 # Redis
