@@ -18,9 +18,6 @@ import pytest
 
 from collation.iiif.http import Fetcher
 
-REPO = Path(__file__).resolve().parents[2]
-
-
 # -- a scripted loopback HTTP server -------------------------------------------------------------
 
 Route = Callable[[BaseHTTPRequestHandler], tuple[int, dict[str, str], Any]]
