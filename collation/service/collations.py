@@ -129,6 +129,11 @@ def pair_results(store: DataStore, record: dict, a: int, b: int, field: str = "p
 SCORE_ARRAYS = {"raw": "S", "normalized": "N_S", "propagated": "P_S"}
 
 
+def top_candidates(matrix: np.ndarray, top: int) -> np.ndarray:
+    """``(n0, min(top, n1))`` column indices of each row's best scores, best first, ties by index."""
+    return np.argsort(-matrix, axis=1, kind="stable")[:, :top]
+
+
 def _region(region: dict) -> dict[str, Any]:
     return {"index": region["index"], "canvas": region["canvas_id"], "xywh": [int(v) for v in region["xywh"]]}
 
@@ -142,10 +147,9 @@ def correspondences(store: DataStore, cid: str, pair: tuple[int, int], score: st
     verdicts = assessment_verdicts(store, cid, a, b)
     matrix = res[SCORE_ARRAYS[score]]
     items = []
-    for r, region in enumerate(res["regions0"]):
-        order = np.argsort(-matrix[r], kind="stable")[:top]
+    for r, (region, order) in enumerate(zip(res["regions0"], top_candidates(matrix, top).tolist(), strict=True)):
         candidates = []
-        for rank, c in enumerate(order.tolist(), start=1):
+        for rank, c in enumerate(order, start=1):
             other = res["regions1"][c]
             candidate = {**_region(other), "S": float(res["S"][r, c]), "N_S": float(res["N_S"][r, c]),
                          "P_S": float(res["P_S"][r, c]), "rank": rank, "cycle_consistent": (r, c) in res["cycles"]}

@@ -18,8 +18,6 @@ from collections import OrderedDict
 from itertools import combinations
 from typing import Any
 
-import numpy as np
-
 from ..iiif.annotations import (
     IMCOL_CONTEXT,
     UrlScheme,
@@ -30,7 +28,7 @@ from ..iiif.annotations import (
 from ..iiif.manifests import Manifest, parse_manifest
 from ..iiif.regions import Region
 from ..jobs.store import CollationNotFound, DataStore
-from .collations import assessment_verdicts, check_id, finished_record, pair_results
+from .collations import assessment_verdicts, check_id, finished_record, pair_results, top_candidates
 from .problems import Conflict
 
 TOP = 3
@@ -89,8 +87,8 @@ def correspondence_list(store: DataStore, record: dict, top: int = TOP) -> list[
         rows, cols = res["regions0"], res["regions1"]
         for forward in (True, False):
             p_s = res["P_S"] if forward else res["P_S"].T
-            for r in range(p_s.shape[0]):
-                for rank, c in enumerate(np.argsort(-p_s[r], kind="stable")[:top].tolist(), start=1):
+            for r, order in enumerate(top_candidates(p_s, top).tolist()):
+                for rank, c in enumerate(order, start=1):
                     i, j = (r, c) if forward else (c, r)
                     candidates.append((rank, len(candidates), _entry(a, b, i, j, rank, res, rows, cols, verdicts)))
         for (ri, ci), verdict in verdicts.items():
