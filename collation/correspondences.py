@@ -134,6 +134,19 @@ def propagate(matrix: np.ndarray, seeds: np.ndarray, *, sigma: float = defaults.
     return out * np.exp(log_total.reshape(n0, n1))
 
 
+def adjust_seeds(seeds: np.ndarray, confirmed: np.ndarray | None = None,
+                 rejected: np.ndarray | None = None) -> np.ndarray:
+    """Propagation seeds after expert verdicts: confirmed pairs added, rejected ones removed.
+
+    Returns:
+        ``(K, 2)`` int64 unique pairs, sorted.
+    """
+    keep = {tuple(p) for p in np.asarray(seeds, np.int64).reshape(-1, 2).tolist()}
+    keep |= {tuple(p) for p in np.asarray(confirmed if confirmed is not None else [], np.int64).reshape(-1, 2).tolist()}
+    keep -= {tuple(p) for p in np.asarray(rejected if rejected is not None else [], np.int64).reshape(-1, 2).tolist()}
+    return np.array(sorted(keep), dtype=np.int64).reshape(-1, 2)
+
+
 @dataclass
 class PairResult:
     """Everything computed for one manuscript pair (a, b); rows index a, columns b."""
@@ -190,10 +203,6 @@ def collate(
         two = mutual_best(n)
         three = np.unique(np.concatenate(cycles3[pair] or [np.zeros((0, 2), np.int64)]), axis=0)
         seeds = {"none": np.zeros((0, 2), np.int64), "2-cycles": two, "3-cycles": three}[propagation]
-        if confirmed and pair in confirmed:
-            seeds = np.unique(np.concatenate([seeds, np.asarray(confirmed[pair], np.int64).reshape(-1, 2)]), axis=0)
-        if rejected and pair in rejected and len(seeds):
-            drop = {tuple(p) for p in np.asarray(rejected[pair]).reshape(-1, 2).tolist()}
-            seeds = np.array([s for s in seeds.tolist() if tuple(s) not in drop], np.int64).reshape(-1, 2)
+        seeds = adjust_seeds(seeds, (confirmed or {}).get(pair), (rejected or {}).get(pair))
         results[pair] = PairResult(scores[pair], n, propagate(n, seeds), two, three.astype(np.int64), seeds)
     return results
