@@ -9,6 +9,7 @@ the similarity functions index by illustration.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from PIL import Image
 from torch import nn
 
 from . import defaults
+from .atomic import write_bytes
 from .errors import InputError, WeightsNotFoundError
 
 Progress = Callable[[int, int], None]
@@ -225,11 +227,10 @@ class MultiScaleFeatures:
 
     def save(self, path: str | Path) -> None:
         """Writes atomically, so a reader never sees half a file."""
-        path = Path(path)
-        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+        buf = io.BytesIO()
         torch.save({"desc": self.desc.cpu(), "pos": self.pos.cpu(), "mask": self.mask.cpu(),
-                    "scales": list(self.scales), "query_scale": self.query_scale, "backbone": self.backbone}, tmp)
-        os.replace(tmp, path)
+                    "scales": list(self.scales), "query_scale": self.query_scale, "backbone": self.backbone}, buf)
+        write_bytes(Path(path), buf.getvalue())
 
     @classmethod
     def load(cls, path: str | Path, device: torch.device | str = "cpu") -> MultiScaleFeatures:

@@ -6,16 +6,14 @@ RQ jobs.
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from . import __version__, defaults
+from .atomic import write_json, write_npy
 from .correspondences import PairResult, collate
 from .errors import InputError
 from .features import extract_features, extract_square_features, load_backbone, resolve_device
@@ -101,18 +99,6 @@ def run_collation(
     return result
 
 
-def _save_npy(path: Path, array: np.ndarray) -> None:
-    tmp = path.with_name(path.name + ".tmp.npy")
-    np.save(tmp, array)
-    os.replace(tmp, path)
-
-
-def _write_json(path: Path, data: object) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
-
-
 def pair_name(result: CollationResult, a: int, b: int) -> str:
     return f"{result.manuscripts[a].name}-{result.manuscripts[b].name}"
 
@@ -141,8 +127,8 @@ def write_results(result: CollationResult, out_dir: str | Path) -> Path:
         folder = out / pair_name(result, a, b)
         folder.mkdir(exist_ok=True)
         for name in ("S", "N_S", "P_S"):
-            _save_npy(folder / f"{name}.npy", getattr(pr, name))
-    _write_json(out / "collation.json", {
+            write_npy(folder / f"{name}.npy", getattr(pr, name))
+    write_json(out / "collation.json", {
         "software": {"name": "image-collation", "version": __version__},
         "options": result.options,
         "torch": torch.__version__,
@@ -153,7 +139,7 @@ def write_results(result: CollationResult, out_dir: str | Path) -> Path:
         ],
         "pairs": [pair_name(result, a, b) for a, b in result.pairs],
     })
-    _write_json(out / "correspondences.json", {
+    write_json(out / "correspondences.json", {
         "similarity": result.options["similarity"],
         "pairs": [{
             "pair": [result.manuscripts[a].name, result.manuscripts[b].name],

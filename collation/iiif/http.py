@@ -39,7 +39,6 @@ import json
 import logging
 import os
 import socket
-import tempfile
 import threading
 import time
 import warnings
@@ -55,6 +54,7 @@ from PIL import Image
 from requests.structures import CaseInsensitiveDict
 
 from collation import __version__
+from collation.atomic import write_bytes
 from collation.iiif.errors import FetchError, LimitError, ManifestError, UnsafeURLError
 
 log = logging.getLogger("collation.iiif.http")
@@ -489,8 +489,8 @@ class Fetcher:
         }
         try:
             paths[0].parent.mkdir(parents=True, exist_ok=True)
-            _write_atomic(paths[0], response.content)
-            _write_atomic(paths[1], json.dumps(meta).encode("utf-8"))
+            write_bytes(paths[0], response.content)
+            write_bytes(paths[1], json.dumps(meta).encode("utf-8"))
         except OSError as exc:  # a full or read-only cache must not fail the fetch
             log.warning("cache: cannot write %s: %s", paths[0], exc)
 
@@ -530,18 +530,6 @@ def conf_from_env(environ: dict[str, str] | None = None, prefix: str = "COLLATIO
         except ValueError:
             raise ValueError(f"{name}={raw!r} is not a valid value for {key}") from None
     return conf
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _describe(exc: BaseException) -> str:

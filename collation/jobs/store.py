@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from ..atomic import write_bytes, write_json
 from ..errors import CollationError
 
 
@@ -59,39 +60,12 @@ def digest(obj: Any, length: int = 32) -> str:
     return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:length]
 
 
-def _tmp(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-
-
-def write_bytes(path: Path, data: bytes) -> None:
-    """Writes ``data`` to ``path`` atomically, creating folders as needed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp(path)
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def write_json(path: Path, obj: Any) -> None:
-    """Writes ``obj`` as JSON, atomically."""
-    write_bytes(path, json.dumps(obj, indent=1, ensure_ascii=False).encode())
-
-
 def read_json(path: Path) -> Any:
     """Reads JSON, or returns None when the file does not exist."""
     try:
         return json.loads(path.read_bytes())
     except FileNotFoundError:
         return None
-
-
-def write_npy(path: Path, array: np.ndarray) -> None:
-    """Writes one array in .npy format, atomically."""
-    buf = io.BytesIO()
-    np.save(buf, array, allow_pickle=False)
-    write_bytes(path, buf.getvalue())
 
 
 def write_npz(path: Path, **arrays: np.ndarray) -> None:

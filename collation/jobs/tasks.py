@@ -250,7 +250,7 @@ def score_chunk(cid: str, a: int, b: int, k: int) -> str:
         scores = score_pairs(feats0, feats1, pairs[start : start + step], similarity=options["similarity"],
                              seed=options["seed"], kernel=options["kernel"])
         out.append(np.asarray(scores, dtype=np.float64))
-    from .store import write_npy
+    from ..atomic import write_npy
 
     write_npy(path, np.concatenate(out))
     update_scoring_progress(store, cid)
@@ -298,7 +298,7 @@ def assemble_scores(store: DataStore, record: dict, doc0: dict, doc1: dict) -> n
         except FileNotFoundError:
             return None
     matrix = np.concatenate(parts).reshape(n0, n1)
-    from .store import write_npy
+    from ..atomic import write_npy
 
     write_npy(store.scores_path(key), matrix)
     store.drop_chunks(key, chunk_pairs)
