@@ -65,14 +65,14 @@ def connection(url: str | None = None) -> Redis:
 
 
 def fetcher() -> Fetcher:
-    """The process's polite, safe HTTP client, with the configured ``ALLOWED_HOSTS``."""
+    """The process's polite, safe HTTP client, with the configured ``ALLOWED_HOSTS`` and ``COLLATION_IIIF_*``."""
     global _fetcher
-    from ..iiif.http import Fetcher
+    from ..iiif.http import fetcher_from_env
 
     conf = settings()
     with _lock:
-        if _fetcher is None:
-            _fetcher = Fetcher(allowed_hosts=conf["ALLOWED_HOSTS"])
+        if _fetcher is None:  # COLLATION_IIIF_* tune politeness per deployment (e.g. min_interval)
+            _fetcher = fetcher_from_env(allowed_hosts=conf["ALLOWED_HOSTS"])
         return _fetcher
 
 
