@@ -8,6 +8,7 @@ collation deleted or cancelled return at the next check.
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from typing import Any
@@ -60,6 +61,7 @@ def _live_record(store: DataStore, cid: str) -> dict:
 def _quietly_gone(func):
     """Turns ``Gone`` into a normal return: a cancelled collation is not a failed job."""
 
+    @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
@@ -67,10 +69,6 @@ def _quietly_gone(func):
             log.info("Collation %s: gone, %s stops", args[0] if args else "?", func.__name__)
             return "gone"
 
-    wrapper.__name__ = func.__name__
-    wrapper.__qualname__ = func.__qualname__
-    wrapper.__doc__ = func.__doc__
-    wrapper.__module__ = func.__module__
     return wrapper
 
 
