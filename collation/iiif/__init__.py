@@ -30,7 +30,7 @@ from collation.iiif.annotations import (
 )
 from collation.iiif.errors import FetchError, LimitError, ManifestError, UnsafeURLError
 from collation.iiif.fetch import LONG_SIDE, ServiceInfo, fetch_region, read_info, target_size
-from collation.iiif.http import Fetcher, check_url
+from collation.iiif.http import Fetcher, check_url, fetcher_for
 from collation.iiif.manifests import (
     AnnotationSource,
     Canvas,
@@ -76,6 +76,7 @@ __all__ = [
     "check_url",
     "detect_version",
     "fetch_region",
+    "fetcher_for",
     "find_regions",
     "format_regions_report",
     "label_text",

@@ -56,6 +56,7 @@ from requests.structures import CaseInsensitiveDict
 from collation import __version__
 from collation.atomic import write_bytes
 from collation.iiif.errors import FetchError, LimitError, ManifestError, UnsafeURLError
+from collation.settings import Settings
 
 log = logging.getLogger("collation.iiif.http")
 
@@ -250,6 +251,7 @@ class Fetcher:
         self._url_locks: dict[str, Any] = {}  # url -> RLock
         self._json: OrderedDict[str, tuple[Any, str]] = OrderedDict()
         self.requests_sent = 0
+        self.region_long_side = 352  # the features' 22 cells of 16 px; fetcher_for sets the configured one
 
     # -- policy ---------------------------------------------------------------------------------
 
@@ -593,3 +595,19 @@ def fetcher_from_env(*, allowed_hosts: Sequence[str] = (), cache_dir: str | Path
         conf["cache_dir"] = str(fallback_cache_dir)
     return Fetcher(**conf)
 
+
+
+def fetcher_for(settings: Settings, *, allowed_hosts: Sequence[str] = (), cache_dir: str | Path | None = None,
+                **injected: Any) -> Fetcher:
+    """The fetcher of a process with these settings (``settings.iiif``, ``settings.allowed_hosts``).
+
+    ``allowed_hosts`` adds hosts (the command line's ``--allow-host``), ``cache_dir`` replaces the
+    cache folder; ``injected`` passes ``session``, ``resolve`` or ``sleep`` through (tests).
+    """
+    iiif = settings.iiif
+    conf = {key: getattr(iiif, key) for key in Fetcher.default_conf if hasattr(iiif, key)}
+    conf["cache_dir"] = str(cache_dir) if cache_dir is not None else (str(iiif.cache_dir) if iiif.cache_dir else None)
+    conf["allowed_hosts"] = (*settings.allowed_hosts, *allowed_hosts)
+    fetcher = Fetcher(**conf, **injected)
+    fetcher.region_long_side = iiif.region_long_side
+    return fetcher

@@ -101,6 +101,7 @@ class RegionProblem:
     message: str
     canvas_id: str | None = None
     source: str | None = None  # annotation list URL or annotation id
+    region: int | None = None  # index of the region in the manifest's list, when one region failed
 
     def __str__(self) -> str:
         return self.message

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 from PIL import Image
 
 from collation.errors import CollationError, InputError
-from collation.iiif.fetch import LONG_SIDE, fetch_region
+from collation.iiif.fetch import fetch_region
 from collation.iiif.http import Fetcher
 from collation.iiif.manifests import Manifest, is_url, load_manifest
 from collation.iiif.regions import Region, RegionProblem, RegionSelector, find_regions
@@ -55,11 +55,13 @@ def list_regions(
     selector: RegionSelector | None = None,
     given: Sequence[Any] | None = None,
     whole_canvases: bool = False,
+    max_regions: int | None = None,
 ) -> tuple[Manifest, list[Region], list[RegionProblem]]:
     """Load a manifest and find its regions, without fetching any pixels."""
     manifest = load_manifest(source, fetcher=fetcher)
+    limit = {} if max_regions is None else {"max_regions": max_regions}
     regions, problems = find_regions(
-        manifest, fetcher=fetcher, selector=selector, given=given, whole_canvases=whole_canvases
+        manifest, fetcher=fetcher, selector=selector, given=given, whole_canvases=whole_canvases, **limit
     )
     return manifest, regions, problems
 
@@ -68,21 +70,29 @@ def load_manuscript_regions(
     source: str,
     *,
     fetcher: Fetcher,
-    long_side: int = LONG_SIDE,
+    long_side: int | None = None,
     selector: RegionSelector | None = None,
     given: Sequence[Any] | None = None,
     whole_canvases: bool = False,
+    max_regions: int | None = None,
     workers: int = 4,
     strict: bool = False,
+    require_regions: bool = True,
 ) -> ManuscriptRegions:
     """Load a manifest, find its regions and fetch each region at ``long_side`` pixels.
 
     Raises ``InputError`` when the manifest yields no region at all (with the problems met), or,
-    with ``strict``, at the first region that cannot be fetched.
+    with ``strict``, at the first region that cannot be fetched. With ``require_regions=False``
+    (the service, which records problems per manuscript) it returns what it found instead, with
+    a problem saying why nothing could be used.
     """
     manifest, regions, problems = list_regions(
-        source, fetcher=fetcher, selector=selector, given=given, whole_canvases=whole_canvases
+        source, fetcher=fetcher, selector=selector, given=given, whole_canvases=whole_canvases,
+        max_regions=max_regions,
     )
+    if not regions and not require_regions:
+        problems.append(RegionProblem("no illustration regions found in this manifest"))
+        return ManuscriptRegions(manifest, [], [], problems)
     if not regions:
         detail = "; ".join(p.message for p in problems[:3])
         raise InputError(
@@ -92,10 +102,11 @@ def load_manuscript_regions(
             field="regions",
         )
     canvases = {canvas.id: canvas for canvas in manifest.canvases}
+    side = long_side or fetcher.region_long_side
 
     def fetch(region: Region) -> Image.Image | CollationError:
         try:
-            return fetch_region(region, canvases[region.canvas_id], long_side=long_side, fetcher=fetcher)
+            return fetch_region(region, canvases[region.canvas_id], long_side=side, fetcher=fetcher)
         except CollationError as exc:
             if strict:
                 raise
@@ -107,13 +118,12 @@ def load_manuscript_regions(
     images: list[Image.Image] = []
     for region, result in zip(regions, results, strict=True):
         if isinstance(result, CollationError):
-            problems.append(
-                RegionProblem(f"region {region.index} ({region.label}): {result.message}", region.canvas_id)
-            )
+            problems.append(RegionProblem(f"region {region.index} ({region.label}): {result.message}",
+                                          region.canvas_id, region=region.index))
         else:
             kept.append(region)
             images.append(result)
-    if not kept:
+    if not kept and require_regions:
         raise InputError(
             f"manifest {source}: none of its {len(regions)} regions could be fetched ({problems[-1].message})",
             field="regions",
