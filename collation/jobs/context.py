@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from redis import Redis
 
 from ..service.config import load_settings
-from .store import DataStore
+from ..store.datastore import DataStore
 
 if TYPE_CHECKING:
     from ..features import Backbone, MultiScaleFeatures

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CollationError
-from .store import DataStore
+from ..store.datastore import DataStore
 
 if TYPE_CHECKING:
     from ..iiif.http import Fetcher

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .store import DataStore
+from ..store.datastore import DataStore
 
 
 def compute_results(scores: dict[tuple[int, int], np.ndarray], options: dict[str, Any]) -> dict:

@@ -33,7 +33,7 @@ from rq.registry import StartedJobRegistry
 from rq.timeouts import TimerDeathPenalty
 
 from .. import defaults
-from .store import CollationNotFound, DataStore, digest
+from ..store.datastore import CollationNotFound, DataStore, digest
 
 log = logging.getLogger("collation.jobs")
 

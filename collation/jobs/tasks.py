@@ -28,7 +28,7 @@ from .scheduling import (
     set_progress,
     usable,
 )
-from .store import CollationNotFound, DataStore
+from ..store.datastore import CollationNotFound, DataStore
 
 log = logging.getLogger("collation.jobs")
 

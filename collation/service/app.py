@@ -14,7 +14,7 @@ from redis import Redis
 
 from ..jobs import context
 from ..jobs.scheduling import Scheduler
-from ..jobs.store import DataStore
+from ..store.datastore import DataStore
 from . import problems
 from .config import load_settings
 

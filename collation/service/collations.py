@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..jobs.scheduling import Scheduler, collation_id, new_record, now, resolve_options, usable
-from ..jobs.store import CollationNotFound, DataStore
+from ..store.datastore import CollationNotFound, DataStore
 from .problems import Conflict
 
 ID_CHARS = set("0123456789abcdef")

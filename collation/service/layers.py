@@ -27,7 +27,7 @@ from ..iiif.annotations import (
 )
 from ..iiif.manifests import Manifest, parse_manifest
 from ..iiif.regions import Region
-from ..jobs.store import CollationNotFound, DataStore
+from ..store.datastore import CollationNotFound, DataStore
 from .collations import assessment_verdicts, check_id, finished_record, pair_results, top_candidates
 from .problems import Conflict
 

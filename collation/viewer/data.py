@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import InputError
 from ..evaluation import load_ground_truth as read_ground_truth
 from ..iiif.manifests import Canvas, canvas_to_image, parse_manifest
-from ..jobs.store import DataStore
+from ..store.datastore import DataStore
 from ..service.collations import SCORE_ARRAYS, assessment_verdicts, check_id, finished_record, pair_results
 from .matrix import MatrixMarks
 

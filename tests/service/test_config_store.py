@@ -10,7 +10,7 @@ import pytest
 
 from collation.errors import InputError
 from collation.jobs.scheduling import collation_id, resolve_options
-from collation.jobs.store import CollationNotFound, DataStore, write_json
+from collation.store.datastore import CollationNotFound, DataStore, write_json
 from collation.service.config import DEFAULTS, load_settings, settings_environ
 
 

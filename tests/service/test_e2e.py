@@ -27,7 +27,7 @@ from PIL import Image
 from redis import Redis
 from service_helpers import REPO, OpenAPIClient, WorkerProcesses, wait_for
 
-from collation.jobs.store import DataStore
+from collation.store.datastore import DataStore
 from collation.service import create_app
 from collation.service.app import start_sweeper, stop_sweeper
 from collation.service.local import free_port, start_redis, stop

@@ -19,7 +19,7 @@ from rq.job import Job, JobStatus
 
 from collation.jobs import context, tasks
 from collation.jobs.scheduling import Scheduler
-from collation.jobs.store import DataStore
+from collation.store.datastore import DataStore
 
 API = "/api/v1"
 

@@ -410,7 +410,7 @@ def test_progress_updates_without_reload(served: Served, collation: Served, page
 
 def test_matrix_of_p2_p3_shows_the_diagonal(collation: Served, screenshots: Path) -> None:
     # the ground truth of the 15 usable pairs, as an upload would store it (beside the results)
-    from collation.jobs.store import DataStore
+    from collation.store.datastore import DataStore
 
     truth = json.loads((Path(os.environ.get("COLLATION_TEST_DATA", Path(__file__).resolve().parents[3] / "shared"
                                             / "data" / "physiologus")) / "ground_truth" / "P2-P3.json").read_text())

@@ -14,7 +14,7 @@ from PIL import Image
 
 from collation.jobs.results import compute_results
 from collation.jobs.scheduling import new_record, resolve_options
-from collation.jobs.store import DataStore
+from collation.store.datastore import DataStore
 from collation.service import create_app
 from collation.viewer import routes as viewer_routes
 from collation.viewer.matrix import COLORS, layout

@@ -260,3 +260,32 @@ class DataStore:
 
     def save_assessments(self, cid: str, items: list[dict]) -> None:
         write_json(self.collation_dir(cid) / "assessments.json", items)
+
+
+class RedisKeys:
+    """Every Redis key the project writes besides RQ's own, under one prefix (RQ's ``rq:`` style).
+
+    Redis holds only queues and transient job state; losing all of it loses no collation.
+    """
+
+    prefix = "collation:"
+
+    @classmethod
+    def job_id(cls, cid: str, step_name: str) -> str:
+        """The RQ job id of a collation's step: stable, so a step is never enqueued twice at once."""
+        return f"{cid}-{step_name}"
+
+    @classmethod
+    def jobs(cls, cid: str) -> str:
+        """Set of the ids of every job enqueued for a collation (to cancel them)."""
+        return f"{cls.prefix}jobs:{cid}"
+
+    @classmethod
+    def advance_lock(cls, cid: str) -> str:
+        """Lock held while the scheduler decides a collation's next steps."""
+        return f"{cls.prefix}advance:{cid}"
+
+    @classmethod
+    def suspect(cls, job_id: str) -> str:
+        """When a job that claims to be live was first seen stuck."""
+        return f"{cls.prefix}suspect:{job_id}"

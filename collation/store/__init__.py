@@ -1,0 +1,11 @@
+"""The store layer: the data store (the system of record, every path), Redis keys, and records.
+
+``DataStore`` owns every file path and ``RedisKeys`` every Redis key; ``records`` says what a
+collation record holds (status, steps, options) as plain data and pure functions.
+"""
+
+from .datastore import CollationNotFound, DataStore, RedisKeys, canonical_json, digest, read_json
+from .records import CollationStatus, Step, StepKind
+
+__all__ = ["CollationNotFound", "CollationStatus", "DataStore", "RedisKeys", "Step", "StepKind", "canonical_json",
+           "digest", "read_json"]

@@ -1,0 +1,190 @@
+"""What a collation record says: its status, its steps, its options, and the keys of cached work.
+
+A collation runs as a graph of steps (``Step``):
+
+```text
+prepare m (io) ──▶ features m (compute) ──▶ plan (io) ──▶ chunk a b k (compute) ──▶ finalize (io)
+```
+
+A step's ``name`` (``prepare-3``, ``chunk-0-1-7``) is the suffix of its RQ job id and the name of its
+failure record in the data store; ``Step.parse`` reads it back. Everything here is plain data and
+pure functions, shared by the jobs (which write records) and the API (which reads them).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from .. import defaults
+from ..settings import Settings
+from .datastore import digest
+
+ID_LENGTH = 16
+"""Hex digits of a collation id."""
+
+
+class CollationStatus(StrEnum):
+    """Status of a collation (``record["status"]``)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    FINISHED = "finished"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        """Whether no job changes the collation any more."""
+        return self in TERMINAL
+
+
+TERMINAL = frozenset({CollationStatus.FINISHED, CollationStatus.FAILED, CollationStatus.CANCELLED})
+
+
+def is_terminal(status: str) -> bool:
+    """Whether a record's status (a string as stored) is terminal."""
+    return CollationStatus(status).terminal
+
+
+class StepKind(StrEnum):
+    """The kinds of steps, and the queue each runs on."""
+
+    PREPARE = "prepare"
+    FEATURES = "features"
+    PLAN = "plan"
+    CHUNK = "chunk"
+    FINALIZE = "finalize"
+
+    @property
+    def queue(self) -> str:
+        """``"io"`` or ``"compute"``: the queue kind of this step (``Settings.queue_io``/``queue_compute``)."""
+        return "compute" if self in (StepKind.FEATURES, StepKind.CHUNK) else "io"
+
+    @property
+    def per_manuscript(self) -> bool:
+        """Steps whose failure leaves one manuscript out rather than failing the collation."""
+        return self in (StepKind.PREPARE, StepKind.FEATURES)
+
+
+_STEP_NAME = re.compile(r"^(prepare|features|plan|chunk|finalize)((?:-\d+)*)$")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a collation: its kind and the integers that pick its work.
+
+    ``args`` is ``(m,)`` for prepare and features, ``(a, b, k)`` for a chunk of pair (a, b), ``()``
+    for plan and finalize.
+    """
+
+    kind: StepKind
+    args: tuple[int, ...] = ()
+
+    @classmethod
+    def prepare(cls, m: int) -> Step:
+        return cls(StepKind.PREPARE, (m,))
+
+    @classmethod
+    def features(cls, m: int) -> Step:
+        return cls(StepKind.FEATURES, (m,))
+
+    @classmethod
+    def plan(cls) -> Step:
+        return cls(StepKind.PLAN)
+
+    @classmethod
+    def chunk(cls, a: int, b: int, k: int) -> Step:
+        return cls(StepKind.CHUNK, (a, b, k))
+
+    @classmethod
+    def finalize(cls) -> Step:
+        return cls(StepKind.FINALIZE)
+
+    @property
+    def name(self) -> str:
+        return "-".join([self.kind.value, *map(str, self.args)])
+
+    @classmethod
+    def parse(cls, name: str) -> Step:
+        """The step of a name written by ``name``; ``ValueError`` for anything else."""
+        match = _STEP_NAME.match(name)
+        if match is None:
+            raise ValueError(f"not a step name: {name!r}")
+        args = tuple(int(v) for v in match.group(2).split("-")[1:])
+        return cls(StepKind(match.group(1)), args)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+# --------------------------------------------------------------------------------------------------
+# Records
+
+
+def now(clock: Callable[[], dt.datetime] | None = None) -> str:
+    """An ISO 8601 UTC timestamp to the second (``clock`` for tests)."""
+    moment = clock() if clock is not None else dt.datetime.now(dt.UTC)
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def resolve_options(options: dict[str, Any] | None, settings: Settings) -> dict[str, Any]:
+    """Fills the options a request left out with the defaults, so equal collations get equal ids."""
+    options = dict(options or {})
+    return {
+        "backbone": options.get("backbone") or settings.backbone,
+        "similarity": options.get("similarity") or defaults.SIMILARITY,
+        "normalization": options.get("normalization") or defaults.NORMALIZATION,
+        "propagation": options.get("propagation") or defaults.PROPAGATION,
+        "seed": int(options["seed"]) if options.get("seed") is not None else defaults.SEED,
+        "kernel": defaults.KERNEL,
+    }
+
+
+def collation_id(manifests: Sequence[str], regions: dict | None, options: dict[str, Any]) -> str:
+    """The id of a collation: a hash of its ordered manifests, its regions and its resolved options."""
+    return digest({"manifests": list(manifests), "regions": regions or {}, "options": options}, ID_LENGTH)
+
+
+def new_record(cid: str, request: dict[str, Any], options: dict[str, Any], settings: Settings,
+               stamp: str | None = None) -> dict:
+    """The first record of a collation."""
+    stamp = stamp or now()
+    return {
+        "id": cid,
+        "created": stamp,
+        "updated": stamp,
+        "ended": None,
+        "request": request,
+        "options": options,
+        "chunk_pairs": int(settings.chunk_pairs),
+        "status": CollationStatus.QUEUED.value,
+        "progress": {"stage": "queued", "done": 0, "total": len(request["manifests"])},
+        "errors": [],
+    }
+
+
+def usable(doc: dict | None) -> bool:
+    """A prepared manuscript with at least one region image."""
+    return bool(doc and doc.get("regions") and doc.get("features_key"))
+
+
+# --------------------------------------------------------------------------------------------------
+# Keys of cached work
+
+
+def pair_key(options: dict[str, Any], features0: str, features1: str) -> str:
+    """Key of a pair's score matrix: both feature sets (in order) and every scoring parameter."""
+    return digest({"f0": features0, "f1": features1, "similarity": options["similarity"],
+                   "seed": options["seed"], "kernel": options["kernel"],
+                   "iterations": defaults.RANSAC_ITERATIONS, "v": 1})
+
+
+def chunk_count(n0: int, n1: int, chunk_pairs: int) -> int:
+    """Scoring jobs of an n0 x n1 pair with ``chunk_pairs`` pairs each (at least one)."""
+    return max(1, math.ceil(n0 * n1 / chunk_pairs))
