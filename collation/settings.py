@@ -106,7 +106,8 @@ class Settings:
     heartbeat_ttl: int = field(default=20, metadata=_help(
         "Seconds after which a silent worker's job is abandoned and retried."))
     sweep_interval: float = field(default=15.0, metadata=_help(
-        "Seconds between the API's recovery sweeps (re-enqueue what Redis lost); 0 disables them."))
+        "Seconds between the API's recovery sweeps (re-enqueue what Redis lost, retry dead workers' jobs); 0: "
+        "one sweep at start only."))
     max_manifests: int = field(default=32, metadata=_help("Manifests per collation."))
     max_regions: int = field(default=5000, metadata=_help("Regions per manuscript."))
     features_cached: int = field(default=8, metadata=_help(
