@@ -69,6 +69,14 @@ class FetchSettings:
                                                               "addresses too (never on a public service)."))
 
 
+def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CACHE_HOME/image-collation/iiif`` (``~/.cache/...`` when unset): where the command line
+    keeps fetched manifests and images between runs when ``COLLATION_IIIF_CACHE_DIR`` is unset."""
+    environ = os.environ if environ is None else environ
+    base = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "image-collation" / "iiif"
+
+
 @dataclass(frozen=True)
 class Settings:
     """The settings of one process. Field ``name`` is read from ``COLLATION_<NAME>``."""

@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from ..illustrations import Illustration
-from .http import Fetcher, default_cache_dir, fetcher_from_env
+from ..settings import Settings, default_cache_dir
+from .http import Fetcher, fetcher_for
 from .regions import RegionSelector
 from .sources import format_regions_report, list_regions, load_manuscript_regions
 
@@ -37,9 +38,13 @@ def add_manifest_options(parser: argparse.ArgumentParser) -> None:
 
 
 def make_fetcher(args: argparse.Namespace) -> Fetcher:
-    """A polite, cached fetcher configured from the options and the environment."""
-    return fetcher_from_env(allowed_hosts=args.allow_host, cache_dir=args.cache_dir,
-                            fallback_cache_dir=default_cache_dir())
+    """A polite, cached fetcher configured from the options and the environment (``Settings``).
+
+    The cache folder is ``--cache-dir``, else ``COLLATION_IIIF_CACHE_DIR``, else the XDG default.
+    """
+    settings = Settings.from_env()
+    cache_dir = args.cache_dir or settings.iiif.cache_dir or default_cache_dir()
+    return fetcher_for(settings, allowed_hosts=args.allow_host, cache_dir=cache_dir)
 
 
 def manifest_illustrations(source: str, args: argparse.Namespace) -> list[Illustration]:

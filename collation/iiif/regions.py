@@ -11,17 +11,17 @@ API::
                                      given=None,                     # [{"canvas": id, "xywh": "x,y,w,h"}]
                                      whole_canvases=False)
     selector = RegionSelector.parse("motivation=tagging,tag=illustration")
-    box = svg_bounding_box('<svg><path d="M10,10 L50,10 L50,40z"/></svg>')   # (x, y, w, h) or None
 
 ``find_regions`` returns the regions it could read and a list of ``RegionProblem`` for the rest
 (an annotation list that failed to load, a target outside the manifest, an empty box); it raises
-only for unusable requests (``given`` regions that name no canvas of the manifest) or caps.
+only for unusable requests (``given`` regions that name no canvas of the manifest) or caps
+(``max_regions``, default ``Settings.max_regions``). Selectors and targets become rectangles in
+``collation.iiif.selectors``.
 """
 
 from __future__ import annotations
 
 import html
-import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -29,29 +29,16 @@ from typing import TYPE_CHECKING, Any
 
 from collation.errors import CollationError, InputError
 from collation.iiif.errors import LimitError
-from collation.iiif.manifests import (
-    AnnotationSource,
-    Canvas,
-    Manifest,
-    as_list,
-    bare,
-    json_id,
-    json_type,
-    label_text,
-    parse_xywh,
-)
+from collation.iiif.geometry import parse_xywh
+from collation.iiif.model import AnnotationSource, Canvas, Manifest, as_list, bare, json_id, json_type, label_text
+from collation.iiif.selectors import Shape, shape_on_canvas, target_shape
+from collation.settings import Settings
 
 if TYPE_CHECKING:
     from collation.iiif.http import Fetcher
 
-MAX_REGIONS = 20_000
-"""Cap on regions per manifest (the largest manuscript of the paper has 839 illustrations)."""
-
 MAX_ANNOTATION_PAGES = 1_000
 """Cap on annotation lists/pages read per manifest, including ``next`` pages."""
-
-MAX_SVG_CHARS = 1_000_000
-"""SVG selectors longer than this are not parsed."""
 
 
 @dataclass(frozen=True)
@@ -162,166 +149,7 @@ class RegionSelector:
         return True
 
 
-# -- SVG -----------------------------------------------------------------------------------------
-
-_SVG_ELEMENT = re.compile(r"<\s*(path|rect|circle|ellipse|polygon|polyline|line)\b([^>]*)>", re.IGNORECASE)
-_SVG_ATTR = re.compile(r"([\w:-]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
-_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
-_PATH_TOKEN = re.compile(rf"[MmLlHhVvCcSsQqTtAaZz]|{_NUMBER}")
-_PATH_ARGS = {"m": 2, "l": 2, "h": 1, "v": 1, "c": 6, "s": 4, "q": 4, "t": 2, "a": 7, "z": 0}
-
-
-def _float(text: str | None) -> float | None:
-    if text is None:
-        return None
-    match = re.match(rf"\s*({_NUMBER})", text)
-    if match is None:
-        return None
-    value = float(match.group(1))
-    return value if math.isfinite(value) else None
-
-
-def _path_points(d: str) -> list[tuple[float, float]]:
-    """End and control points of an SVG path; their bounding box contains the drawn shape (arcs
-    excepted, which Mirador does not draw anyway)."""
-    tokens = _PATH_TOKEN.findall(d)[:200_000]
-    points: list[tuple[float, float]] = []
-    x = y = start_x = start_y = 0.0
-    command = ""
-    i = 0
-    while i < len(tokens):
-        if tokens[i].isalpha():
-            command = tokens[i]
-            i += 1
-            if command.lower() == "z":
-                x, y = start_x, start_y
-                command = ""  # numbers right after a closepath are an error: skip them
-                continue
-        if not command:
-            i += 1
-            continue
-        lower = command.lower()
-        count = _PATH_ARGS[lower]
-        args = tokens[i : i + count]
-        if len(args) < count or any(a.isalpha() for a in args):
-            i += 1
-            continue
-        values = [float(a) for a in args]
-        i += count
-        relative = command.islower()
-        ox, oy = (x, y) if relative else (0.0, 0.0)
-        if lower == "h":
-            x = values[0] + (x if relative else 0.0)
-            points.append((x, y))
-        elif lower == "v":
-            y = values[0] + (y if relative else 0.0)
-            points.append((x, y))
-        elif lower == "a":
-            x, y = values[5] + ox, values[6] + oy
-            points.append((x, y))
-        else:
-            pairs = [(values[k] + ox, values[k + 1] + oy) for k in range(0, count, 2)]
-            points.extend(pairs)
-            x, y = pairs[-1]
-            if lower == "m":
-                start_x, start_y = x, y
-                command = "l" if relative else "L"  # further pairs after a moveto are linetos
-    return [p for p in points if math.isfinite(p[0]) and math.isfinite(p[1])]
-
-
-def svg_bounding_box(svg: Any) -> tuple[float, float, float, float] | None:
-    """Bounding box (x, y, w, h) of the shapes of an SVG selector, or None if it draws nothing.
-
-    Parsed with regular expressions, not an XML parser: selectors come from third parties and
-    need no entities, namespaces or validation to yield a box. Transforms are ignored.
-    """
-    if not isinstance(svg, str) or len(svg) > MAX_SVG_CHARS:
-        return None
-    points: list[tuple[float, float]] = []
-    for element, attributes in _SVG_ELEMENT.findall(svg):
-        attrs = {m[0].lower(): html.unescape(m[1] or m[2]) for m in _SVG_ATTR.findall(attributes)}
-        kind = element.lower()
-        get = attrs.get
-        if kind == "path" and "d" in attrs:
-            points.extend(_path_points(attrs["d"]))
-        elif kind == "rect":
-            x, y, w, h = (
-                _float(get("x", "0")),
-                _float(get("y", "0")),
-                _float(get("width")),
-                _float(get("height")),
-            )
-            if None not in (x, y, w, h):
-                points += [(x, y), (x + w, y + h)]  # type: ignore[operator]
-        elif kind in ("circle", "ellipse"):
-            cx, cy = _float(get("cx", "0")), _float(get("cy", "0"))
-            rx = _float(get("r") if kind == "circle" else get("rx"))
-            ry = _float(get("r") if kind == "circle" else get("ry"))
-            if None not in (cx, cy, rx, ry):
-                points += [(cx - rx, cy - ry), (cx + rx, cy + ry)]  # type: ignore[operator]
-        elif kind in ("polygon", "polyline") and "points" in attrs:
-            numbers = [float(n) for n in re.findall(_NUMBER, attrs["points"])[:200_000]]
-            points += [(numbers[k], numbers[k + 1]) for k in range(0, len(numbers) - 1, 2)]
-        elif kind == "line":
-            coords = [_float(get(k, "0")) for k in ("x1", "y1", "x2", "y2")]
-            if None not in coords:
-                points += [(coords[0], coords[1]), (coords[2], coords[3])]  # type: ignore[list-item]
-    points = [p for p in points if math.isfinite(p[0]) and math.isfinite(p[1])]
-    if not points:
-        return None
-    xs, ys = [p[0] for p in points], [p[1] for p in points]
-    return min(xs), min(ys), max(xs) - min(xs), max(ys) - min(ys)
-
-
 # -- annotations ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Shape:
-    """A selector reduced to a rectangle: pixel or percent units of the canvas."""
-
-    unit: str
-    xywh: tuple[float, float, float, float]
-
-
-def _selector_shape(selector: Any, depth: int = 0) -> _Shape | None:
-    """A rectangle from a selector: FragmentSelector xywh first, else an SVG bounding box."""
-    if depth > 4:
-        return None
-    candidates = as_list(selector)
-    for item in candidates:
-        if isinstance(item, dict) and bare(json_type(item)) == "fragmentselector":
-            parsed = parse_xywh(item.get("value"))
-            if parsed:
-                return _Shape(*parsed)
-        if isinstance(item, dict) and bare(json_type(item)) == "choice":
-            inner = [item.get("default"), *as_list(item.get("item")), *as_list(item.get("items"))]
-            shape = _selector_shape([i for i in inner if i is not None], depth + 1)
-            if shape:
-                return shape
-    for item in candidates:
-        if isinstance(item, dict) and bare(json_type(item)) == "svgselector":
-            box = svg_bounding_box(item.get("value", item.get("chars")))
-            if box and box[2] > 0 and box[3] > 0:
-                return _Shape("pixel", box)
-    return None
-
-
-def _target_shape(target: Any) -> tuple[str | None, _Shape | None]:
-    """(canvas id, rectangle) of an annotation target: ``canvas#xywh=…`` or a SpecificResource."""
-    if isinstance(target, str):
-        source, _, fragment = target.partition("#")
-        parsed = parse_xywh(fragment) if fragment else None
-        return source.strip() or None, _Shape(*parsed) if parsed else None
-    if isinstance(target, dict):
-        if bare(json_type(target)) == "specificresource" or "selector" in target:
-            source = json_id(target.get("source", target.get("full")))
-            source = source.partition("#")[0] if source else None
-            return source, _selector_shape(target.get("selector"))
-        canvas = json_id(target)
-        if canvas:
-            return _target_shape(canvas)
-    return None, None
 
 
 def _bodies(annotation: dict[str, Any]) -> tuple[list[str], list[str]]:
@@ -371,25 +199,6 @@ def _annotations_in(doc: Any) -> tuple[list[Any], str | None]:
     items = doc.get("resources") if isinstance(doc.get("resources"), list) else doc.get("items")
     following = json_id(doc.get("next"))
     return (items if isinstance(items, list) else []), following
-
-
-def _to_canvas(shape: _Shape, canvas: Canvas) -> tuple[int, int, int, int] | None:
-    """Integer pixel rectangle in canvas units, clipped to the canvas; None when empty."""
-    x, y, w, h = shape.xywh
-    width, height = canvas.width, canvas.height
-    if shape.unit == "percent":
-        if not width or not height:
-            return None
-        x, y, w, h = x * width / 100, y * height / 100, w * width / 100, h * height / 100
-    x0, y0, x1, y1 = round(x), round(y), round(x + w), round(y + h)
-    if width and height:
-        x0, y0 = max(0, min(x0, width)), max(0, min(y0, height))
-        x1, y1 = max(0, min(x1, width)), max(0, min(y1, height))
-    else:
-        x0, y0 = max(0, x0), max(0, y0)
-    if x1 <= x0 or y1 <= y0:
-        return None
-    return x0, y0, x1 - x0, y1 - y0
 
 
 def _load_sources(
@@ -454,7 +263,7 @@ def _annotated_regions(
         annotation_id = json_id(annotation)
         targets = as_list(annotation.get("target", annotation.get("on")))
         for target in targets[:1]:
-            canvas_id, shape = _target_shape(target)
+            canvas_id, shape = target_shape(target)
             if shape is None:
                 break  # no region: a whole-canvas or point annotation, not an illustration box
             canvas = by_id.get(canvas_id or "")
@@ -468,7 +277,7 @@ def _annotated_regions(
                     )
                 )
                 break
-            xywh = _to_canvas(shape, canvas)
+            xywh = shape_on_canvas(shape, canvas)
             if xywh is None:
                 problems.append(
                     RegionProblem(
@@ -521,7 +330,7 @@ def _given_regions(
         parsed = parse_xywh(xywh_value)
         if parsed is None:
             raise InputError(f"{name}: xywh {xywh_value!r:.80} is not x,y,w,h", field=f"{name}.xywh")
-        xywh = _to_canvas(_Shape(*parsed), canvas)
+        xywh = shape_on_canvas(Shape(*parsed), canvas)
         if xywh is None:
             raise InputError(f"{name}: xywh {xywh_value!r:.80} is empty on canvas {canvas.id}", field=f"{name}.xywh")
         text = label_text(label) if label is not None else ""
@@ -536,14 +345,16 @@ def find_regions(
     selector: RegionSelector | None = None,
     given: Sequence[Any] | None = None,
     whole_canvases: bool = False,
-    max_regions: int = MAX_REGIONS,
+    max_regions: int | None = None,
 ) -> tuple[list[Region], list[RegionProblem]]:
     """Regions of a manifest in manuscript order, and the problems met on the way.
 
     With ``given`` (canvas id or index + xywh per region, for manifests that carry no
     annotations), those regions; with ``whole_canvases``, one region per canvas that has an image;
     else the annotations selected by ``selector`` (embedded or fetched through ``fetcher``).
+    More than ``max_regions`` (default ``Settings.max_regions``) raises ``LimitError``.
     """
+    max_regions = Settings.max_regions if max_regions is None else max_regions
     if given is not None and whole_canvases:
         raise InputError("give regions or ask for whole canvases, not both", field="whole_canvases")
     problems = [RegionProblem(p, source=manifest.url) for p in manifest.problems]

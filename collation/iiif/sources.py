@@ -4,15 +4,19 @@ API::
 
     looks_like_manifest(arg) -> bool            # a URL, or a local .json file
     manifest, regions, problems = list_regions(source, fetcher=fetcher, selector=..., given=None,
-                                               whole_canvases=False)
-    result = load_manuscript_regions(source, fetcher=fetcher, long_side=352, selector=...,
-                                     given=None, whole_canvases=False, workers=4, strict=False)
+                                               whole_canvases=False, max_regions=None)
+    result = load_manuscript_regions(source, fetcher=fetcher, long_side=None, selector=...,
+                                     given=None, whole_canvases=False, max_regions=None,
+                                     workers=4, strict=False, require_regions=True)
     result.manifest, result.regions, result.images, result.problems
     print(format_regions_report(manifest, regions, problems))
 
 ``load_manuscript_regions`` returns only the regions whose pixels it could fetch, with
 ``images[i]`` the pixels of ``regions[i]``; ``regions[i].index`` keeps the region's position in
-the manifest's full list, and every failure is a line in ``problems``.
+the manifest's full list, and every failure is a line in ``problems``. This is the one path from
+a manifest to region pixels: the command line and the service's jobs both call it. Defaults come
+from the settings: ``long_side`` from ``fetcher.region_long_side``, ``max_regions`` from
+``Settings.max_regions``, the canvas cap from the fetcher's ``FetchSettings.max_canvases``.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from PIL import Image
 from collation.errors import CollationError, InputError
 from collation.iiif.fetch import fetch_region
 from collation.iiif.http import Fetcher
-from collation.iiif.manifests import Manifest, is_url, load_manifest
+from collation.iiif.manifests import is_url, load_manifest
+from collation.iiif.model import Manifest
 from collation.iiif.regions import Region, RegionProblem, RegionSelector, find_regions
 
 
@@ -59,9 +64,9 @@ def list_regions(
 ) -> tuple[Manifest, list[Region], list[RegionProblem]]:
     """Load a manifest and find its regions, without fetching any pixels."""
     manifest = load_manifest(source, fetcher=fetcher)
-    limit = {} if max_regions is None else {"max_regions": max_regions}
     regions, problems = find_regions(
-        manifest, fetcher=fetcher, selector=selector, given=given, whole_canvases=whole_canvases, **limit
+        manifest, fetcher=fetcher, selector=selector, given=given, whole_canvases=whole_canvases,
+        max_regions=max_regions,
     )
     return manifest, regions, problems
 
@@ -102,7 +107,7 @@ def load_manuscript_regions(
             field="regions",
         )
     canvases = {canvas.id: canvas for canvas in manifest.canvases}
-    side = long_side or fetcher.region_long_side
+    side = fetcher.region_long_side if long_side is None else long_side
 
     def fetch(region: Region) -> Image.Image | CollationError:
         try:

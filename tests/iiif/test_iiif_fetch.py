@@ -16,7 +16,7 @@ from iiif_helpers import image_api3_route, mean_abs_diff, v2_canvas, v2_manifest
 from PIL import Image
 
 from collation.iiif import FetchError, Region, fetch_region, parse_manifest, target_size
-from collation.iiif.fetch import parse_info
+from collation.iiif.info import parse_info
 
 SIZE = (800, 1000)
 BOX = (150, 220, 600, 500)  # image pixels; long side 600 > 352, so the fetch scales down

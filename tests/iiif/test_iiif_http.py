@@ -16,7 +16,8 @@ import pytest
 from PIL import Image
 
 from collation.errors import CollationError, InputError
-from collation.iiif import Fetcher, FetchError, LimitError, ManifestError, UnsafeURLError, check_url
+from collation.iiif import Fetcher, FetchError, LimitError, ManifestError, UnsafeURLError, check_url, fetcher_for
+from collation.settings import FetchSettings, Settings, SettingsError, default_cache_dir
 
 
 def resolver(table: dict[str, list[str]]) -> Any:
@@ -157,14 +158,15 @@ def _flaky(statuses: list[tuple[int, dict[str, str]]], body: bytes, content_type
 
 
 def test_retries_honour_retry_after(static_server: Any, tmp_path: Path) -> None:
-    date = email.utils.formatdate(time.time() + 3, usegmt=True)
+    now = 1_700_000_000.0  # a fixed wall clock: the HTTP date below is 3 s after it, whatever the machine's speed
+    date = email.utils.formatdate(now + 3, usegmt=True)
     route = _flaky([(429, {"Retry-After": "2"}), (503, {"Retry-After": date}), (502, {})], b'{"ok": 1}')
     static_server.routes["/flaky/a.json"] = route
     slept: list[float] = []
-    fetcher = Fetcher(allowed_hosts=["127.0.0.1"], sleep=slept.append, backoff=0.5, retries=3)
+    fetcher = Fetcher(allowed_hosts=["127.0.0.1"], sleep=slept.append, wall_clock=lambda: now, backoff=0.5, retries=3)
     doc, _ = fetcher.get_json(f"{static_server.url}/flaky/a.json")
     assert doc == {"ok": 1} and route.calls["n"] == 4
-    assert slept[0] == 2.0 and 0 < slept[1] <= 3.0 and slept[2] == 2.0  # 0.5 * 2**2 on the third retry
+    assert slept == [2.0, 3.0, 2.0]  # Retry-After seconds, Retry-After date, then 0.5 * 2**2 on the third retry
     fetcher.session.close()
 
 
@@ -252,14 +254,35 @@ def test_per_host_concurrency_limit(static_server: Any) -> None:
     fetcher.session.close()
 
 
+class FakeClock:
+    """A monotonic clock that moves only when told to (``advance``) or when the fetcher sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
 def test_min_interval_spaces_requests(static_server: Any) -> None:
-    static_server.write_json("polite/a.json", {})
-    static_server.write_json("polite/b.json", {})
-    slept: list[float] = []
-    fetcher = Fetcher(allowed_hosts=["127.0.0.1"], min_interval=5.0, sleep=slept.append)
-    fetcher.get(f"{static_server.url}/polite/a.json")
+    for name in ("a", "b", "c"):
+        static_server.write_json(f"polite/{name}.json", {})
+    clock = FakeClock()
+    fetcher = Fetcher(allowed_hosts=["127.0.0.1"], min_interval=5.0, sleep=clock.sleep, clock=clock)
+    fetcher.get(f"{static_server.url}/polite/a.json")  # the first request on a host never waits
+    clock.advance(1.5)  # the time the first response took
     fetcher.get(f"{static_server.url}/polite/b.json")
-    assert len(slept) == 1 and 4.0 < slept[0] <= 5.0
+    clock.advance(7.0)  # more than min_interval since the last start: no wait
+    fetcher.get(f"{static_server.url}/polite/c.json")
+    assert clock.slept == [3.5]
     fetcher.session.close()
 
 
@@ -334,26 +357,33 @@ def test_unknown_options_are_refused() -> None:
 
 
 def test_configuration_from_environment(tmp_path: Path) -> None:
-    from collation.iiif.http import conf_from_env, default_cache_dir
-
-    conf = conf_from_env(
+    settings = Settings.from_env(
         {
             "COLLATION_IIIF_ALLOW_PRIVATE": "yes",
-            "COLLATION_IIIF_ALLOWED_HOSTS": "iiif.internal, 10.0.0.5",
+            "COLLATION_ALLOWED_HOSTS": "iiif.internal, 10.0.0.5",
             "COLLATION_IIIF_PER_HOST": "2",
             "COLLATION_IIIF_BACKOFF": "0.5",
             "COLLATION_IIIF_CACHE_DIR": str(tmp_path),
+            "COLLATION_IIIF_REGION_LONG_SIDE": "224",
             "OTHER": "x",
         }
     )
-    assert conf == {
-        "allow_private": True,
-        "allowed_hosts": ("iiif.internal", "10.0.0.5"),
-        "per_host": 2,
-        "backoff": 0.5,
-        "cache_dir": str(tmp_path),
-    }
-    assert Fetcher(**conf).conf["per_host"] == 2
-    with pytest.raises(ValueError, match="COLLATION_IIIF_PER_HOST"):
-        conf_from_env({"COLLATION_IIIF_PER_HOST": "many"})
-    assert default_cache_dir().parts[-2:] == ("image-collation", "iiif")
+    fetcher = fetcher_for(settings, allowed_hosts=["extra.example"])
+    assert fetcher.conf == FetchSettings(allow_private=True, per_host=2, backoff=0.5, cache_dir=tmp_path,
+                                         region_long_side=224)
+    assert fetcher.allowed_hosts == ("iiif.internal", "10.0.0.5", "extra.example")
+    assert fetcher.cache_dir == tmp_path and fetcher.region_long_side == 224
+    assert fetcher_for(settings, cache_dir=tmp_path / "other").cache_dir == tmp_path / "other"
+    with pytest.raises(SettingsError, match="COLLATION_IIIF_PER_HOST"):
+        Settings.from_env({"COLLATION_IIIF_PER_HOST": "many"})
+    assert default_cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "image-collation" / "iiif"
+    assert default_cache_dir({}).parts[-3:] == (".cache", "image-collation", "iiif")
+
+
+def test_one_default_per_option() -> None:
+    """The Fetcher has no defaults of its own: each comes from FetchSettings, and overrides are its fields."""
+    assert Fetcher().conf == FetchSettings()
+    assert Fetcher(FetchSettings(retries=7), retries=1).conf.retries == 1
+    assert Fetcher(cache_dir=str(Path("c"))).cache_dir == Path("c")
+    with pytest.raises(ValueError, match="per_host"):
+        Fetcher(per_host=0)

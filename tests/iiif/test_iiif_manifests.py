@@ -13,7 +13,8 @@ from iiif_helpers import P2, P3, v2_canvas, v2_manifest, v2_service, v3_canvas, 
 
 from collation.errors import CollationError
 from collation.iiif import LimitError, ManifestError, detect_version, label_text, load_manifest, parse_manifest
-from collation.iiif.manifests import canvas_to_image, image_to_canvas, parse_xywh, service_base
+from collation.iiif.geometry import canvas_to_image, image_to_canvas, parse_xywh
+from collation.iiif.model import service_base
 
 C = "https://example.org/iiif/book/canvas"
 

@@ -20,8 +20,9 @@ from collation.iiif import (
     parse_manifest,
     svg_bounding_box,
 )
-from collation.iiif.fetch import parse_info
-from collation.iiif.manifests import canvas_to_image, label_text, parse_xywh
+from collation.iiif.geometry import canvas_to_image, parse_xywh
+from collation.iiif.info import parse_info
+from collation.iiif.model import label_text
 
 SETTINGS = settings(
     max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
