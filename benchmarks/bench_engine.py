@@ -24,7 +24,8 @@ from PIL import Image, ImageDraw
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from collation.errors import WeightsNotFoundError
-from collation.features import extract_features, load_backbone
+from collation.features import BACKBONES, extract_features, load_backbone
+from collation.settings import Settings
 from collation.similarity import all_pairs, score_pairs
 
 D1, D2 = 816, 405  # the paper's D1-D2: 80 minutes on a GPU with the authors' code
@@ -48,9 +49,9 @@ def synthetic_illustrations(n: int, seed: int) -> list[Image.Image]:
     return images
 
 
-def backbone_for(name: str, device: str):
+def backbone_for(name: str, device: str, weights_dir: Path | None):
     try:
-        return load_backbone(name, device=device), "pretrained"
+        return load_backbone(name, device=device, weights_dir=weights_dir), "pretrained"
     except WeightsNotFoundError:
         from torchvision.models import resnet50
 
@@ -63,8 +64,9 @@ def peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
 
 
-def run(name: str, device: str, rows: int, cols: int, max_pairs: int, dtype: torch.dtype) -> None:
-    model, weights = backbone_for(name, device)
+def run(name: str, device: str, rows: int, cols: int, max_pairs: int, dtype: torch.dtype,
+        weights_dir: Path | None) -> None:
+    model, weights = backbone_for(name, device, weights_dir)
     images0, images1 = synthetic_illustrations(rows, 0), synthetic_illustrations(cols, 1)
     extract_features(images0[:8], model, dtype=dtype)  # warm-up: per-shape kernel compilation
     if device == "cuda":
@@ -106,7 +108,7 @@ def run(name: str, device: str, rows: int, cols: int, max_pairs: int, dtype: tor
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--backbone", action="append", choices=["efficientnet-lite0", "resnet50-conv4"])
+    parser.add_argument("--backbone", action="append", choices=BACKBONES)
     parser.add_argument("--device", action="append", choices=["cpu", "cuda"])
     parser.add_argument("--rows", type=int, default=100)
     parser.add_argument("--cols", type=int, default=200)
@@ -114,10 +116,12 @@ def main() -> None:
                         help="time a random sample of this many pairs (0: all rows x cols)")
     parser.add_argument("--float16", action="store_true", help="store features as float16")
     args = parser.parse_args()
+    weights_dir = Settings.from_env().weights_dir  # COLLATION_WEIGHTS_DIR, read in the one place settings are
     devices = args.device or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
     for device in devices:
-        for name in args.backbone or ["efficientnet-lite0", "resnet50-conv4"]:
-            run(name, device, args.rows, args.cols, args.max_pairs, torch.float16 if args.float16 else torch.float32)
+        for name in args.backbone or BACKBONES:
+            run(name, device, args.rows, args.cols, args.max_pairs, torch.float16 if args.float16 else torch.float32,
+                weights_dir)
 
 
 if __name__ == "__main__":

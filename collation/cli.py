@@ -1,6 +1,8 @@
 """The ``collate`` command: collate manuscripts in-process, evaluate results, run the service.
 
-Every error the project raises on purpose ends the command with a one-line message and status 2.
+``main`` builds the process's one ``Settings`` from the environment (``COLLATION_*``) and hands it to
+the command as ``args.settings``; flags win over settings. Every error the project raises on purpose
+ends the command with a one-line message and status 2.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 
 from . import __version__, defaults
 from .errors import CollationError, InputError
+from .settings import Settings
 
 EXIT_USAGE = 2
 
@@ -74,10 +77,12 @@ def cmd_match(args: argparse.Namespace) -> int:
     manuscripts = [load_manuscript(name, source, args) for name, source in specs]
     for m in manuscripts:
         print(f"{m.name}: {len(m.illustrations)} illustrations", file=sys.stderr)
+    settings: Settings = args.settings
     result = run_collation(
-        manuscripts, backbone=args.backbone, similarity=args.similarity, device=args.device, seed=args.seed,
-        kernel=args.kernel, normalization=args.normalization, propagation=args.propagation,
-        orientation=args.orientation, weights_dir=args.weights_dir, float16=args.float16, progress=_progress_bar(),
+        manuscripts, backbone=args.backbone or settings.backbone, similarity=args.similarity,
+        device=args.device or settings.device, seed=args.seed, kernel=args.kernel, normalization=args.normalization,
+        propagation=args.propagation, orientation=args.orientation,
+        weights_dir=args.weights_dir or settings.weights_dir, float16=args.float16, progress=_progress_bar(),
     )
     out = write_results(result, args.out)
     for (a, b), pr in result.pairs.items():
@@ -124,8 +129,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``collate`` parser with every subcommand; a subcommand whose module fails to import is an error."""
     from .correspondences import NORMALIZATIONS, ORIENTATIONS, PROPAGATIONS
     from .features import BACKBONES
+    from .iiif.cli import add_manifest_options, add_regions_command
+    from .ransac import KERNELS
+    from .service.cli import add_service_commands
     from .similarity import SIMILARITIES
 
     parser = argparse.ArgumentParser(prog="collate", description="Match illustrations across manuscripts.")
@@ -136,30 +145,26 @@ def build_parser() -> argparse.ArgumentParser:
     match.add_argument("manuscripts", nargs="+", metavar="NAME=PATH",
                        help="a folder of illustrations (natural order), a VIA file, or a IIIF manifest (URL or file)")
     match.add_argument("--out", required=True, help="folder for the matrices and correspondences.json")
-    match.add_argument("--backbone", default=defaults.BACKBONE, choices=list(BACKBONES))
-    match.add_argument("--weights-dir", help="folder holding the ResNet-50 weights (else $COLLATION_WEIGHTS_DIR)")
+    match.add_argument("--backbone", choices=BACKBONES,
+                       help=f"default: $COLLATION_BACKBONE, else {defaults.BACKBONE}")
+    match.add_argument("--weights-dir", help="folder holding the ResNet-50 weights (default: $COLLATION_WEIGHTS_DIR, "
+                                             "else the torch cache)")
     match.add_argument("--similarity", default=defaults.SIMILARITY, choices=SIMILARITIES)
-    match.add_argument("--kernel", default=defaults.KERNEL, choices=("reference", "paper"),
+    match.add_argument("--kernel", default=defaults.KERNEL, choices=KERNELS,
                        help="final Gaussian of S_trans: the authors' code (default) or the paper's formula")
     match.add_argument("--normalization", default=defaults.NORMALIZATION, choices=NORMALIZATIONS)
     match.add_argument("--propagation", default=defaults.PROPAGATION, choices=PROPAGATIONS)
-    match.add_argument("--orientation", default="forward", choices=ORIENTATIONS, help="direction of 3-cycles")
-    match.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    match.add_argument("--orientation", default=defaults.ORIENTATION, choices=ORIENTATIONS,
+                       help="direction of 3-cycles")
+    match.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: $COLLATION_DEVICE, else auto)")
     match.add_argument("--seed", type=int, default=defaults.SEED)
     match.add_argument("--float16", action="store_true", help="store features as float16 (half the memory)")
     match.add_argument("--folios", action="append", metavar="NAME=DIR",
                        help="folio images of a VIA manuscript (default: the VIA file's folder)")
     match.add_argument("--skip-missing-folios", action="store_true",
                        help="leave out VIA regions whose folio image is absent")
-    try:
-        from .iiif.cli import add_manifest_options
-    except ImportError:
-        pass
-    else:
-        add_manifest_options(match)
-        from .iiif.cli import add_regions_command
-
-        add_regions_command(sub)
+    add_manifest_options(match)
+    add_regions_command(sub)
     match.set_defaults(handler=cmd_match)
 
     evaluate = sub.add_parser("evaluate", help="top-1 accuracy of a collation against ground truth")
@@ -171,12 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
     evaluate.set_defaults(handler=cmd_evaluate)
 
-    try:
-        from .service.cli import add_service_commands
-    except ImportError:
-        pass
-    else:
-        add_service_commands(sub)
+    add_service_commands(sub)
     return parser
 
 
@@ -184,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        args.settings = Settings.from_env()  # the one place the command line reads COLLATION_*
         return args.handler(args)
     except CollationError as e:
         print(f"collate: error: {e.message}", file=sys.stderr)

@@ -13,11 +13,26 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import defaults
-from .errors import InputError
+from .checks import as_index_pairs, check_option, check_positive_float, check_shape
+from .errors import InputError, ShapeError
 
 NORMALIZATIONS = ("none", "softmax", "avg", "max", "softmax-avg", "softmax-max")
 PROPAGATIONS = ("none", "2-cycles", "3-cycles")
 ORIENTATIONS = ("forward", "backward", "both")
+
+
+def _matrix(name: str, matrix: np.ndarray) -> np.ndarray:
+    """``matrix`` as a float64 ``(n0, n1)`` array; raises ``ShapeError`` for another number of dimensions."""
+    array = np.asarray(matrix)
+    check_shape(name, array, ("n0", "n1"))
+    if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
+        raise InputError(f"{name} must hold numbers, not {array.dtype}", field=name)
+    return array.astype(np.float64, copy=False)
+
+
+def _index_pairs(name: str, pairs: np.ndarray | None, shape: tuple[int, int]) -> np.ndarray:
+    """``(K, 2)`` int64 pairs inside a matrix of ``shape``; None is no pair."""
+    return as_index_pairs(name, [] if pairs is None else pairs, shape).numpy()
 
 
 def _safe(denominator: np.ndarray) -> np.ndarray:
@@ -36,14 +51,19 @@ def normalize(scores: np.ndarray, method: str = defaults.NORMALIZATION,
 
     "max" is N_S = S / rowmax + S / colmax; "avg" divides by the means; "softmax" is sm(λS);
     "softmax-avg" and "softmax-max" are sm(λ S/avg) and sm(λ S/max); "none" returns S.
+
+    Args:
+        scores: ``(n0, n1)`` S.
+        method: one of ``NORMALIZATIONS``.
+        temperature: λ of the softmax normalizations, above 0.
+
+    Returns:
+        ``(n0, n1)`` float64.
     """
-    s = np.asarray(scores, dtype=np.float64)
-    if method == "none":
-        return s.copy()
-    if method not in NORMALIZATIONS:
-        raise InputError(f"unknown normalization {method!r}: choose one of {', '.join(NORMALIZATIONS)}",
-                         field="normalization")
-    if s.size == 0:
+    check_option("normalization", method, NORMALIZATIONS)
+    check_positive_float("temperature", temperature)
+    s = _matrix("scores", scores)
+    if method == "none" or s.size == 0:
         return s.copy()
     row_max, col_max = s.max(axis=1, keepdims=True), s.max(axis=0, keepdims=True)
     row_avg, col_avg = s.mean(axis=1, keepdims=True), s.mean(axis=0, keepdims=True)
@@ -63,9 +83,13 @@ def mutual_best(matrix: np.ndarray) -> np.ndarray:
 
     Ties go to the first index, as ``argmax``.
 
+    Args:
+        matrix: ``(n0, n1)`` scores.
+
     Returns:
         ``(K, 2)`` int64 pairs (i, j), sorted by i.
     """
+    matrix = _matrix("matrix", matrix)
     if matrix.size == 0:
         return np.zeros((0, 2), dtype=np.int64)
     best_col = matrix.argmax(axis=1)
@@ -81,14 +105,18 @@ def three_cycles(n01: np.ndarray, n12: np.ndarray, n02: np.ndarray, orientation:
     be a again. "backward" follows M0 → M2 → M1 → M0. "both" keeps triplets consistent both ways.
 
     Args:
-        n01, n12, n02: normalized matrices of the pairs (M0, M1), (M1, M2), (M0, M2).
+        n01: ``(n0, n1)``, n12 ``(n1, n2)`` and n02 ``(n0, n2)`` normalized matrices of the pairs
+            (M0, M1), (M1, M2), (M0, M2).
+        orientation: one of ``ORIENTATIONS``.
 
     Returns:
         ``(T, 3)`` int64 triplets (a, b, c), sorted by a.
     """
-    if orientation not in ORIENTATIONS:
-        raise InputError(f"unknown cycle orientation {orientation!r}: choose one of {', '.join(ORIENTATIONS)}",
-                         field="orientation")
+    check_option("orientation", orientation, ORIENTATIONS)
+    dims = check_shape("n01", np.asarray(n01), ("n0", "n1"))
+    dims = check_shape("n12", np.asarray(n12), ("n1", "n2"), dims)
+    check_shape("n02", np.asarray(n02), ("n0", "n2"), dims)
+    n01, n12, n02 = _matrix("n01", n01), _matrix("n12", n12), _matrix("n02", n02)
     if min(n01.size, n12.size, n02.size) == 0:
         return np.zeros((0, 3), dtype=np.int64)
     a = np.arange(n01.shape[0])
@@ -115,10 +143,18 @@ def propagate(matrix: np.ndarray, seeds: np.ndarray, *, sigma: float = defaults.
     once: beyond it a factor differs from 1 by less than α·e⁻¹⁸ ≈ 4e-9.
 
     Args:
-        matrix: ``(n0, n1)`` normalized scores; seeds ``(K, 2)`` index pairs.
+        matrix: ``(n0, n1)`` normalized scores.
+        seeds: ``(K, 2)`` integer index pairs inside the matrix.
+        sigma: σ_p, above 0; alpha: α, 0 or more.
+
+    Returns:
+        ``(n0, n1)`` float64.
     """
-    out = np.asarray(matrix, dtype=np.float64).copy()
-    seeds = np.asarray(seeds, dtype=np.int64).reshape(-1, 2)
+    out = _matrix("matrix", matrix).copy()
+    seeds = _index_pairs("seeds", seeds, out.shape)
+    check_positive_float("sigma", sigma)
+    if alpha != 0:
+        check_positive_float("alpha", alpha)
     if len(seeds) == 0 or out.size == 0:
         return out
     n0, n1 = out.shape
@@ -138,12 +174,17 @@ def adjust_seeds(seeds: np.ndarray, confirmed: np.ndarray | None = None,
                  rejected: np.ndarray | None = None) -> np.ndarray:
     """Propagation seeds after expert verdicts: confirmed pairs added, rejected ones removed.
 
+    Args:
+        seeds, confirmed, rejected: ``(K, 2)`` integer index pairs (None: none). Their range is
+            checked where they meet a matrix (``propagate``, ``collate``).
+
     Returns:
         ``(K, 2)`` int64 unique pairs, sorted.
     """
-    keep = {tuple(p) for p in np.asarray(seeds, np.int64).reshape(-1, 2).tolist()}
-    keep |= {tuple(p) for p in np.asarray(confirmed if confirmed is not None else [], np.int64).reshape(-1, 2).tolist()}
-    keep -= {tuple(p) for p in np.asarray(rejected if rejected is not None else [], np.int64).reshape(-1, 2).tolist()}
+    unbounded = (np.iinfo(np.int64).max, np.iinfo(np.int64).max)
+    keep = {tuple(p) for p in _index_pairs("seeds", seeds, unbounded).tolist()}
+    keep |= {tuple(p) for p in _index_pairs("confirmed", confirmed, unbounded).tolist()}
+    keep -= {tuple(p) for p in _index_pairs("rejected", rejected, unbounded).tolist()}
     return np.array(sorted(keep), dtype=np.int64).reshape(-1, 2)
 
 
@@ -175,19 +216,32 @@ def collate(
 ) -> dict[tuple[int, int], PairResult]:
     """Normalizes, finds cycles and propagates for every manuscript pair (a, b), a < b.
 
+    Every option and every matrix is checked before any work: a manuscript's illustration count must
+    be the same in all its pairs.
+
     Args:
-        scores: S of each pair (a, b) with a < b, shape (n_a, n_b).
-        propagation: seeds of P_S: "2-cycles", "3-cycles" (needs three or more manuscripts; a pair's
-            seeds are the pairs of every consistent triplet through a third manuscript) or "none".
+        scores: S of each pair (a, b) with a < b, shape ``(n_a, n_b)``.
+        normalization: one of ``NORMALIZATIONS``.
+        propagation: seeds of P_S, one of ``PROPAGATIONS``: "2-cycles", "3-cycles" (needs three or
+            more manuscripts; a pair's seeds are the pairs of every consistent triplet through a third
+            manuscript) or "none".
+        orientation: direction of 3-cycles, one of ``ORIENTATIONS``.
         confirmed: pairs an expert confirmed, ``(K, 2)`` per manuscript pair; always seeds.
         rejected: pairs an expert rejected; never seeds.
     """
-    if propagation not in PROPAGATIONS:
-        raise InputError(f"unknown propagation {propagation!r}: choose one of {', '.join(PROPAGATIONS)}",
-                         field="propagation")
-    manuscripts = sorted({m for pair in scores for m in pair})
+    check_option("normalization", normalization, NORMALIZATIONS)
+    check_option("propagation", propagation, PROPAGATIONS)
+    check_option("orientation", orientation, ORIENTATIONS)
+    check_positive_float("temperature", temperature)
+    sizes = _manuscript_sizes(scores)
+    manuscripts = sorted(sizes)
     if propagation == "3-cycles" and len(manuscripts) < 3:
         raise InputError("3-cycle propagation needs three or more manuscripts", field="propagation")
+    for name, verdicts in (("confirmed", confirmed), ("rejected", rejected)):
+        for pair, pairs in (verdicts or {}).items():
+            if pair not in scores:
+                raise InputError(f"{name} pairs given for the manuscript pair {pair}, which has no scores", field=name)
+            _index_pairs(name, pairs, np.shape(scores[pair]))
     normalized = {pair: normalize(s, normalization, temperature) for pair, s in scores.items()}
 
     cycles3: dict[tuple[int, int], list[np.ndarray]] = {pair: [] for pair in scores}
@@ -204,5 +258,25 @@ def collate(
         three = np.unique(np.concatenate(cycles3[pair] or [np.zeros((0, 2), np.int64)]), axis=0)
         seeds = {"none": np.zeros((0, 2), np.int64), "2-cycles": two, "3-cycles": three}[propagation]
         seeds = adjust_seeds(seeds, (confirmed or {}).get(pair), (rejected or {}).get(pair))
-        results[pair] = PairResult(scores[pair], n, propagate(n, seeds), two, three.astype(np.int64), seeds)
+        results[pair] = PairResult(scores[pair], n, propagate(n, seeds), two, three, seeds)
     return results
+
+
+def _manuscript_sizes(scores: Mapping[tuple[int, int], np.ndarray]) -> dict[int, int]:
+    """Illustrations of each manuscript, checked to agree across its pairs; keys must be (a, b), a < b."""
+    if not scores:
+        raise InputError("no score matrices to collate", field="scores")
+    sizes: dict[int, int] = {}
+    for pair, matrix in scores.items():
+        ok = isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(m, int | np.integer) for m in pair)
+        if not ok or not 0 <= pair[0] < pair[1]:
+            raise InputError(f"score matrices are keyed by manuscript pairs (a, b) with 0 <= a < b, not {pair!r}",
+                             field="scores")
+        shape = np.shape(matrix)
+        if len(shape) != 2:
+            raise ShapeError(f"scores{pair}", shape, (f"n{pair[0]}", f"n{pair[1]}"))
+        for m, n in zip(pair, shape, strict=True):
+            if sizes.setdefault(int(m), n) != n:
+                raise ShapeError(f"scores{pair}", shape, (f"n{pair[0]}", f"n{pair[1]}"),
+                                 f"manuscript {m} has {sizes[int(m)]} illustrations in another pair")
+    return sizes

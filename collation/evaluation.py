@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .checks import check_shape, is_integer
 from .errors import GroundTruthError
 
 
@@ -28,8 +29,21 @@ def load_ground_truth(path: str | Path) -> np.ndarray:
     return pairs.astype(np.int64)
 
 
+def _check_pairs(ground_truth: np.ndarray) -> np.ndarray:
+    """``(G, 2)`` non-negative integer pairs, else ``GroundTruthError``."""
+    pairs = np.asarray(ground_truth)
+    if pairs.ndim != 2 or pairs.shape[1] != 2 or len(pairs) == 0 or not is_integer(pairs) or (pairs < 0).any():
+        raise GroundTruthError(f"ground truth must be a non-empty (G, 2) array of index pairs, not an array of "
+                               f"shape {pairs.shape} and type {pairs.dtype}")
+    return pairs.astype(np.int64, copy=False)
+
+
 def check_ground_truth(ground_truth: np.ndarray, shape: tuple[int, int], *, restrict: bool = False) -> np.ndarray:
-    """The pairs that fit a matrix of ``shape``; out-of-range pairs are an error unless ``restrict``."""
+    """The pairs of ``(G, 2)`` ground truth that fit a matrix of ``shape`` ``(n0, n1)``.
+
+    Out-of-range pairs are an error unless ``restrict``; then they are left out.
+    """
+    ground_truth = _check_pairs(ground_truth)
     inside = (ground_truth[:, 0] < shape[0]) & (ground_truth[:, 1] < shape[1])
     if not inside.all() and not restrict:
         a, b = ground_truth[~inside][0]
@@ -44,7 +58,15 @@ def check_ground_truth(ground_truth: np.ndarray, shape: tuple[int, int], *, rest
 
 
 def accuracy(matrix: np.ndarray, ground_truth: np.ndarray) -> float:
-    """Mean of the two directions' top-1 accuracy; argmax over all illustrations of the other side."""
+    """Mean of the two directions' top-1 accuracy; argmax over all illustrations of the other side.
+
+    Args:
+        matrix: ``(n0, n1)`` scores.
+        ground_truth: ``(G, 2)`` pairs inside the matrix (see ``check_ground_truth``).
+    """
+    matrix = np.asarray(matrix)
+    check_shape("matrix", matrix, ("n0", "n1"))
+    ground_truth = check_ground_truth(ground_truth, matrix.shape)
     a, b = ground_truth[:, 0], ground_truth[:, 1]
     forward = (matrix[a].argmax(axis=1) == b).mean()
     backward = (matrix[:, b].argmax(axis=0) == a).mean()

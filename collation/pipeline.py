@@ -14,10 +14,12 @@ import torch
 
 from . import __version__, defaults
 from .atomic import write_json, write_npy
-from .correspondences import PairResult, collate
+from .checks import check_integer, check_option
+from .correspondences import NORMALIZATIONS, ORIENTATIONS, PROPAGATIONS, PairResult, collate
 from .errors import InputError
-from .features import extract_features, extract_square_features, load_backbone, resolve_device
+from .features import BACKBONES, extract_features, extract_square_features, load_backbone, resolve_device
 from .illustrations import Illustration
+from .ransac import KERNELS
 from .similarity import SIMILARITIES, score_features_matrix, score_matrix
 
 Stage = Callable[[str, int, int], None]
@@ -39,13 +41,24 @@ class CollationResult:
     pairs: dict[tuple[int, int], PairResult] = field(default_factory=dict)
 
 
-def _options(**options) -> dict:
-    if options["similarity"] not in SIMILARITIES:
-        raise InputError(f"unknown similarity {options['similarity']!r}: choose one of {', '.join(SIMILARITIES)}",
-                         field="similarity")
-    if options["kernel"] not in ("reference", "paper"):
-        raise InputError(f"unknown kernel {options['kernel']!r}: choose reference or paper", field="kernel")
-    return options
+def check_options(*, backbone: str, similarity: str, seed: int, kernel: str, normalization: str, propagation: str,
+                  orientation: str) -> dict:
+    """Every option of a collation checked against its allowed values, before any work is done.
+
+    Returns:
+        The options as a dict, as recorded in ``collation.json``.
+
+    Raises:
+        OptionError: naming the option and its allowed values. InputError: a seed that is not an integer.
+    """
+    for option, value, allowed in (("backbone", backbone, BACKBONES), ("similarity", similarity, SIMILARITIES),
+                                   ("kernel", kernel, KERNELS), ("normalization", normalization, NORMALIZATIONS),
+                                   ("propagation", propagation, PROPAGATIONS),
+                                   ("orientation", orientation, ORIENTATIONS)):
+        check_option(option, value, allowed)
+    check_integer("seed", seed)
+    return {"backbone": backbone, "similarity": similarity, "seed": seed, "kernel": kernel,
+            "normalization": normalization, "propagation": propagation, "orientation": orientation}
 
 
 def run_collation(
@@ -58,19 +71,27 @@ def run_collation(
     kernel: str = defaults.KERNEL,
     normalization: str = defaults.NORMALIZATION,
     propagation: str = defaults.PROPAGATION,
-    orientation: str = "forward",
+    orientation: str = defaults.ORIENTATION,
     weights_dir: str | Path | None = None,
     float16: bool = False,
     progress: Stage | None = None,
 ) -> CollationResult:
-    """Collates two or more manuscripts: every pair of manuscripts gets S, N_S and P_S."""
+    """Collates two or more manuscripts: every pair of manuscripts gets S, N_S and P_S.
+
+    Every option is checked (``check_options``, ``resolve_device``) before the backbone is loaded.
+
+    Args:
+        weights_dir: folder of the ResNet-50 weights, the caller's setting (``Settings.weights_dir``).
+    """
     if len(manuscripts) < 2:
         raise InputError("a collation needs two or more manuscripts", field="manuscripts")
     names = [m.name for m in manuscripts]
     if len(set(names)) != len(names):
         raise InputError(f"manuscript names must be unique: {names}", field="manuscripts")
-    options = _options(backbone=backbone, similarity=similarity, seed=seed, kernel=kernel,
-                       normalization=normalization, propagation=propagation, orientation=orientation)
+    options = check_options(backbone=backbone, similarity=similarity, seed=seed, kernel=kernel,
+                            normalization=normalization, propagation=propagation, orientation=orientation)
+    if propagation == "3-cycles" and len(manuscripts) < 3:
+        raise InputError("3-cycle propagation needs three or more manuscripts", field="propagation")
     model = load_backbone(backbone, device=resolve_device(device), weights_dir=weights_dir)
 
     def stage(name: str) -> Callable[[int, int], None] | None:

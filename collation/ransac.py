@@ -12,8 +12,13 @@ from __future__ import annotations
 import torch
 
 from . import defaults
+from .checks import check_dtype, check_integer, check_option, check_positive_float, check_positive_int, check_shape
+from .errors import InputError, ShapeError
 
 _MASK32 = 0xFFFFFFFF
+
+KERNELS = ("reference", "paper")
+"""Final Gaussian of S_trans: "reference" exp(−e²/tol²) as the authors' code, "paper" exp(−e²/2tol²) (B.13)."""
 
 
 def hash32(x: torch.Tensor) -> torch.Tensor:
@@ -39,6 +44,11 @@ def uniform_draws(seed: int, keys: torch.Tensor, shape: tuple[int, ...]) -> torc
     Returns:
         ``(B, *shape)`` float64.
     """
+    check_integer("seed", seed)
+    check_shape("keys", keys, ("B", "k"))
+    check_dtype("keys", keys, "integer")
+    if not shape or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
+        raise InputError(f"shape must be a tuple of sizes, not {shape!r}", field="shape")
     h = torch.full(keys.shape[:1], seed & _MASK32, dtype=torch.int64, device=keys.device)
     for column in keys.unbind(dim=1):
         h = hash32(h ^ hash32(column + 0x9E3779B9))
@@ -62,6 +72,11 @@ def compact_matches(valid: torch.Tensor, *tensors: torch.Tensor) -> tuple[torch.
     Returns:
         valid ``(B, M')`` and each tensor ``(B, M', ...)`` in the same order (valid slots first).
     """
+    check_shape("valid", valid, ("B", "M"))
+    check_dtype("valid", valid, "bool")
+    for t in tensors:
+        if t.shape[:2] != valid.shape:
+            raise ShapeError("tensors", tuple(t.shape), (*valid.shape, "..."), "one slot per valid flag")
     order = torch.argsort((~valid).to(torch.uint8), dim=1, stable=True)
     keep = max(int(valid.sum(dim=1).max()), 1) if valid.numel() else 1
     order = order[:, :keep]
@@ -84,6 +99,8 @@ def sample_triples(count: torch.Tensor, draws: torch.Tensor) -> tuple[torch.Tens
     Returns:
         idx ``(B, K, 3)`` int64, and ok ``(B, K)`` bool: the triple is usable.
     """
+    dims = check_shape("count", count, ("B",))
+    check_shape("draws", draws, ("B", "K", 3), dims)
     idx = (draws * count.view(-1, 1, 1)).long()
     idx = torch.minimum(idx, (count - 1).clamp(min=0).view(-1, 1, 1))
     a, b, c = idx.unbind(dim=-1)
@@ -103,6 +120,9 @@ def fit_affine(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
     Returns:
         ``(..., 3, 2)`` matrices A with [x, y, 1] @ A ≈ dst.
     """
+    check_shape("src", src, ("...", "n", 2))
+    if src.shape != dst.shape:
+        raise ShapeError("dst", tuple(dst.shape), (*src.shape[:-2], "n", 2), f"src has shape {tuple(src.shape)}")
     x = torch.cat([src, torch.ones_like(src[..., :1])], dim=-1)
     return torch.linalg.pinv(x) @ dst
 
@@ -118,6 +138,9 @@ def transfer_error2(affine: torch.Tensor, src: torch.Tensor, dst: torch.Tensor) 
     Returns:
         ``(B, M, K)``.
     """
+    dims = check_shape("affine", affine, ("B", "K", 3, 2))
+    check_shape("src", src, ("B", "M", 2), dims)
+    check_shape("dst", dst, ("B", "M", 2), dims)
     b, k = affine.shape[:2]
     src_h = torch.cat([src, torch.ones_like(src[..., :1])], dim=-1)  # (B, M, 3)
     mapped = torch.bmm(src_h, affine.permute(0, 2, 1, 3).reshape(b, 3, k * 2)).view(b, -1, k, 2)
@@ -131,11 +154,20 @@ def cell_scores(error2: torch.Tensor, sim: torch.Tensor, cell: torch.Tensor, n_c
     Args:
         error2: ``(B, M, K)`` squared residuals of M matches under K hypotheses.
         sim: ``(B, M)`` cosines, 0 for slots that hold no match.
-        cell: ``(B, M)`` query cell of each match, in [0, n_cells).
+        cell: ``(B, M)`` query cell of each match, in [0, n_cells) (not checked: it would cost a
+            device synchronization per batch; out of range, ``scatter_reduce_`` fails).
+        n_cells: query cells, at least 1.
+        sigma2x2: the Gaussian's denominator, above 0.
 
     Returns:
         ``(B, K)``.
     """
+    dims = check_shape("error2", error2, ("B", "M", "K"))
+    check_shape("sim", sim, ("B", "M"), dims)
+    check_shape("cell", cell, ("B", "M"), dims)
+    check_dtype("cell", cell, "integer")
+    check_positive_int("n_cells", n_cells)
+    check_positive_float("sigma2x2", sigma2x2)
     w = sim.unsqueeze(-1) * torch.exp(error2 / -sigma2x2)  # (B, M, K), >= 0
     best = w.new_zeros((w.shape[0], n_cells, w.shape[2]))
     best.scatter_reduce_(1, cell.unsqueeze(-1).expand_as(w), w, reduce="amax")
@@ -167,6 +199,8 @@ def select_hypothesis(
     Returns:
         affine ``(B, 3, 2)`` and found ``(B,)`` bool: some hypothesis scored above 0.
     """
+    _check_matches(target_pos, query_pos, sim, cell, count, draws)
+    check_positive_float("tolerance", tolerance)
     b = target_pos.shape[0]
     idx, ok = sample_triples(count, draws)
     k = idx.shape[1]
@@ -178,6 +212,19 @@ def select_hypothesis(
     best = score.argmax(dim=1)  # first of equal maxima, as a strict running best would pick
     found = score.gather(1, best.view(-1, 1)).squeeze(1) > 0
     return affine[torch.arange(b, device=affine.device), best], found
+
+
+def _check_matches(target_pos: torch.Tensor, query_pos: torch.Tensor, sim: torch.Tensor, cell: torch.Tensor,
+                   count: torch.Tensor, draws: torch.Tensor) -> None:
+    dims = check_shape("target_pos", target_pos, ("B", "M", 2))
+    check_shape("query_pos", query_pos, ("B", "M", 2), dims)
+    check_shape("sim", sim, ("B", "M"), dims)
+    check_shape("cell", cell, ("B", "M"), dims)
+    check_shape("count", count, ("B",), dims)
+    check_shape("draws", draws, ("B", "K", 3), dims)
+    check_dtype("target_pos", target_pos, "floating")
+    check_dtype("cell", cell, "integer")
+    check_dtype("count", count, "integer")
 
 
 def ransac_scores(
@@ -200,6 +247,7 @@ def ransac_scores(
     Returns:
         ``(B,)`` sums over query cells; 0 where no hypothesis could be formed.
     """
+    check_option("kernel", kernel, KERNELS)
     affine, found = select_hypothesis(target_pos, query_pos, sim, cell, count, n_cells, draws, tolerance=tolerance)
     final = 2 * tolerance**2 if kernel == "paper" else tolerance**2
     error2 = transfer_error2(affine.unsqueeze(1), target_pos, query_pos)

@@ -15,12 +15,16 @@ import numpy as np
 import torch
 
 from . import defaults
+from .checks import as_index_pairs, check_dtype, check_integer, check_option, check_positive_int, check_shape
 from .errors import InputError
 from .features import MultiScaleFeatures, Progress, pad_cells
-from .ransac import cell_scores, compact_matches, ransac_scores, uniform_draws
+from .ransac import KERNELS, cell_scores, compact_matches, ransac_scores, uniform_draws
 
 SIMILARITIES = ("s_trans", "s_matching", "s_features")
+"""Every similarity of A.2; ``score_pairs`` computes the first two, ``score_features_matrix`` the third."""
 
+PAIR_SIMILARITIES = ("s_trans", "s_matching")
+"""The similarities ``score_pairs`` computes from multi-scale features."""
 
 
 def mutual_matches(target: torch.Tensor, query: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -38,6 +42,8 @@ def mutual_matches(target: torch.Tensor, query: torch.Tensor) -> tuple[torch.Ten
         ``(B, S, Lq)`` of that target cell, and valid ``(B, S, Lq)``: the match is mutual and its
         cosine positive.
     """
+    dims = check_shape("target", target, ("B", "S", "L", "C"))
+    check_shape("query", query, ("B", "Lq", "C"), dims)
     b, s, length, c = target.shape
     cos = torch.matmul(target.reshape(b, s * length, c), query.transpose(1, 2)).view(b, s, length, -1)
     sim, index = cos.max(dim=2)  # best target cell of each query cell, per scale
@@ -63,10 +69,19 @@ def directional_scores(
         query: ``(B, Lq, C)`` and query_pos ``(B, Lq, 2)``, zero where padded.
         query_cells: ``(B,)`` real cells of each query, the score's normalizer N_Q.
         draws: ``(B, K, 3)`` uniform numbers for RANSAC, or None for no transform.
+        kernel: final Gaussian, one of ``KERNELS``.
 
     Returns:
         ``(B,)`` scores in [0, 1].
     """
+    check_option("kernel", kernel, KERNELS)
+    dims = check_shape("target", target, ("B", "S", "L", "C"))
+    check_shape("target_pos", target_pos, ("B", "S", "L", 2), dims)
+    check_shape("query", query, ("B", "Lq", "C"), dims)
+    check_shape("query_pos", query_pos, ("B", "Lq", 2), dims)
+    check_shape("query_cells", query_cells, ("B",), dims)
+    if draws is not None:
+        check_shape("draws", draws, ("B", "K", 3), dims)
     sim, index, valid = mutual_matches(target, query)
     b, s, lq = sim.shape
     tpos = target_pos.gather(2, index.unsqueeze(-1).expand(-1, -1, -1, 2)).view(b, s * lq, 2)
@@ -81,13 +96,6 @@ def directional_scores(
     else:
         total = ransac_scores(tpos, qpos, sim, cell, valid.sum(dim=1), lq, draws, kernel=kernel)
     return total / query_cells.clamp(min=1)
-
-
-def _pairs_tensor(pairs: torch.Tensor | np.ndarray | list, n0: int, n1: int, device: torch.device) -> torch.Tensor:
-    pairs = torch.as_tensor(np.asarray(pairs), dtype=torch.long, device=device).view(-1, 2)
-    if len(pairs) and (pairs.min() < 0 or pairs[:, 0].max() >= n0 or pairs[:, 1].max() >= n1):
-        raise InputError(f"pair indices out of range for {n0} x {n1} illustrations", field="pairs")
-    return pairs
 
 
 def score_pairs(
@@ -109,25 +117,36 @@ def score_pairs(
     ``score_pairs(feats1, feats0, pairs[:, [1, 0]])`` gives the same scores.
 
     Args:
-        pairs: ``(P, 2)`` indices.
-        similarity: "s_trans" or "s_matching" (S_features needs square features: see
-            ``score_features_matrix``).
+        feats0: n0 illustrations; feats1: n1 illustrations of the same backbone, scales and device.
+        pairs: ``(P, 2)`` integer indices, (i, j) with 0 <= i < n0 and 0 <= j < n1.
+        similarity: one of ``PAIR_SIMILARITIES``, "s_trans" or "s_matching" (S_features needs square
+            features: see ``score_features_matrix``).
+        kernel: final Gaussian of S_trans, one of ``KERNELS``.
+        iterations: RANSAC hypotheses per directional score.
         batch_size: pairs per batch; by default sized to keep each batch's similarity volume
             near 256 MB.
 
     Returns:
         ``(P,)`` float64 on the CPU, in [0, 2].
     """
-    if similarity not in ("s_trans", "s_matching"):
-        raise InputError(f"score_pairs computes s_trans or s_matching, not {similarity!r}", field="similarity")
+    if similarity == "s_features":
+        raise InputError("score_pairs computes s_trans or s_matching; s_features needs square features "
+                         "(score_features_matrix)", field="similarity")
+    check_option("similarity", similarity, PAIR_SIMILARITIES)
+    check_option("kernel", kernel, KERNELS)
+    check_integer("seed", seed)
+    check_positive_int("iterations", iterations)
     if feats0.backbone != feats1.backbone or feats0.scales != feats1.scales:
         raise InputError("the two feature sets come from different backbones or scales")
+    if feats0.desc.shape[3] != feats1.desc.shape[3] or feats0.desc.device != feats1.desc.device:
+        raise InputError("the two feature sets differ in channels or device", field="features")
     device = feats0.desc.device
-    pairs = _pairs_tensor(pairs, len(feats0), len(feats1), device)
+    pairs = as_index_pairs("pairs", pairs, (len(feats0), len(feats1)), device)
     length = max(feats0.desc.shape[2], feats1.desc.shape[2])
     n_scales = len(feats0.scales)
     if batch_size is None:
         batch_size = max(1, int(256e6 // (2 * n_scales * length * length * 4)))
+    check_positive_int("batch_size", batch_size)
     # CPU matrix products are fastest in float32; on a GPU half-precision storage is used as is.
     compute = torch.float32 if device.type == "cpu" else feats0.desc.dtype
     q = feats0.query_index
@@ -172,7 +191,10 @@ def score_matrix(
     batch_size: int | None = None,
     progress: Progress | None = None,
 ) -> np.ndarray:
-    """The (n0, n1) float64 score matrix S of two manuscripts, computed in memory-bounded batches."""
+    """The ``(n0, n1)`` float64 score matrix S of two manuscripts, computed in memory-bounded batches.
+
+    Arguments and checks as ``score_pairs``.
+    """
     n0, n1 = len(feats0), len(feats1)
     scores = score_pairs(feats0, feats1, all_pairs(n0, n1), similarity=similarity, seed=seed, kernel=kernel,
                          batch_size=batch_size, progress=progress)
@@ -188,6 +210,11 @@ def score_features_matrix(square0: torch.Tensor, square1: torch.Tensor, *, block
     Returns:
         ``(n0, n1)`` float64.
     """
+    dims = check_shape("square0", square0, ("n0", "N", "C"))
+    check_shape("square1", square1, ("n1", "N", "C"), dims)
+    check_dtype("square0", square0, "floating")
+    check_dtype("square1", square1, "floating")
+    check_positive_int("block", block)
     n0, cells, _ = square0.shape
     flat1 = square1.float().flatten(1)
     rows = [square0[s : s + block].float().flatten(1) @ flat1.T for s in range(0, n0, block)]

@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 from synthetic import drawing, restyled_copy
 
-from collation.cli import main
+from collation.cli import build_parser, main
+from collation.errors import InputError, OptionError
+from collation.pipeline import check_options, run_collation
 
 
 @pytest.fixture(scope="module")
@@ -109,3 +111,78 @@ def test_installed_command_prints_no_traceback(tmp_path):
     assert proc.returncode == 2
     expected = f"collate: error: {tmp_path}: not a collation output folder (no readable collation.json)"
     assert proc.stderr.strip() == expected
+
+
+@pytest.mark.parametrize("module", ["collation.service.cli", "collation.iiif.cli"])
+def test_a_subcommand_that_cannot_be_imported_is_an_error_not_a_missing_command(monkeypatch, module):
+    monkeypatch.setitem(sys.modules, module, None)  # what a missing optional dependency looks like
+    with pytest.raises(ImportError, match=module):
+        build_parser()
+    with pytest.raises(ImportError):
+        main(["evaluate", ".", "--ground-truth", "x.json", "--pair", "A,B"])
+
+
+def test_every_subcommand_is_there():
+    commands = build_parser()._subparsers._group_actions[0].choices
+    assert {"match", "evaluate", "regions", "serve", "worker"} <= set(commands)
+
+
+@pytest.fixture()
+def captured_run(monkeypatch):
+    """Replaces run_collation: records its keyword arguments, then stops the command."""
+    import collation.pipeline
+
+    calls: list[dict] = []
+
+    def fake(manuscripts, **kwargs):
+        calls.append(kwargs)
+        raise InputError("stopped by the test")
+
+    monkeypatch.setattr(collation.pipeline, "run_collation", fake)
+    for name in ("COLLATION_WEIGHTS_DIR", "COLLATION_DEVICE", "COLLATION_BACKBONE"):
+        monkeypatch.delenv(name, raising=False)
+    return calls
+
+
+def test_settings_come_from_the_environment_once_and_flags_win(two_folders, tmp_path, monkeypatch, capsys,
+                                                                 captured_run):
+    args = ["match", f"A={two_folders / 'A'}", f"B={two_folders / 'B'}", "--out", str(tmp_path / "o")]
+    monkeypatch.setenv("COLLATION_WEIGHTS_DIR", str(tmp_path / "weights"))
+    monkeypatch.setenv("COLLATION_DEVICE", "cpu")
+    monkeypatch.setenv("COLLATION_BACKBONE", "resnet50-conv4")
+    assert main(args) == 2
+    assert "stopped by the test" in capsys.readouterr().err
+    assert captured_run[-1]["weights_dir"] == tmp_path / "weights"
+    assert captured_run[-1]["device"] == "cpu" and captured_run[-1]["backbone"] == "resnet50-conv4"
+    assert main([*args, "--weights-dir", "flag", "--device", "auto", "--backbone", "efficientnet-lite0"]) == 2
+    assert captured_run[-1]["weights_dir"] == "flag"
+    assert captured_run[-1]["device"] == "auto" and captured_run[-1]["backbone"] == "efficientnet-lite0"
+    monkeypatch.delenv("COLLATION_WEIGHTS_DIR")
+    assert main(args) == 2
+    assert captured_run[-1]["weights_dir"] is None
+
+
+def test_a_bad_setting_ends_with_one_line(two_folders, tmp_path, monkeypatch, capsys, captured_run):
+    monkeypatch.setenv("COLLATION_DEVICE", "tpu")
+    assert main(["match", f"A={two_folders / 'A'}", f"B={two_folders / 'B'}", "--out", str(tmp_path)]) == 2
+    assert "COLLATION_DEVICE" in _error(capsys) and not captured_run
+
+
+def test_run_collation_checks_every_option_before_loading_a_backbone(two_folders):
+    from collation.pipeline import Manuscript
+
+    manuscripts = [Manuscript("A", []), Manuscript("B", [])]  # no images: work would fail much later
+    good = {"backbone": "efficientnet-lite0", "similarity": "s_trans", "seed": 0, "kernel": "reference",
+            "normalization": "max", "propagation": "2-cycles", "orientation": "forward"}
+    assert check_options(**good) == good
+    for option, bad in (("backbone", "vgg"), ("similarity", "s_cos"), ("kernel", "gauss"),
+                        ("normalization", "median"), ("propagation", "4-cycles"), ("orientation", "up")):
+        with pytest.raises(OptionError) as e:
+            run_collation(manuscripts, **{**good, option: bad})
+        assert e.value.option == option and "choose one of" in str(e.value)
+    with pytest.raises(OptionError, match="device"):
+        run_collation(manuscripts, device="tpu")
+    with pytest.raises(InputError, match="seed"):
+        run_collation(manuscripts, seed="0")
+    with pytest.raises(InputError, match="three or more"):
+        run_collation(manuscripts, propagation="3-cycles")

@@ -7,8 +7,18 @@ import itertools
 import numpy as np
 import pytest
 
-from collation.correspondences import collate, mutual_best, normalize, propagate, three_cycles
-from collation.errors import InputError
+from collation.correspondences import (
+    NORMALIZATIONS,
+    ORIENTATIONS,
+    PROPAGATIONS,
+    adjust_seeds,
+    collate,
+    mutual_best,
+    normalize,
+    propagate,
+    three_cycles,
+)
+from collation.errors import DTypeError, IndexRangeError, InputError, OptionError, ShapeError
 
 S = np.array([[4.0, 2.0, 1.0], [1.0, 1.0, 2.0]])
 
@@ -107,3 +117,65 @@ def test_confirmed_pairs_become_seeds_and_rejected_ones_do_not():
     s = np.array([[0.9, 0.2], [0.3, 0.8]])
     result = collate({(0, 1): s}, confirmed={(0, 1): [[0, 1]]}, rejected={(0, 1): [[1, 1]]})
     assert result[(0, 1)].seeds.tolist() == [[0, 0], [0, 1]]
+
+
+# -- boundary checks -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("option", "value", "allowed"), [
+    ("normalization", "median", NORMALIZATIONS),
+    ("propagation", "4-cycles", PROPAGATIONS),
+    ("orientation", "sideways", ORIENTATIONS),
+])
+def test_unknown_options_of_collate_name_the_allowed_values(option, value, allowed):
+    s = np.eye(3)
+    with pytest.raises(OptionError) as e:
+        collate({(0, 1): s}, **{option: value})  # two manuscripts: checked although no 3-cycle is computed
+    assert e.value.option == option and e.value.allowed == allowed
+    assert str(e.value) == f"unknown {option} {value!r}: choose one of {', '.join(allowed)}"
+
+
+def test_unknown_options_of_the_single_steps():
+    with pytest.raises(OptionError, match="choose one of none, softmax, avg, max, softmax-avg, softmax-max"):
+        normalize(S, "Max")
+    with pytest.raises(OptionError, match="choose one of forward, backward, both"):
+        three_cycles(np.eye(2), np.eye(2), np.eye(2), "clockwise")
+    with pytest.raises(InputError, match="temperature"):
+        normalize(S, "softmax", 0.0)
+
+
+def test_matrices_must_be_two_dimensional_and_agree():
+    with pytest.raises(ShapeError) as e:
+        normalize(np.ones(3))
+    assert e.value.actual == (3,) and e.value.expected == ("n0", "n1")
+    with pytest.raises(ShapeError):
+        mutual_best(np.ones((2, 2, 2)))
+    with pytest.raises(ShapeError, match="n1 is 3 elsewhere"):
+        three_cycles(np.ones((2, 3)), np.ones((4, 2)), np.ones((2, 2)))
+    with pytest.raises(ShapeError, match="manuscript 1 has 3 illustrations in another pair"):
+        collate({(0, 1): np.ones((2, 3)), (1, 2): np.ones((4, 2)), (0, 2): np.ones((2, 2))})
+    with pytest.raises(InputError, match="a < b"):
+        collate({(1, 0): np.ones((2, 2))})
+    with pytest.raises(InputError, match="no score matrices"):
+        collate({})
+    with pytest.raises(InputError, match="numbers"):
+        normalize(np.array([["a", "b"]]))
+
+
+def test_seeds_and_verdicts_must_lie_inside_the_matrix():
+    n = np.ones((3, 4))
+    with pytest.raises(IndexRangeError, match="seeds indices out of range for 3 x 4"):
+        propagate(n, [[3, 0]])
+    with pytest.raises(IndexRangeError):
+        propagate(n, [[0, -1]])
+    with pytest.raises(ShapeError):
+        propagate(n, [[0, 1, 2]])
+    with pytest.raises(DTypeError):
+        propagate(n, [[0.5, 1.0]])
+    with pytest.raises(IndexRangeError, match="confirmed"):
+        collate({(0, 1): n}, confirmed={(0, 1): [[0, 4]]})
+    with pytest.raises(InputError, match="no scores"):
+        collate({(0, 1): n}, rejected={(0, 2): [[0, 0]]})
+    assert adjust_seeds(np.zeros((0, 2)), [[1, 2]], None).tolist() == [[1, 2]]
+    with pytest.raises(InputError, match="sigma"):
+        propagate(n, [[0, 0]], sigma=0)

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from collation.errors import GroundTruthError
+from collation.errors import GroundTruthError, ShapeError
 from collation.evaluation import accuracy, check_ground_truth, load_ground_truth
 
 
@@ -36,3 +36,13 @@ def test_out_of_range_pairs_are_an_error_unless_restricted():
     with pytest.raises(GroundTruthError, match=r"\(5, 1\) is outside the 3 x 3"):
         check_ground_truth(gt, (3, 3))
     assert check_ground_truth(gt, (3, 3), restrict=True).tolist() == [[0, 0]]
+
+
+def test_accuracy_checks_its_inputs():
+    with pytest.raises(ShapeError, match="matrix"):
+        accuracy(np.ones(3), np.array([[0, 0]]))
+    with pytest.raises(GroundTruthError, match="outside"):
+        accuracy(np.eye(3), np.array([[0, 3]]))
+    for bad in (np.array([0, 1]), np.array([[0.0, 1.0]]), np.zeros((0, 2), np.int64), np.array([[-1, 0]])):
+        with pytest.raises(GroundTruthError, match=r"\(G, 2\)"):
+            check_ground_truth(bad, (3, 3))

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
+from engine_grid import device_dtype_grid
 from PIL import Image
 from synthetic import drawing
 
-from collation.errors import InputError, WeightsNotFoundError
+from collation.errors import (
+    DTypeError,
+    FeaturesFileError,
+    IndexRangeError,
+    InputError,
+    OptionError,
+    ShapeError,
+    WeightsNotFoundError,
+)
 from collation.features import (
+    BACKBONES,
+    DEVICES,
     MultiScaleFeatures,
     cell_positions,
     cells_for_scale,
@@ -92,10 +105,9 @@ def test_efficientnet_weights_are_the_shipped_imagenet_ones(backbone):
     assert torch.equal(last_block.conv_pwl.weight, checkpoint["_blocks.10._project_conv.weight"])
 
 
-def test_resnet50_loads_from_a_weights_folder_and_is_stride_16(tmp_path, monkeypatch):
+def test_resnet50_loads_from_a_weights_folder_and_is_stride_16(tmp_path):
     from torchvision.models import resnet50
 
-    monkeypatch.delenv("COLLATION_WEIGHTS_DIR", raising=False)
     state = resnet50(weights=None).state_dict()  # random weights: only the loading path is under test
     torch.save(state, tmp_path / "resnet50-0676ba61.pth")
     model = load_backbone("resnet50-conv4", weights_dir=tmp_path)
@@ -106,18 +118,38 @@ def test_resnet50_loads_from_a_weights_folder_and_is_stride_16(tmp_path, monkeyp
 
 
 def test_missing_resnet50_weights_say_how_to_provide_them(tmp_path, monkeypatch):
-    monkeypatch.delenv("COLLATION_WEIGHTS_DIR", raising=False)
     monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path / "hub"))
     with pytest.raises(WeightsNotFoundError, match="COLLATION_WEIGHTS_DIR"):
         load_backbone("resnet50-conv4")
 
 
-def test_unknown_backbone_and_device_are_input_errors():
-    with pytest.raises(InputError, match="choose one of efficientnet-lite0"):
+def test_the_weights_folder_is_an_argument_not_the_environment(tmp_path, monkeypatch):
+    # Settings are read in one place (collation.settings): the engine ignores COLLATION_WEIGHTS_DIR.
+    torch.save({}, tmp_path / "resnet50-0676ba61.pth")
+    monkeypatch.setenv("COLLATION_WEIGHTS_DIR", str(tmp_path))
+    monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path / "hub"))
+    with pytest.raises(WeightsNotFoundError, match=str(tmp_path / "hub")):
+        load_backbone("resnet50-conv4")
+
+
+def test_unknown_backbone_and_device_are_option_errors():
+    with pytest.raises(OptionError, match="unknown backbone 'vgg': choose one of efficientnet-lite0, resnet50-conv4"):
         load_backbone("vgg")
-    with pytest.raises(InputError, match="unknown device"):
-        resolve_device("tpu")
+    for bad in ("tpu", "cuda:x", "cuda:", "CPU", ""):
+        with pytest.raises(OptionError, match="unknown device") as e:
+            resolve_device(bad)
+        assert e.value.allowed == DEVICES and e.value.field == "device"
     assert resolve_device("cpu") == torch.device("cpu")
+    with pytest.raises(OptionError, match="device"):
+        load_backbone("efficientnet-lite0", device="gpu")  # checked before any weights are read
+    assert tuple(BACKBONES) == ("efficientnet-lite0", "resnet50-conv4")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_asking_for_a_missing_gpu_is_an_input_error():
+    for name in ("cuda", "cuda:0"):
+        with pytest.raises(InputError, match="no CUDA GPU"):
+            resolve_device(name)
 
 
 def test_cache_keys_follow_content_and_parameters():
@@ -129,8 +161,137 @@ def test_cache_keys_follow_content_and_parameters():
     assert key != features_key([image_digest(a)], "efficientnet-lite0", scales=(19, 20, 21))
 
 
+def test_extraction_options_are_checked(backbone):
+    image = [drawing(0)]
+    with pytest.raises(InputError, match="scales"):
+        extract_features(image, backbone, scales=(18, 0, 20))
+    with pytest.raises(InputError, match="distinct"):
+        extract_features(image, backbone, scales=(20, 20))
+    with pytest.raises(DTypeError, match="dtype"):
+        extract_features(image, backbone, dtype=torch.float64)
+    with pytest.raises(InputError, match="batch_size"):
+        extract_features(image, backbone, batch_size=0)
+    with pytest.raises(InputError, match="multiple of 16"):
+        extract_square_features(image, backbone, size=250)
+    with pytest.raises(InputError, match="no images"):
+        extract_square_features([], backbone)
+
+
 def test_no_images_is_an_input_error(backbone):
     with pytest.raises(InputError, match="no images"):
         extract_features([], backbone)
     with pytest.raises(InputError, match="query scale"):
         extract_features([Image.new("RGB", (32, 32))], backbone, scales=(18, 19), query_scale=20)
+
+
+# -- MultiScaleFeatures: construction, selection, files ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def three(backbone) -> MultiScaleFeatures:
+    return extract_features([drawing(0), drawing(1, (200, 300)), drawing(2)], backbone)
+
+
+def test_construction_checks_shapes_types_and_scales(three):
+    with pytest.raises(ShapeError) as e:
+        replace(three, pos=three.pos[:, :, :-1])
+    assert e.value.name == "pos" and e.value.expected == ("n", "S", "L", 2)
+    with pytest.raises(ShapeError, match="mask"):
+        replace(three, mask=three.mask[:2])
+    with pytest.raises(DTypeError, match="mask"):
+        replace(three, mask=three.mask.float())
+    with pytest.raises(ShapeError, match="5 scales"):
+        replace(three, desc=three.desc[:, :4], pos=three.pos[:, :4], mask=three.mask[:, :4])
+    with pytest.raises(InputError, match="query scale"):
+        replace(three, query_scale=23)
+
+
+def test_select_and_concat_check_their_inputs(three):
+    assert torch.equal(three.select(torch.tensor([2, 0])).desc, three.desc[[2, 0]])
+    assert len(three.select([])) == 0
+    with pytest.raises(IndexRangeError):
+        three.select([3])
+    with pytest.raises(DTypeError):
+        three.select([0.0])
+    with pytest.raises(ShapeError):
+        three.select([[0]])
+    with pytest.raises(InputError, match="cannot concatenate"):
+        MultiScaleFeatures.concat([three, replace(three, backbone="resnet50-conv4")])
+    with pytest.raises(ShapeError, match="stored as"):
+        MultiScaleFeatures.concat([three, replace(three, desc=three.desc.half())])
+    with pytest.raises(InputError, match="no feature sets"):
+        MultiScaleFeatures.concat([])
+
+
+@device_dtype_grid
+def test_save_and_load_keep_everything_on_every_device(three, tmp_path, device, dtype):
+    stored = replace(three, desc=three.desc.to(dtype))
+    stored.save(tmp_path / "f.pt")
+    loaded = MultiScaleFeatures.load(tmp_path / "f.pt", device=device)
+    assert loaded.desc.device.type == device and loaded.desc.dtype == dtype
+    assert torch.equal(loaded.desc.cpu(), stored.desc) and torch.equal(loaded.mask.cpu(), stored.mask)
+    assert (loaded.scales, loaded.query_scale, loaded.backbone) == (three.scales, three.query_scale, three.backbone)
+
+
+def _tampered(three: MultiScaleFeatures, **changes) -> dict:
+    data = {"desc": three.desc, "pos": three.pos, "mask": three.mask, "scales": list(three.scales),
+            "query_scale": three.query_scale, "backbone": three.backbone}
+    return {**data, **changes}
+
+
+def _unshifted_mask(three):
+    mask = three.mask.clone()
+    mask[0, 0, 0] = False  # a hole before the last real cell
+    return mask
+
+
+def _padding_with_values(three):
+    desc = three.desc.clone()
+    desc[~three.mask] = 0.5
+    return desc
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    (lambda t: {"desc": t.desc[0]}, "desc must have shape"),
+    (lambda t: {"pos": t.pos[..., :1]}, "pos must have shape"),
+    (lambda t: {"mask": t.mask.long()}, "mask must have a bool"),
+    (lambda t: {"desc": t.desc.double()}, "desc must have one of"),
+    (lambda t: {"desc": t.desc[..., :100]}, "efficientnet-lite0 has 112 channels"),
+    (lambda t: {"scales": [18, 19, 20, 21]}, "4 scales"),
+    (lambda t: {"scales": [18, 19, 20, 21, 23]}, "cell counts do not fit"),
+    (lambda t: {"query_scale": 17}, "query scale 17"),
+    (lambda t: {"backbone": "vgg16"}, "unknown backbone 'vgg16'"),
+    (lambda t: {"mask": _unshifted_mask(t)}, "real cells must come first"),
+    (lambda t: {"desc": _padding_with_values(t)}, "padded cells"),
+    (lambda t: {"pos": t.pos * 2}, r"positions must lie in \(0, 1\)"),
+    (lambda t: {"scales": "18-22"}, "scales must be a list"),
+])
+def test_a_tampered_features_file_is_a_typed_error_naming_it(three, tmp_path, change, reason):
+    path = tmp_path / "tampered.pt"
+    torch.save(_tampered(three, **change(three)), path)
+    with pytest.raises(FeaturesFileError, match=reason) as e:
+        MultiScaleFeatures.load(path)
+    assert e.value.path == str(path) and str(e.value).startswith(f"features file {path}: ")
+    assert e.value.http_status == 500
+
+
+@pytest.mark.parametrize(("content", "reason"), [
+    (b"", "not a readable features file"),
+    (b"\x80\x04 certainly not a zip archive", "not a readable features file"),
+    (None, "not a features file: expected keys"),  # a torch file of something else: a state dict
+    ("truncated", "not a readable features file"),
+])
+def test_a_corrupt_or_foreign_features_file_is_a_typed_error_naming_it(three, tmp_path, content, reason):
+    path = tmp_path / "features.pt"
+    if content is None:
+        torch.save({"conv1.weight": torch.zeros(2)}, path)
+    elif content == "truncated":
+        three.save(path)
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    else:
+        path.write_bytes(content)
+    with pytest.raises(FeaturesFileError, match=reason) as e:
+        MultiScaleFeatures.load(path)
+    assert e.value.path == str(path)
+    with pytest.raises(FeaturesFileError, match="no such file"):
+        MultiScaleFeatures.load(tmp_path / "absent.pt")

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
+from engine_grid import device_grid
 
+from collation.errors import DTypeError, OptionError, ShapeError
 from collation.ransac import (
+    KERNELS,
     cell_scores,
     compact_matches,
     fit_affine,
     ransac_scores,
     sample_triples,
     select_hypothesis,
+    transfer_error2,
     uniform_draws,
 )
 
@@ -100,3 +105,60 @@ def test_too_few_matches_score_zero():
     src, dst, sim = _synthetic_matches(2, 0)
     draws = uniform_draws(0, torch.tensor([[0, 0]]), (100, 3))
     assert ransac_scores(src, dst, sim, torch.arange(2)[None], torch.tensor([2]), 2, draws).item() == 0.0
+
+
+# -- the device grid: geometry runs in float32 (the engine's positions) on every device ----------
+
+
+@device_grid
+def test_ransac_recovers_a_known_affine_on_every_device(device):
+    src, dst, sim = (t.float().to(device) for t in _synthetic_matches())
+    cell, count = torch.arange(100, device=device)[None], torch.tensor([100], device=device)
+    draws = uniform_draws(0, torch.tensor([[3, 4]], device=device), (100, 3))
+    affine, found = select_hypothesis(src, dst, sim, cell, count, 100, draws)
+    assert found.item() and affine.device.type == device and affine.dtype == torch.float32
+    assert torch.allclose(affine[0].cpu().double(), TRUE_AFFINE, atol=1e-4)
+    score = ransac_scores(src, dst, sim, cell, count, 100, draws)
+    assert 60 <= score.item() < 60 + 40 * 0.2
+
+
+@device_grid
+def test_uniform_draws_are_the_same_on_every_device(device):
+    keys = torch.tensor([[0, 1], [1, 0], [5, 7]])
+    assert torch.equal(uniform_draws(11, keys.to(device), (100, 3)).cpu(), uniform_draws(11, keys, (100, 3)))
+
+
+# -- boundary checks -------------------------------------------------------------------------------
+
+
+def test_an_unknown_kernel_is_an_option_error_naming_the_allowed_ones():
+    src, dst, sim = _synthetic_matches()
+    draws = uniform_draws(0, torch.tensor([[0, 0]]), (100, 3))
+    with pytest.raises(OptionError, match="unknown kernel 'gaussian': choose one of reference, paper") as e:
+        ransac_scores(src, dst, sim, torch.arange(100)[None], torch.tensor([100]), 100, draws, kernel="gaussian")
+    assert e.value.allowed == KERNELS
+
+
+def test_ransac_inputs_are_shape_checked():
+    src, dst, sim = _synthetic_matches()
+    cell, count = torch.arange(100)[None], torch.tensor([100])
+    draws = uniform_draws(0, torch.tensor([[0, 0]]), (100, 3))
+    with pytest.raises(ShapeError) as e:
+        ransac_scores(src, dst[:, :50], sim, cell, count, 100, draws)
+    assert e.value.name == "query_pos" and e.value.actual == (1, 50, 2) and e.value.expected == ("B", "M", 2)
+    with pytest.raises(ShapeError, match="draws"):
+        ransac_scores(src, dst, sim, cell, count, 100, draws[..., :2])
+    with pytest.raises(ShapeError, match="count"):
+        select_hypothesis(src, dst, sim, cell, torch.tensor([100, 100]), 100, draws)
+    with pytest.raises(DTypeError, match="cell"):
+        cell_scores(torch.zeros(1, 100, 1), sim, cell.float(), 100, 0.02)
+    with pytest.raises(ShapeError, match="affine"):
+        transfer_error2(torch.zeros(1, 3, 2), src, dst)
+    with pytest.raises(ShapeError, match="dst"):
+        fit_affine(torch.zeros(4, 3, 2), torch.zeros(4, 4, 2))
+    with pytest.raises(ShapeError, match="draws"):
+        sample_triples(torch.tensor([10]), torch.zeros(1, 5, 2))
+    with pytest.raises(ShapeError, match="tensors"):
+        compact_matches(torch.ones(2, 4, dtype=torch.bool), torch.zeros(2, 3))
+    with pytest.raises(ShapeError, match="keys"):
+        uniform_draws(0, torch.tensor([1, 2]), (3,))

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
+from engine_grid import COSINE_TOLERANCE, device_dtype_grid, tolerance
 from synthetic import drawing, restyled_copy
 
-from collation.errors import InputError
-from collation.features import extract_features, extract_square_features
-from collation.similarity import all_pairs, score_features_matrix, score_matrix, score_pairs
+from collation.errors import DTypeError, IndexRangeError, InputError, OptionError, ShapeError
+from collation.features import MultiScaleFeatures, extract_features, extract_square_features
+from collation.similarity import (
+    all_pairs,
+    directional_scores,
+    mutual_matches,
+    score_features_matrix,
+    score_matrix,
+    score_pairs,
+)
 
 N = 5
 
@@ -86,7 +96,104 @@ def test_s_features_is_the_mean_same_location_cosine(backbone):
 
 
 def test_bad_requests_are_input_errors(originals):
-    with pytest.raises(InputError, match="out of range"):
+    with pytest.raises(IndexRangeError, match="out of range"):
         score_pairs(originals, originals, [[0, N]])
     with pytest.raises(InputError, match="s_trans or s_matching"):
         score_pairs(originals, originals, [[0, 0]], similarity="s_features")
+
+
+@pytest.mark.parametrize(("option", "value", "allowed"), [
+    ("similarity", "s_cosine", "s_trans, s_matching"),
+    ("kernel", "gaussian", "reference, paper"),
+])
+def test_unknown_options_of_score_pairs_name_the_allowed_values(originals, option, value, allowed):
+    with pytest.raises(OptionError, match=f"unknown {option} '{value}': choose one of {allowed}") as e:
+        score_pairs(originals, originals, [[0, 0]], **{option: value})
+    assert e.value.field == option
+    with pytest.raises(OptionError, match=option):
+        score_matrix(originals, originals, **{option: value})
+
+
+def test_pairs_must_be_p_by_2_integers(originals):
+    with pytest.raises(ShapeError) as e:
+        score_pairs(originals, originals, [0, 1, 2])
+    assert e.value.actual == (3,) and e.value.expected == ("P", 2)
+    with pytest.raises(ShapeError):
+        score_pairs(originals, originals, [[0, 1, 2]])
+    with pytest.raises(DTypeError):
+        score_pairs(originals, originals, [[0.0, 1.0]])
+    assert score_pairs(originals, originals, np.zeros((0, 2), np.int64)).shape == (0,)
+    for bad in ({"seed": 1.5}, {"iterations": 0}, {"batch_size": 0}):
+        with pytest.raises(InputError, match=next(iter(bad))):
+            score_pairs(originals, originals, [[0, 0]], **bad)
+
+
+def test_directional_scores_and_matches_check_their_shapes():
+    target, pos = torch.zeros(2, 5, 30, 8), torch.zeros(2, 5, 30, 2)
+    query, qpos, cells = torch.zeros(2, 20, 8), torch.zeros(2, 20, 2), torch.full((2,), 20)
+    with pytest.raises(ShapeError, match=r"query must have shape \(B, Lq, C\)") as e:
+        mutual_matches(target, torch.zeros(3, 20, 8))
+    assert "B is 2 elsewhere" in str(e.value)
+    with pytest.raises(ShapeError, match="C is 8 elsewhere"):
+        directional_scores(target, pos, torch.zeros(2, 20, 4), qpos, cells, None)
+    with pytest.raises(ShapeError, match="draws"):
+        directional_scores(target, pos, query, qpos, cells, torch.zeros(2, 100, 2))
+    with pytest.raises(OptionError, match="kernel"):
+        directional_scores(target, pos, query, qpos, cells, None, kernel="Paper")
+
+
+def test_feature_sets_must_agree(originals):
+    other = replace(originals, desc=originals.desc[..., :64])
+    with pytest.raises(InputError, match="channels"):
+        score_pairs(originals, other, [[0, 0]])
+    with pytest.raises(ShapeError, match="N is"):
+        score_features_matrix(torch.zeros(2, 16, 8), torch.zeros(2, 9, 8))
+
+
+# -- the device x dtype grid -------------------------------------------------------------------------
+
+
+def _on(feats: MultiScaleFeatures, device: str, dtype: torch.dtype) -> MultiScaleFeatures:
+    return replace(feats, desc=feats.desc.to(dtype)).to(device)
+
+
+@device_dtype_grid
+def test_mutual_nearest_neighbours_are_the_same_in_every_dtype(device, dtype):
+    # 30 query cells are noisy copies of target cells (in another order at each of the two target
+    # scales, which also hold 10 unrelated cells): partners have a cosine near 0.99, all other
+    # couples near 0 (±0.3), a margin no rounding of 2⁻⁸ can cross. Tolerance: COSINE_TOLERANCE.
+    g = torch.Generator().manual_seed(0)
+    query = torch.nn.functional.normalize(torch.randn(3, 30, 64, generator=g), dim=-1)
+    order = torch.stack([torch.randperm(40, generator=g)[:30] for _ in range(2)])  # (S, Lq) partner of each cell
+    target = torch.nn.functional.normalize(torch.randn(3, 2, 40, 64, generator=g), dim=-1)
+    for s in range(2):
+        target[:, s, order[s]] = torch.nn.functional.normalize(query + 0.02 * torch.randn(3, 30, 64, generator=g),
+                                                               dim=-1)
+    sim, index, valid = mutual_matches(target, query)
+    assert torch.equal(index, order.expand(3, -1, -1)) and valid.all()  # the float32 reference is right
+    sim_d, index_d, valid_d = mutual_matches(target.to(device, dtype), query.to(device, dtype))
+    assert sim_d.dtype == torch.float32 and sim_d.device.type == device
+    assert torch.equal(index_d.cpu(), index) and torch.equal(valid_d.cpu(), valid)
+    assert (sim_d.cpu() - sim).abs().max() <= tolerance(dtype, COSINE_TOLERANCE)
+
+
+@device_dtype_grid
+@pytest.mark.parametrize("similarity", ["s_trans", "s_matching"])
+def test_score_decisions_are_the_same_in_every_dtype(originals, copies, device, dtype, similarity):
+    reference = score_matrix(originals, copies, similarity=similarity)
+    s = score_matrix(_on(originals, device, dtype), _on(copies, device, dtype), similarity=similarity)
+    assert s.dtype == np.float64 and s.shape == (N, N)
+    assert (s.argmax(axis=1) == reference.argmax(axis=1)).all()
+    assert (s.argmax(axis=0) == reference.argmax(axis=0)).all()
+    assert np.abs(s - reference).max() <= tolerance(dtype)
+
+
+@device_dtype_grid
+def test_s_features_decisions_are_the_same_in_every_dtype(backbone, device, dtype):
+    images = [drawing(k) for k in range(3)]
+    square0 = extract_square_features(images, backbone)
+    square1 = extract_square_features([restyled_copy(im) for im in images], backbone)
+    reference = score_features_matrix(square0, square1)
+    s = score_features_matrix(square0.to(device, dtype), square1.to(device, dtype))
+    assert (s.argmax(axis=1) == reference.argmax(axis=1)).all()
+    assert np.abs(s - reference).max() <= tolerance(dtype, COSINE_TOLERANCE)
