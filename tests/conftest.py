@@ -39,7 +39,7 @@ def physiologus() -> Path:
 @pytest.fixture(scope="session")
 def backbone():
     """The offline EfficientNet-Lite0 backbone, loaded once per test session."""
-    from collation.features import load_backbone
+    from collation.backbones import load_backbone
 
     return load_backbone("efficientnet-lite0", device="cpu")
 

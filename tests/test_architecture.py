@@ -18,7 +18,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "collation"
 
 BASE = {"settings", "errors", "defaults", "atomic", "__init__", "py"}
-ENGINE = {"features", "ransac", "similarity", "correspondences", "evaluation", "illustrations", "checks"}
+ENGINE = {"backbones", "features", "ransac", "similarity", "correspondences", "evaluation", "illustrations", "checks"}
 RANK = {"base": 0, "engine": 1, "iiif": 2, "store": 3, "runtime": 4, "jobs": 5, "service": 6, "viewer": 6,
         "pipeline": 3, "cli": 7}
 """A module may import modules of a lower or equal rank only (service and viewer are siblings)."""
@@ -48,6 +48,11 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+def is_module(dotted: str) -> bool:
+    path = PACKAGE.parent / dotted.replace(".", "/")
+    return path.with_suffix(".py").exists() or path.is_dir()
+
+
 def imports_of(path: Path) -> set[str]:
     """Modules of the package that ``path`` imports, at any depth of the file (lazy imports too)."""
     name = module_name(path)
@@ -66,8 +71,7 @@ def imports_of(path: Path) -> set[str]:
             if target.startswith("collation"):
                 found.add(target)
                 found.update(f"{target}.{alias.name}" for alias in node.names
-                             if (PACKAGE.parent / f"{target}.{alias.name}".replace(".", "/")).with_suffix(".py").exists()
-                             or (PACKAGE.parent / f"{target}.{alias.name}".replace(".", "/")).is_dir())
+                             if is_module(f"{target}.{alias.name}"))
     return found
 
 

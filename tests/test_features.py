@@ -10,6 +10,7 @@ from engine_grid import device_dtype_grid
 from PIL import Image
 from synthetic import drawing
 
+from collation.backbones import BACKBONES, DEVICES, load_backbone, resolve_device
 from collation.errors import (
     DTypeError,
     FeaturesFileError,
@@ -20,8 +21,6 @@ from collation.errors import (
     WeightsNotFoundError,
 )
 from collation.features import (
-    BACKBONES,
-    DEVICES,
     MultiScaleFeatures,
     cell_positions,
     cells_for_scale,
@@ -29,8 +28,6 @@ from collation.features import (
     extract_square_features,
     features_key,
     image_digest,
-    load_backbone,
-    resolve_device,
 )
 
 
