@@ -28,7 +28,8 @@ def runtime_for(settings: dict[str, Any]) -> Any:
     from collation.runtime import Runtime
     from collation.settings import Settings
 
-    return Runtime.create(Settings.from_env(**{k.lower(): v for k, v in settings.items()}), backbones=BACKBONES)
+    known = {k.lower(): v for k, v in settings.items() if k.lower() in Settings.__dataclass_fields__}
+    return Runtime.create(Settings.from_env(**known), backbones=BACKBONES)
 
 
 def drain(settings: dict[str, Any], max_jobs: int | None = None) -> None:
