@@ -22,8 +22,11 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from ..store.records import chunk_count, is_terminal, pair_key, usable
+from ..store.records import CollationStatus, chunk_count, is_terminal, pair_key, usable
 from ..store.steps import Step
+
+FAILED = CollationStatus.FAILED.value
+"""The stage of a plan that fails the collation (the status it ends with)."""
 
 HaveFeatures = Callable[[str], bool]
 """Whether features of this key are in the store."""
@@ -83,7 +86,7 @@ def next_steps(record: dict[str, Any], docs: Sequence[dict | None], failures: Ma
 
     ready = usable_manuscripts(docs, failures)
     if len(ready) < 2:
-        return Plan("failed", failure=f"fewer than two manuscripts could be read ({len(ready)} of {len(docs)})")
+        return Plan(FAILED, failure=f"fewer than two manuscripts could be read ({len(ready)} of {len(docs)})")
 
     chunks: list[Planned] = []
     chunk_pairs = int(record["chunk_pairs"])
@@ -96,11 +99,11 @@ def next_steps(record: dict[str, Any], docs: Sequence[dict | None], failures: Ma
             if have_chunk(key, chunk_pairs, k):
                 continue
             if step in failures:
-                return Plan("failed", failure=f"scoring manuscripts {a} and {b} failed: {failures[step]}")
+                return Plan(FAILED, failure=f"scoring manuscripts {a} and {b} failed: {failures[step]}")
             chunks.append(Planned(step))
 
     if Step.finalize() in failures:
-        return Plan("failed", failure=f"finalizing failed: {failures[Step.finalize()]}")
+        return Plan(FAILED, failure=f"finalizing failed: {failures[Step.finalize()]}")
     finalize = Planned(Step.finalize(), tuple(c.step for c in chunks))
     return Plan("scoring" if chunks else "finalizing", (*chunks, finalize))
 

@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import CollationError
 from ..runtime import Runtime
 from ..store.datastore import CollationNotFound, DataStore
-from ..store.records import chunk_count, is_terminal, pair_key
+from ..store.records import CollationStatus, chunk_count, is_terminal, pair_key
 from ..store.transitions import AlreadyEnded, finish, set_progress
 from .planning import usable_manuscripts
 from .scheduling import Scheduler, update_scoring_progress
@@ -117,7 +117,7 @@ def finalize(runtime: Runtime, cid: str, job: Job | None = None) -> str:
     except (AlreadyEnded, CollationNotFound):
         raise Gone(cid) from None
     notify(runtime, record)
-    return "finished"
+    return CollationStatus.FINISHED.value
 
 
 def notify(runtime: Runtime, record: dict) -> None:

@@ -62,7 +62,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.config.update({k: v for k, v in (config or {}).items() if k not in settings})
     app.json.sort_keys = False  # keep documents in the order we build them (JSON-LD readers care)
     connection = Redis.from_url(settings["REDIS_URL"], socket_connect_timeout=3) if settings["REDIS_URL"] else None
-    runtime = Runtime.create(Settings.from_env(**{k.lower(): v for k, v in settings.items() if k in DEFAULTS}), redis=connection)
+    known = {name.lower(): value for name, value in settings.items() if name in DEFAULTS}
+    runtime = Runtime.create(Settings.from_env(**known), redis=connection)
     app.extensions["collation"] = Service(settings, DataStore(settings["DATA_DIR"]), connection, runtime)
 
     problems.init_app(app)

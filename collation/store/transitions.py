@@ -73,7 +73,7 @@ def finish(store: DataStore, cid: str, usable: Sequence[int]) -> dict:
             raise AlreadyEnded(cid)
         stamp = now()
         record.update(status=CollationStatus.FINISHED.value, updated=stamp, ended=stamp, usable=list(usable),
-                      progress={"stage": "finished", "done": 1, "total": 1})
+                      progress={"stage": CollationStatus.FINISHED.value, "done": 1, "total": 1})
 
     return store.update_record(cid, change)
 

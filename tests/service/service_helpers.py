@@ -13,7 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-
 from collation.service.config import settings_environ
 
 REPO = Path(__file__).resolve().parents[2]
