@@ -61,6 +61,8 @@ def test_no_global_statements_nor_private_rq_attributes(path: Path) -> None:
 
 def test_no_step_names_are_matched_as_strings() -> None:
     for path in OWNED:
+        if path.name == "records.py":  # where CollationStatus spells the stored strings
+            continue
         text = path.read_text()
         for pattern in ('startswith(("prepare-"', 'f"features-{', 'f"prepare-{', '"finished"', '"failed"'):
             assert pattern not in text, (path.name, pattern)
