@@ -45,11 +45,21 @@ class Runtime:
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @classmethod
-    def create(cls, settings: Settings, *, redis: Redis | None = None, fetcher: Fetcher | None = None) -> Runtime:
-        """A runtime for ``settings``: Redis from ``settings.redis_url`` unless given (None when unset)."""
+    def create(cls, settings: Settings, *, redis: Redis | None = None, fetcher: Fetcher | None = None,
+               backbones: dict[tuple[str, str], Backbone] | None = None) -> Runtime:
+        """A runtime for ``settings``.
+
+        Args:
+            settings: the process's settings.
+            redis: the Redis of the queues; from ``settings.redis_url`` unless given (None when unset).
+            fetcher: the HTTP client; built from the settings on first use unless given.
+            backbones: a cache of loaded backbones to share with other runtimes (a test session
+                builds many runtimes and loads each backbone once); a new one by default.
+        """
         if redis is None and settings.redis_url:
             redis = Redis.from_url(settings.redis_url, socket_connect_timeout=5, health_check_interval=10)
-        return cls(settings=settings, store=DataStore(settings.data_dir), redis=redis, _fetcher=fetcher)
+        return cls(settings=settings, store=DataStore(settings.data_dir), redis=redis, _fetcher=fetcher,
+                   _backbones=backbones if backbones is not None else {})
 
     # ----------------------------------------------------------------------------------------------
 
@@ -115,10 +125,11 @@ class Runtime:
         return feats
 
     def close(self) -> None:
-        """Drops cached models and features and closes the Redis connection pool."""
+        """Drops this runtime's references to cached models and features (a shared backbone cache
+        stays intact for the other runtimes) and closes the Redis connection pool."""
         with self._lock:
-            self._features.clear()
-            self._backbones.clear()
+            self._features = OrderedDict()
+            self._backbones = {}
         if self.redis is not None:
             self.redis.close()
 

@@ -1,6 +1,11 @@
-"""Background work of the service: RQ jobs over a filesystem data store.
+"""Background work of the service: RQ jobs over the data store (``collation.store``).
 
-``tasks`` holds the job functions (plain functions of a collation id and small integers),
-``scheduling`` decides which jobs a collation needs next and enqueues them idempotently,
-``worker`` runs them without forking, and ``store`` is the system of record they read and write.
+Layers, each importing only those before it:
+
+- ``planning``: which steps a collation needs next, pure functions over what the store holds;
+- ``scheduling``: the ``Scheduler`` that enqueues those steps idempotently (by dotted path), and the
+  failure callback;
+- ``manuscripts``, ``results``, ``steps``: what the steps do, plain functions of a runtime;
+- ``tasks``: the RQ entry points, thin wrappers that pass the current runtime;
+- ``worker``: a non-forking worker that makes its runtime current around every job.
 """

@@ -1,33 +1,35 @@
 """Reading one manuscript for a collation: manifest, regions, region images (the io queue's work).
 
-Everything that can go wrong with a library's documents is recorded as an error of the manuscript
-(or of one canvas or region) rather than raised, so the collation goes on with what could be read.
+The manifest-to-regions path is ``collation.iiif.load_manuscript_regions``, the same one the command
+line uses; this module turns the request's regions entry into its arguments and its result into
+the manuscript document of the store. Everything that can go wrong with a library's documents is
+recorded as an error of the manuscript (or of one canvas or region) rather than raised, so the
+collation goes on with what could be read.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CollationError
 from ..store.datastore import DataStore
 
 if TYPE_CHECKING:
-    from ..iiif.http import Fetcher
+    from ..iiif import Fetcher, ManuscriptRegions, RegionProblem
 
 FETCH_THREADS = 4
 """Region images fetched at once; the Fetcher also caps requests per host."""
 
 
 def region_options(spec: Any) -> dict[str, Any]:
-    """``find_regions`` arguments from the request's regions entry of one manuscript.
+    """``load_manuscript_regions`` arguments from the request's regions entry of one manuscript.
 
     The entry is a list of ``{"canvas": id or index, "xywh": [x, y, w, h], "label"}`` (regions
     given by the user), ``{"selector": "motivation=tagging,tag=illustration"}`` (which annotations
     of the manifest are illustrations), ``{"whole_canvases": true}``, or absent (every
     non-painting annotation with a region).
     """
-    from ..iiif.regions import RegionSelector
+    from ..iiif import RegionSelector
 
     if spec is None:
         return {}
@@ -41,6 +43,22 @@ def region_options(spec: Any) -> dict[str, Any]:
     return options
 
 
+def problem_error(problem: RegionProblem) -> dict[str, Any]:
+    """A manuscript error (``{"message", "canvas"?, "region"?}``) from a problem of the IIIF layer."""
+    error: dict[str, Any] = {"message": problem.message}
+    if problem.canvas_id:
+        error["canvas"] = problem.canvas_id
+    if problem.region is not None:
+        error["region"] = problem.region
+    return error
+
+
+def empty_doc(m: int, url: str) -> dict[str, Any]:
+    """The document of manuscript ``m`` before anything could be read."""
+    return {"index": m, "manifest": url, "manifest_id": None, "label": None, "version": None,
+            "regions": [], "errors": [], "features_key": None}
+
+
 def read_manuscript(record: dict, m: int, store: DataStore, fetcher: Fetcher,
                     max_regions: int = 5000) -> tuple[dict, dict | None]:
     """Reads manuscript ``m`` of a collation and stores its region images.
@@ -51,52 +69,33 @@ def read_manuscript(record: dict, m: int, store: DataStore, fetcher: Fetcher,
         with ``index``, ``canvas_id``, ``canvas_index``, ``xywh``, ``label``, ``digest``),
         ``errors`` (``{"message", "canvas"?, "region"?}``) and ``features_key``.
     """
-    from ..features import features_key, image_digest
-    from ..iiif.fetch import fetch_region
-    from ..iiif.manifests import load_manifest
-    from ..iiif.regions import find_regions
+    from ..iiif import load_manuscript_regions
 
     url = record["request"]["manifests"][m]
     spec = (record["request"].get("regions") or {}).get(str(m))
-    errors: list[dict[str, Any]] = []
-    doc: dict[str, Any] = {"index": m, "manifest": url, "manifest_id": None, "label": None, "version": None,
-                           "regions": [], "errors": errors, "features_key": None}
+    doc = empty_doc(m, url)
     try:
-        manifest = load_manifest(url, fetcher=fetcher)
-    except CollationError as exc:
-        errors.append({"message": exc.message})
+        found = load_manuscript_regions(url, fetcher=fetcher, max_regions=max_regions, workers=FETCH_THREADS,
+                                        strict=False, require_regions=False, **region_options(spec))
+    except CollationError as exc:  # the manifest (or its region annotations) could not be read
+        doc["errors"].append({"message": exc.message})
         return doc, None
+    return _document(doc, found, store, record["options"]["backbone"]), found.manifest.raw
+
+
+def _document(doc: dict[str, Any], found: ManuscriptRegions, store: DataStore, backbone: str) -> dict[str, Any]:
+    """Fills ``doc`` from what was read, storing each region image by its content digest."""
+    from ..features import features_key, image_digest
+
+    manifest = found.manifest
     doc.update(manifest_id=manifest.id, label=manifest.label, version=manifest.version)
-    try:
-        regions, problems = find_regions(manifest, fetcher=fetcher, max_regions=max_regions,
-                                         **region_options(spec))
-    except CollationError as exc:
-        errors.append({"message": exc.message})
-        return doc, manifest.raw
-    for problem in problems:
-        errors.append({"message": str(problem), **({"canvas": problem.canvas_id} if problem.canvas_id else {})})
-    if not regions:
-        errors.append({"message": "no illustration regions found in this manifest"})
-
-    canvases = {canvas.id: canvas for canvas in manifest.canvases}
-
-    def fetch(region: Any) -> Any:
-        try:
-            return fetch_region(region, canvases[region.canvas_id], fetcher=fetcher)
-        except CollationError as exc:
-            return exc
-
-    with ThreadPoolExecutor(FETCH_THREADS) as pool:
-        images = list(pool.map(fetch, regions))
+    doc["errors"] += [problem_error(problem) for problem in found.problems]
     kept = []
-    for region, image in zip(regions, images, strict=True):
-        if isinstance(image, CollationError):
-            errors.append({"message": image.message, "canvas": region.canvas_id, "region": region.index})
-            continue
+    for region, image in zip(found.regions, found.images, strict=True):
         key = image_digest(image)
         store.save_image(image, key)
         kept.append({**region.to_dict(), "digest": key})
     doc["regions"] = kept
     if kept:
-        doc["features_key"] = features_key([r["digest"] for r in kept], record["options"]["backbone"])
-    return doc, manifest.raw
+        doc["features_key"] = features_key([r["digest"] for r in kept], backbone)
+    return doc

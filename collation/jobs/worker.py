@@ -1,8 +1,8 @@
 """An RQ worker that does not fork, keeps its models between jobs and is found dead quickly.
 
 RQ's default worker forks a process per job: the backbone would be reloaded for every job, and CUDA
-does not survive a fork. ``CollationWorker`` is a ``SimpleWorker`` (jobs run in the worker process;
-``context`` caches the backbone and features per process) with two additions:
+does not survive a fork. ``CollationWorker`` is a ``SimpleWorker`` (jobs run in the worker process,
+inside ``activate(runtime)``, whose runtime caches the backbone and features) with two additions:
 
 - a heartbeat thread keeps the running job's entry in RQ's StartedJobRegistry alive for
   ``heartbeat_ttl`` seconds at a time (a plain SimpleWorker registers it for the job's whole timeout
@@ -26,20 +26,45 @@ from rq.executions import Execution
 from rq.job import Job
 from rq.worker import WorkerStatus
 
-from . import context
+from ..runtime import Runtime, activate
+from ..settings import Settings
 
 log = logging.getLogger("collation.jobs.worker")
 
+RESTART_DELAY = 2.0
+"""Seconds before a worker loop that ended on a Redis error starts again."""
+
 
 class CollationWorker(SimpleWorker):
-    """SimpleWorker with short, renewed job heartbeats (see the module docstring)."""
+    """SimpleWorker with short, renewed job heartbeats (see the module docstring).
 
-    def __init__(self, queues: Any, *args: Any, heartbeat_ttl: int = 20, **kwargs: Any) -> None:
-        self.heartbeat_ttl = max(3, int(heartbeat_ttl))
+    Args:
+        queues: the queues (names or ``Queue``) to listen on.
+        runtime: made current around the work loop, so jobs and their failure callbacks (which
+            also run during registry maintenance) find the store and the models.
+        heartbeat_ttl: seconds; ``runtime.settings.heartbeat_ttl`` by default.
+    """
+
+    def __init__(self, queues: Any, *args: Any, runtime: Runtime, heartbeat_ttl: int | None = None,
+                 **kwargs: Any) -> None:
+        self.runtime = runtime
+        self.heartbeat_ttl = max(3, int(heartbeat_ttl if heartbeat_ttl is not None
+                                        else runtime.settings.heartbeat_ttl))
+        self.stop_requested = False
         kwargs.setdefault("worker_ttl", self.heartbeat_ttl + 16)  # an idle worker wakes every ttl + 1 s
         kwargs.setdefault("maintenance_interval", self.heartbeat_ttl)
         kwargs.setdefault("job_monitoring_interval", max(1, self.heartbeat_ttl // 3))
         super().__init__(queues, *args, **kwargs)
+
+    def work(self, *args: Any, **kwargs: Any) -> bool:
+        with activate(self.runtime):
+            return super().work(*args, **kwargs)
+
+    def handle_warm_shutdown_request(self) -> None:
+        # RQ calls this on SIGINT/SIGTERM and on a shutdown command, whether a job runs or not;
+        # ``work()`` uses it to tell a requested stop from a loop that ended on a Redis error.
+        self.stop_requested = True
+        super().handle_warm_shutdown_request()
 
     def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
         return self.heartbeat_ttl
@@ -51,7 +76,8 @@ class CollationWorker(SimpleWorker):
                                 name=f"heartbeat-{job.id}")
         beat.start()
         try:
-            self.perform_job(job, queue, execution)
+            with activate(self.runtime):
+                self.perform_job(job, queue, execution)
         finally:
             stop.set()
             beat.join()
@@ -62,36 +88,51 @@ class CollationWorker(SimpleWorker):
             try:
                 self.maintain_heartbeats(job, execution)
             except redis.exceptions.RedisError as exc:  # Redis restarting: the job itself carries on
-                log.warning("Worker %s: heartbeat of job %s failed: %s", self.name, job.id, exc)
+                log.warning("Job %s: heartbeat from worker %s failed: %s", job.id, self.name, exc)
 
 
-def queue_names(settings: dict[str, Any], which: Sequence[str] = ("io", "compute")) -> list[str]:
-    """RQ queue names for ``which`` ("io", "compute")."""
-    names = {"io": settings["QUEUE_IO"], "compute": settings["QUEUE_COMPUTE"]}
+def queue_names(settings: Settings, which: Sequence[str] = ("io", "compute")) -> list[str]:
+    """RQ queue names for ``which`` ("io", "compute").
+
+    Raises:
+        ValueError: an unknown queue kind.
+    """
+    names = {"io": settings.queue_io, "compute": settings.queue_compute}
     unknown = [w for w in which if w not in names]
     if unknown:
         raise ValueError(f"unknown queues {unknown}: use io, compute or both")
     return [names[w] for w in which]
 
 
-def work(settings: dict[str, Any], which: Sequence[str] = ("io", "compute"), *, burst: bool = False,
-         name: str | None = None, logging_level: str = "INFO") -> None:
+def work(settings: Settings, which: Sequence[str] = ("io", "compute"), *, burst: bool = False,
+         name: str | None = None) -> None:
     """Runs a worker on the collation queues until stopped (or, with ``burst``, until they are empty).
 
-    A worker whose loop ends on a Redis error (a Redis restart) is started again, unless ``burst``.
+    Builds the process's runtime once (the backbone stays loaded between jobs). A worker whose loop
+    ends on a Redis error (a Redis restart) is started again, unless ``burst``.
+
+    Args:
+        settings: the process's settings (``redis_url`` is required; ``log_level`` sets RQ's logging).
+        which: queue kinds to listen on.
+        burst: quit when the queues are empty.
+        name: the worker's name in Redis (default: random).
+
+    Raises:
+        RuntimeError: ``settings.redis_url`` is not set.
     """
-    context.configure(settings)
-    connection = context.connection(settings["REDIS_URL"])
+    runtime = Runtime.create(settings)
     names = queue_names(settings, which)
-    while True:
-        worker = CollationWorker(names, connection=connection, name=name,
-                                 heartbeat_ttl=int(settings["HEARTBEAT_TTL"]))
-        name = None  # a restarted loop registers under a new name: the old one may still be in Redis
-        try:
-            worker.work(burst=burst, logging_level=logging_level)
-        except redis.exceptions.ConnectionError as exc:
-            log.error("Worker: Redis unreachable (%s)", exc)
-        if burst or worker._stop_requested:
-            return
-        log.warning("Worker %s: restarting its loop in 2 s", worker.name)
-        time.sleep(2)
+    try:
+        while True:
+            worker = CollationWorker(names, connection=runtime.connection(), name=name, runtime=runtime)
+            name = None  # a restarted loop registers under a new name: the old one may still be in Redis
+            try:
+                worker.work(burst=burst, logging_level=settings.log_level.upper())
+            except redis.exceptions.ConnectionError as exc:
+                log.error("Worker %s: Redis unreachable (%s)", worker.name, exc)
+            if burst or worker.stop_requested:
+                return
+            log.warning("Worker %s: restarting its loop in %s s", worker.name, RESTART_DELAY)
+            time.sleep(RESTART_DELAY)
+    finally:
+        runtime.close()

@@ -12,11 +12,12 @@ from typing import Any
 from flask import Flask, Response, current_app, request
 from redis import Redis
 
-from ..jobs import context
 from ..jobs.scheduling import Scheduler
+from ..runtime import Runtime
+from ..settings import Settings
 from ..store.datastore import DataStore
 from . import problems
-from .config import load_settings
+from .config import DEFAULTS, load_settings
 
 log = logging.getLogger("collation.service")
 
@@ -32,6 +33,7 @@ class Service:
     settings: dict[str, Any]
     store: DataStore
     connection: Redis | None
+    runtime: Runtime | None = None
     sweeper: threading.Thread | None = None
     stop: threading.Event = field(default_factory=threading.Event)
 
@@ -39,7 +41,7 @@ class Service:
         """The scheduler; a 503 problem when Redis is not configured."""
         if self.connection is None:
             raise problems.Unavailable("no Redis is configured (COLLATION_REDIS_URL)")
-        return Scheduler(self.connection, self.store, self.settings)
+        return Scheduler(self.runtime)
 
 
 def service() -> Service:
@@ -59,9 +61,10 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.config.update(settings)
     app.config.update({k: v for k, v in (config or {}).items() if k not in settings})
     app.json.sort_keys = False  # keep documents in the order we build them (JSON-LD readers care)
-    context.configure(settings)  # the sweep and assessments use the same settings as the jobs
     connection = Redis.from_url(settings["REDIS_URL"], socket_connect_timeout=3) if settings["REDIS_URL"] else None
-    app.extensions["collation"] = Service(settings, DataStore(settings["DATA_DIR"]), connection)
+    known = {name.lower(): value for name, value in settings.items() if name in DEFAULTS}
+    runtime = Runtime.create(Settings.from_env(**known), redis=connection)
+    app.extensions["collation"] = Service(settings, DataStore(settings["DATA_DIR"]), connection, runtime)
 
     problems.init_app(app)
     app.before_request(_check_token)

@@ -50,15 +50,15 @@ add_service_commands = add_subcommands
 def run_worker(args: argparse.Namespace) -> int:
     """``collate worker [--burst] [--queues io,compute]``."""
     from ..jobs.worker import work
+    from ..settings import Settings
 
     _logging()
-    settings = load_settings()
-    if not settings["REDIS_URL"]:
+    settings = Settings.from_env()
+    if not settings.redis_url:
         log.error("COLLATION_REDIS_URL is not set: a worker needs the service's Redis")
         return 2
     queues = [q.strip() for q in (getattr(args, "queues", None) or "io,compute").split(",") if q.strip()]
-    work(settings, queues, burst=bool(getattr(args, "burst", False)), name=getattr(args, "name", None),
-         logging_level=os.environ.get("COLLATION_LOG_LEVEL", "INFO"))
+    work(settings, queues, burst=bool(getattr(args, "burst", False)), name=getattr(args, "name", None))
     return 0
 
 

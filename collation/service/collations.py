@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..jobs.scheduling import Scheduler, collation_id, new_record, now, resolve_options, usable
+from ..jobs.scheduling import Scheduler
 from ..store.datastore import CollationNotFound, DataStore
+from ..store.records import Step, collation_id, new_record, now, resolve_options, usable
 from .problems import Conflict
 
 ID_CHARS = set("0123456789abcdef")
@@ -64,13 +65,13 @@ def status_document(store: DataStore, cid: str, base: str) -> dict[str, Any]:
     for m, url in enumerate(record["request"]["manifests"]):
         doc = store.load_manuscript(cid, m)
         errors = list(doc["errors"]) if doc else []
-        for step in (f"prepare-{m}", f"features-{m}"):
+        for step in (Step.prepare(m), Step.features(m)):
             if step in failures:
                 errors.append({"message": failures[step]})
         if doc is None:
-            state = "failed" if f"prepare-{m}" in failures else "pending"
+            state = "failed" if Step.prepare(m) in failures else "pending"
         else:
-            state = "ready" if usable(doc) and f"features-{m}" not in failures else "failed"
+            state = "ready" if usable(doc) and Step.features(m) not in failures else "failed"
         manuscripts.append({
             "index": m,
             "manifest": url,

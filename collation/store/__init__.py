@@ -1,11 +1,13 @@
 """The store layer: the data store (the system of record, every path), Redis keys, and records.
 
 ``DataStore`` owns every file path and ``RedisKeys`` every Redis key; ``records`` says what a
-collation record holds (status, steps, options) as plain data and pure functions.
+collation record holds (status, options) as plain data and pure functions, ``steps`` names the steps
+of a collation, and ``transitions`` moves a record from one status to the next.
 """
 
 from .datastore import CollationNotFound, DataStore, RedisKeys, canonical_json, digest, read_json
-from .records import CollationStatus, Step, StepKind
+from .records import CollationStatus
+from .steps import Step, StepKind
 
 __all__ = ["CollationNotFound", "CollationStatus", "DataStore", "RedisKeys", "Step", "StepKind", "canonical_json",
            "digest", "read_json"]

@@ -35,13 +35,17 @@ import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PIL import Image
 
 from ..atomic import write_bytes, write_json
 from ..errors import CollationError
+from .steps import Step
+
+if TYPE_CHECKING:
+    from ..features import MultiScaleFeatures
 
 
 class CollationNotFound(CollationError):
@@ -180,11 +184,16 @@ class DataStore:
     # ----------------------------------------------------------------------------------------------
     # Failures of steps (after retries)
 
-    def record_failure(self, cid: str, step: str, message: str) -> None:
-        if self.exists(cid):
-            write_json(self.collation_dir(cid) / "failures" / f"{step}.json", {"step": step, "message": message})
+    def failure_path(self, cid: str, step: Step) -> Path:
+        return self.collation_dir(cid) / "failures" / f"{step.name}.json"
 
-    def load_failures(self, cid: str) -> dict[str, str]:
+    def record_failure(self, cid: str, step: Step, message: str) -> None:
+        """Records that ``step`` failed for good (no-op when the collation is gone)."""
+        if self.exists(cid):
+            write_json(self.failure_path(cid, step), {"step": step.name, "message": message})
+
+    def load_failures(self, cid: str) -> dict[Step, str]:
+        """The steps of a collation that failed for good, with their messages."""
         folder = self.collation_dir(cid) / "failures"
         if not folder.is_dir():
             return {}
@@ -192,7 +201,7 @@ class DataStore:
         for path in sorted(folder.glob("*.json")):
             doc = read_json(path)
             if doc:
-                out[doc["step"]] = doc["message"]
+                out[Step.parse(doc["step"])] = doc["message"]
         return out
 
     def clear_failures(self, cid: str) -> None:
@@ -220,15 +229,27 @@ class DataStore:
     # Features and scores, by content and parameters
 
     def features_path(self, key: str) -> Path:
-        path = self.root / "features" / f"{key}.pt"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return path
+        """Where features ``key`` are (or will be); creates nothing, so reading never writes."""
+        return self.root / "features" / f"{key}.pt"
+
+    def has_features(self, key: str) -> bool:
+        return self.features_path(key).is_file()
+
+    def save_features(self, key: str, features: MultiScaleFeatures) -> None:
+        """Writes features atomically (``MultiScaleFeatures.save`` creates the folder)."""
+        features.save(self.features_path(key))
 
     def scores_path(self, key: str) -> Path:
         return self.root / "scores" / f"{key}.npy"
 
+    def has_scores(self, key: str) -> bool:
+        return self.scores_path(key).is_file()
+
     def chunk_path(self, key: str, chunk_pairs: int, k: int) -> Path:
         return self.root / "scores" / f"{key}.c{chunk_pairs}" / f"{k}.npy"
+
+    def has_chunk(self, key: str, chunk_pairs: int, k: int) -> bool:
+        return self.chunk_path(key, chunk_pairs, k).is_file()
 
     def load_scores(self, key: str) -> np.ndarray | None:
         try:

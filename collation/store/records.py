@@ -1,29 +1,25 @@
-"""What a collation record says: its status, its steps, its options, and the keys of cached work.
+"""What a collation record says: its status, its options, and the keys of cached work.
 
-A collation runs as a graph of steps (``Step``):
-
-```text
-prepare m (io) ──▶ features m (compute) ──▶ plan (io) ──▶ chunk a b k (compute) ──▶ finalize (io)
-```
-
-A step's ``name`` (``prepare-3``, ``chunk-0-1-7``) is the suffix of its RQ job id and the name of its
-failure record in the data store; ``Step.parse`` reads it back. Everything here is plain data and
-pure functions, shared by the jobs (which write records) and the API (which reads them).
+The steps of a collation (``Step``, ``StepKind``) are defined in ``collation.store.steps`` and
+importable from here too. Everything here is plain data and pure functions, shared by the jobs
+(which write records) and the API (which reads them).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import math
-import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from .. import defaults
 from ..settings import Settings
 from .datastore import digest
+from .steps import Step, StepKind
+
+__all__ = ["ID_LENGTH", "TERMINAL", "CollationStatus", "Step", "StepKind", "chunk_count", "collation_id",
+           "is_terminal", "new_record", "now", "pair_key", "resolve_options", "usable"]
 
 ID_LENGTH = 16
 """Hex digits of a collation id."""
@@ -50,77 +46,6 @@ TERMINAL = frozenset({CollationStatus.FINISHED, CollationStatus.FAILED, Collatio
 def is_terminal(status: str) -> bool:
     """Whether a record's status (a string as stored) is terminal."""
     return CollationStatus(status).terminal
-
-
-class StepKind(StrEnum):
-    """The kinds of steps, and the queue each runs on."""
-
-    PREPARE = "prepare"
-    FEATURES = "features"
-    PLAN = "plan"
-    CHUNK = "chunk"
-    FINALIZE = "finalize"
-
-    @property
-    def queue(self) -> str:
-        """``"io"`` or ``"compute"``: the queue kind of this step (``Settings.queue_io``/``queue_compute``)."""
-        return "compute" if self in (StepKind.FEATURES, StepKind.CHUNK) else "io"
-
-    @property
-    def per_manuscript(self) -> bool:
-        """Steps whose failure leaves one manuscript out rather than failing the collation."""
-        return self in (StepKind.PREPARE, StepKind.FEATURES)
-
-
-_STEP_NAME = re.compile(r"^(prepare|features|plan|chunk|finalize)((?:-\d+)*)$")
-
-
-@dataclass(frozen=True)
-class Step:
-    """One step of a collation: its kind and the integers that pick its work.
-
-    ``args`` is ``(m,)`` for prepare and features, ``(a, b, k)`` for a chunk of pair (a, b), ``()``
-    for plan and finalize.
-    """
-
-    kind: StepKind
-    args: tuple[int, ...] = ()
-
-    @classmethod
-    def prepare(cls, m: int) -> Step:
-        return cls(StepKind.PREPARE, (m,))
-
-    @classmethod
-    def features(cls, m: int) -> Step:
-        return cls(StepKind.FEATURES, (m,))
-
-    @classmethod
-    def plan(cls) -> Step:
-        return cls(StepKind.PLAN)
-
-    @classmethod
-    def chunk(cls, a: int, b: int, k: int) -> Step:
-        return cls(StepKind.CHUNK, (a, b, k))
-
-    @classmethod
-    def finalize(cls) -> Step:
-        return cls(StepKind.FINALIZE)
-
-    @property
-    def name(self) -> str:
-        return "-".join([self.kind.value, *map(str, self.args)])
-
-    @classmethod
-    def parse(cls, name: str) -> Step:
-        """The step of a name written by ``name``; ``ValueError`` for anything else."""
-        match = _STEP_NAME.match(name)
-        if match is None:
-            raise ValueError(f"not a step name: {name!r}")
-        args = tuple(int(v) for v in match.group(2).split("-")[1:])
-        return cls(StepKind(match.group(1)), args)
-
-    def __str__(self) -> str:
-        return self.name
 
 
 # --------------------------------------------------------------------------------------------------

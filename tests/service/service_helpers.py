@@ -13,28 +13,36 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from redis import Redis
-
 from collation.service.config import settings_environ
 
 REPO = Path(__file__).resolve().parents[2]
 
 
+BACKBONES: dict[Any, Any] = {}
+"""Backbones loaded by the in-process workers, shared by the session's runtimes (loaded once)."""
+
+
+def runtime_for(settings: dict[str, Any]) -> Any:
+    """A ``collation.runtime.Runtime`` for the tests' settings (by upper-case name)."""
+    from collation.runtime import Runtime
+    from collation.settings import Settings
+
+    known = {k.lower(): v for k, v in settings.items() if k.lower() in Settings.__dataclass_fields__}
+    return Runtime.create(Settings.from_env(**known), backbones=BACKBONES)
+
+
 def drain(settings: dict[str, Any], max_jobs: int | None = None) -> None:
     """Runs an in-process burst worker on both queues until they are empty (the whole graph), or
     for ``max_jobs`` jobs."""
-    from collation.jobs import context
     from collation.jobs.worker import CollationWorker, queue_names
 
-    settings = context.configure(settings)
+    runtime = runtime_for(settings)
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    connection = Redis.from_url(settings["REDIS_URL"])
     try:
-        worker = CollationWorker(queue_names(settings), connection=connection,
-                                 heartbeat_ttl=settings["HEARTBEAT_TTL"])
+        worker = CollationWorker(queue_names(runtime.settings), connection=runtime.connection(), runtime=runtime)
         worker.work(burst=True, logging_level="WARNING", max_jobs=max_jobs)
     finally:
-        connection.close()
+        runtime.close()
         for s, handler in handlers.items():
             signal.signal(s, handler)
 

@@ -9,34 +9,34 @@ import numpy as np
 import pytest
 
 from collation.errors import InputError
-from collation.jobs.scheduling import collation_id, resolve_options
+from collation.settings import Settings
 from collation.store.datastore import CollationNotFound, DataStore, write_json
-from collation.service.config import DEFAULTS, load_settings, settings_environ
+from collation.store.records import collation_id, resolve_options
 
 
 def test_settings_come_from_defaults_then_environment_then_overrides(tmp_path: Path) -> None:
     env = {"COLLATION_REDIS_URL": "redis://r:6379/2", "COLLATION_ALLOWED_HOSTS": "127.0.0.1, iiif.local,",
            "COLLATION_API_TOKENS": "a,b", "COLLATION_CHUNK_PAIRS": "64", "COLLATION_DEVICE": "cpu",
            "COLLATION_DATA_DIR": str(tmp_path), "OTHER": "x"}
-    settings = load_settings({"CHUNK_PAIRS": 8}, environ=env)
-    assert settings["REDIS_URL"] == "redis://r:6379/2"
-    assert settings["ALLOWED_HOSTS"] == ["127.0.0.1", "iiif.local"]
-    assert settings["API_TOKENS"] == ["a", "b"]
-    assert settings["CHUNK_PAIRS"] == 8 and settings["DEVICE"] == "cpu"
-    assert settings["BACKBONE"] == DEFAULTS["BACKBONE"] == "efficientnet-lite0"
-    assert set(settings) == set(DEFAULTS)
-    assert load_settings(environ=settings_environ(settings)) == settings  # what worker subprocesses get
+    settings = Settings.from_env(env, chunk_pairs=8)
+    assert settings.redis_url == "redis://r:6379/2"
+    assert settings.allowed_hosts == ("127.0.0.1", "iiif.local")
+    assert settings.api_tokens == ("a", "b")
+    assert settings.chunk_pairs == 8 and settings.device == "cpu"
+    assert settings.backbone == Settings().backbone == "efficientnet-lite0"
+    assert settings.data_dir == tmp_path
+    assert Settings.from_env(settings.to_environ()) == settings  # what worker subprocesses get
 
 
 @pytest.mark.parametrize(("name", "value"), [("COLLATION_PORT", "eighty"), ("COLLATION_DEVICE", "tpu")])
 def test_bad_settings_name_the_variable(name: str, value: str) -> None:
     with pytest.raises(InputError) as info:
-        load_settings(environ={name: value})
-    assert info.value.field == name.removeprefix("COLLATION_")
+        Settings.from_env({name: value})
+    assert info.value.field.removeprefix("COLLATION_") == name.removeprefix("COLLATION_")
 
 
 def test_ids_depend_on_order_regions_and_resolved_options() -> None:
-    settings = load_settings(environ={})
+    settings = Settings.from_env({})
     a, b = "https://x/a.json", "https://x/b.json"
     base = collation_id([a, b], {}, resolve_options({}, settings))
     assert base == collation_id([a, b], None, resolve_options({"seed": 0, "similarity": "s_trans"}, settings))

@@ -16,9 +16,11 @@ import pytest
 from redis import Redis
 from rq import Queue
 from rq.job import Job, JobStatus
+from service_helpers import runtime_for
 
-from collation.jobs import context, tasks
+from collation.jobs import tasks
 from collation.jobs.scheduling import Scheduler
+from collation.runtime import activate
 from collation.store.datastore import DataStore
 
 API = "/api/v1"
@@ -39,9 +41,8 @@ def top1(api: Any, cid: str, pair: str, score: str = "propagated") -> dict[int, 
     return {item["source"]["index"]: item["candidates"][0]["index"] for item in doc["items"]}
 
 
-def scheduler(settings: dict[str, Any]) -> Scheduler:
-    full = context.configure(settings)
-    return Scheduler(Redis.from_url(full["REDIS_URL"]), DataStore(full["DATA_DIR"]), full)
+def scheduler(settings: dict[str, Any], clock: Any = time.time) -> Scheduler:
+    return Scheduler(runtime_for(settings), clock=clock)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -212,8 +213,8 @@ def test_delete_stops_a_running_collation(api: Any, synthetic: Any, run_jobs: An
     assert status(api, cid)["status"] == "running"
     assert api.delete(f"{API}/collations/{cid}").status_code == 204
     assert api.get(f"{API}/collations/{cid}").status_code == 404
-    context.configure(settings)
-    assert tasks.score_chunk(cid, 0, 1, 0) == "gone"  # a job still running stops at its next check
+    with activate(runtime_for(settings)):
+        assert tasks.score_chunk(cid, 0, 1, 0) == "gone"  # a job still running stops at its next check
     run_jobs()
     redis = Redis.from_url(settings["REDIS_URL"])
     assert not redis.keys(f"rq:job:{cid}-*")
@@ -250,7 +251,7 @@ def test_an_abandoned_job_is_retried(api: Any, synthetic: Any, run_jobs: Any, se
     cid = submit(api, [synthetic.a, synthetic.b], regions={"1": synthetic.b_regions})
     redis = Redis.from_url(settings["REDIS_URL"])
     queue = Queue("collation-io", connection=redis)
-    dying = CollationWorker([queue], connection=redis, heartbeat_ttl=settings["HEARTBEAT_TTL"])
+    dying = CollationWorker([queue], connection=redis, runtime=runtime_for(settings))
     dying.register_birth()
     job, _ = Queue.dequeue_any([queue], None, connection=redis)
     dying.prepare_execution(job)  # started, then the process 'dies': no heartbeat any more
@@ -343,10 +344,14 @@ def test_a_job_lost_while_being_dequeued_is_enqueued_again(api: Any, synthetic: 
     redis = Redis.from_url(settings["REDIS_URL"])
     lost = redis.lpop("rq:queue:collation-io").decode()
     assert Job.fetch(lost, connection=redis).get_status() == JobStatus.QUEUED
-    scheduler(settings).recover()  # first look: suspect, not yet stuck
+    clock = [1000.0]
+    scheduler(settings, clock=lambda: clock[0]).recover()  # first look: suspect, not yet stuck
     assert lost not in Queue("collation-io", connection=redis).job_ids
-    time.sleep(settings["HEARTBEAT_TTL"] + 0.2)
-    scheduler(settings).recover()
+    clock[0] += settings["HEARTBEAT_TTL"] - 0.5
+    scheduler(settings, clock=lambda: clock[0]).recover()  # still within the heartbeat: not yet
+    assert lost not in Queue("collation-io", connection=redis).job_ids
+    clock[0] += 0.7
+    scheduler(settings, clock=lambda: clock[0]).recover()
     assert lost in Queue("collation-io", connection=redis).job_ids
     run_jobs()
     assert status(api, cid)["status"] == "finished"

@@ -13,7 +13,8 @@ import pytest
 from PIL import Image
 
 from collation.jobs.results import compute_results
-from collation.jobs.scheduling import new_record, resolve_options
+from collation.settings import Settings
+from collation.store.records import new_record, resolve_options
 from collation.store.datastore import DataStore
 from collation.service import create_app
 from collation.viewer import routes as viewer_routes
@@ -68,7 +69,8 @@ def write_collation(root: Path, status: str = "finished") -> DataStore:
     store = DataStore(root)
     request = {"manifests": ["http://lib.test/a/manifest", "http://lib.test/b/manifest"], "regions": {},
                "options": {}, "callback_url": None}
-    record = new_record(CID, request, resolve_options(None, {"BACKBONE": "efficientnet-lite0"}), {"CHUNK_PAIRS": 8})
+    settings = Settings(backbone="efficientnet-lite0", chunk_pairs=8)
+    record = new_record(CID, request, resolve_options(None, settings), settings)
     record.update(status=status, usable=[0, 1] if status == "finished" else [])
     store.create_collation(record)
     if status != "finished":

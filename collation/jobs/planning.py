@@ -1,0 +1,139 @@
+"""Which steps a collation needs next, decided from what the data store holds: pure functions.
+
+``next_steps`` looks only at its arguments (the record, the prepared manuscripts, the steps that
+failed for good, and three questions about cached work), so it is tested without Redis or files;
+``collation.jobs.scheduling.Scheduler`` asks the store, calls it, and enqueues what it returns.
+
+The graph it plans:
+
+```text
+prepare m (io) ──▶ features m (compute) ──▶ plan (io) ──▶ chunk a b k (compute) ──▶ finalize (io)
+```
+
+A manuscript that cannot be prepared or described is left out (its step failure is an error of the
+manuscript); a pair chunk or the final step that fails for good fails the collation, and so do
+fewer than two usable manuscripts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+from ..store.records import CollationStatus, chunk_count, is_terminal, pair_key, usable
+from ..store.steps import Step
+
+FAILED = CollationStatus.FAILED.value
+"""The stage of a plan that fails the collation (the status it ends with)."""
+
+HaveFeatures = Callable[[str], bool]
+"""Whether features of this key are in the store."""
+HaveScores = Callable[[str], bool]
+"""Whether the score matrix of this pair key is in the store."""
+HaveChunk = Callable[[str, int, int], bool]
+"""Whether chunk ``k`` (of ``chunk_pairs`` pairs) of this pair key is in the store."""
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A step to run once every step of ``after`` has ended (with or without success)."""
+
+    step: Step
+    after: tuple[Step, ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a collation needs next.
+
+    Attributes:
+        stage: ``preparing``, ``scoring`` or ``finalizing`` while steps remain; ``failed`` when the
+            collation must fail (``failure`` says why); the record's status when it already ended.
+        steps: the steps to make sure are queued, parents before the steps that wait for them.
+        failure: the message to fail the collation with, or None.
+    """
+
+    stage: str
+    steps: tuple[Planned, ...] = ()
+    failure: str | None = None
+
+
+def usable_manuscripts(docs: Sequence[dict | None], failures: Mapping[Step, str]) -> list[int]:
+    """Manuscripts with region images whose features did not fail: those that are compared."""
+    return [m for m, doc in enumerate(docs) if usable(doc) and Step.features(m) not in failures]
+
+
+def next_steps(record: dict[str, Any], docs: Sequence[dict | None], failures: Mapping[Step, str],
+               have_features: HaveFeatures, have_scores: HaveScores, have_chunk: HaveChunk) -> Plan:
+    """The steps a collation needs next, or that it must fail.
+
+    Args:
+        record: the collation's record (``status``, ``options``, ``chunk_pairs``, ``request``).
+        docs: the prepared manuscript of each input (None: not prepared yet).
+        failures: the steps that failed for good, with their messages.
+        have_features, have_scores, have_chunk: what cached work the store holds.
+
+    Returns:
+        The plan; enqueueing its steps again changes nothing (job ids derive from the steps).
+    """
+    if is_terminal(record["status"]):
+        return Plan(record["status"])
+    preparing = _manuscript_steps(docs, failures, have_features)
+    if preparing:
+        return Plan("preparing", (*preparing, Planned(Step.plan(), tuple(p.step for p in preparing))))
+
+    ready = usable_manuscripts(docs, failures)
+    if len(ready) < 2:
+        return Plan(FAILED, failure=f"fewer than two manuscripts could be read ({len(ready)} of {len(docs)})")
+
+    chunks: list[Planned] = []
+    chunk_pairs = int(record["chunk_pairs"])
+    for a, b in combinations(ready, 2):
+        key = pair_key(record["options"], docs[a]["features_key"], docs[b]["features_key"])
+        if have_scores(key):
+            continue
+        for k in range(chunk_count(len(docs[a]["regions"]), len(docs[b]["regions"]), chunk_pairs)):
+            step = Step.chunk(a, b, k)
+            if have_chunk(key, chunk_pairs, k):
+                continue
+            if step in failures:
+                return Plan(FAILED, failure=f"scoring manuscripts {a} and {b} failed: {failures[step]}")
+            chunks.append(Planned(step))
+
+    if Step.finalize() in failures:
+        return Plan(FAILED, failure=f"finalizing failed: {failures[Step.finalize()]}")
+    finalize = Planned(Step.finalize(), tuple(c.step for c in chunks))
+    return Plan("scoring" if chunks else "finalizing", (*chunks, finalize))
+
+
+def _manuscript_steps(docs: Sequence[dict | None], failures: Mapping[Step, str],
+                      have_features: HaveFeatures) -> list[Planned]:
+    """Prepare and describe the manuscripts that are not ready, unless their step failed for good."""
+    steps: list[Planned] = []
+    for m, doc in enumerate(docs):
+        prepare, features = Step.prepare(m), Step.features(m)
+        if doc is None and prepare not in failures:
+            steps += [Planned(prepare), Planned(features, (prepare,))]
+        elif doc and doc.get("regions") and not have_features(doc["features_key"]) and features not in failures:
+            steps.append(Planned(features))
+    return steps
+
+
+def scoring_progress(record: dict[str, Any], docs: Sequence[dict | None], failures: Mapping[Step, str],
+                     have_scores: HaveScores, have_chunk: HaveChunk) -> tuple[int, int]:
+    """(done, total): region pairs whose scores are in the store, over all pairs to score."""
+    ready = usable_manuscripts(docs, failures)
+    chunk_pairs = int(record["chunk_pairs"])
+    done = total = 0
+    for a, b in combinations(ready, 2):
+        n0, n1 = len(docs[a]["regions"]), len(docs[b]["regions"])
+        total += n0 * n1
+        key = pair_key(record["options"], docs[a]["features_key"], docs[b]["features_key"])
+        if have_scores(key):
+            done += n0 * n1
+        else:
+            chunks = sum(have_chunk(key, chunk_pairs, k) for k in range(chunk_count(n0, n1, chunk_pairs)))
+            done += min(chunks * chunk_pairs, n0 * n1)
+    return done, total

@@ -1,0 +1,219 @@
+"""What each step of a collation does: plain functions of a runtime, a collation id and small integers.
+
+Every step reads its inputs from the data store and writes its output there atomically, and does
+nothing when its output already exists, so a step run twice (a retry after a crash, a step
+re-enqueued after a Redis restart) costs a little time and changes nothing. Steps that find their
+collation deleted or cancelled raise ``Gone`` at the next check; ``collation.jobs.tasks`` (the RQ
+entry points) turns that into a normal return.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import CollationError
+from ..runtime import Runtime
+from ..store.datastore import CollationNotFound, DataStore
+from ..store.records import CollationStatus, chunk_count, is_terminal, pair_key
+from ..store.transitions import AlreadyEnded, finish, set_progress
+from .planning import usable_manuscripts
+from .scheduling import Scheduler, update_scoring_progress
+
+if TYPE_CHECKING:
+    from rq.job import Job
+
+log = logging.getLogger("collation.jobs")
+
+CALLBACK_TIMEOUT = 10
+"""Seconds the POST to a collation's ``callback_url`` may take."""
+
+
+class Gone(Exception):
+    """The collation was deleted or cancelled while a job worked on it."""
+
+
+def live_record(store: DataStore, cid: str) -> dict:
+    """The record of a collation that is still running.
+
+    Raises:
+        Gone: deleted, cancelled or already ended.
+    """
+    try:
+        record = store.load_record(cid)
+    except CollationNotFound:
+        raise Gone(cid) from None
+    if is_terminal(record["status"]):
+        raise Gone(cid)
+    return record
+
+
+# --------------------------------------------------------------------------------------------------
+# io queue
+
+
+def prepare_manuscript(runtime: Runtime, cid: str, m: int) -> str:
+    """Reads manifest ``m``, finds its regions, fetches their images into the store.
+
+    A manifest that cannot be read, and canvases or regions that cannot be fetched, become errors
+    of the manuscript, not of the job: the collation goes on with what could be read.
+    """
+    from .manuscripts import read_manuscript
+
+    store = runtime.store
+    record = live_record(store, cid)
+    if store.load_manuscript(cid, m) is not None:
+        return "cached"
+    n = len(record["request"]["manifests"])
+    set_progress(store, cid, "preparing", _count_prepared(store, cid, n), n)
+    doc, manifest = read_manuscript(record, m, store, runtime.fetcher, max_regions=runtime.settings.max_regions)
+    live_record(store, cid)
+    store.save_manuscript(cid, m, doc, manifest)
+    set_progress(store, cid, "preparing", _count_prepared(store, cid, n), n)
+    return f"{len(doc['regions'])} regions, {len(doc['errors'])} errors"
+
+
+def _count_prepared(store: DataStore, cid: str, n: int) -> int:
+    return sum(store.manuscript_path(cid, m).is_file() for m in range(n))
+
+
+def plan(runtime: Runtime, cid: str) -> str:
+    """Runs once the manuscripts are ready: enqueues the pair scoring and the final step."""
+    live_record(runtime.store, cid)
+    return Scheduler(runtime).advance(cid)
+
+
+def finalize(runtime: Runtime, cid: str, job: Job | None = None) -> str:
+    """Assembles the pair score matrices, normalizes, finds cycles, propagates and writes the results.
+
+    If a chunk is missing (a step Redis lost), it asks the scheduler to plan again once ``job`` (the
+    RQ job running this step; None when called inline) ended.
+    """
+    from .results import apply_assessments, compute_results
+
+    store = runtime.store
+    record = live_record(store, cid)
+    docs = [store.load_manuscript(cid, m) for m in range(len(record["request"]["manifests"]))]
+    ready = usable_manuscripts(docs, store.load_failures(cid))
+    scores: dict[tuple[int, int], np.ndarray] = {}
+    for i, a in enumerate(ready):
+        for b in ready[i + 1 :]:
+            matrix = assemble_scores(store, record, docs[a], docs[b])
+            if matrix is not None:
+                scores[(a, b)] = matrix
+    if len(scores) < len(ready) * (len(ready) - 1) // 2:
+        Scheduler(runtime).replan_after(cid, job)
+        return "waiting for missing chunks"
+
+    set_progress(store, cid, "finalizing", 0, 1)
+    for (a, b), arrays in compute_results(scores, record["options"]).items():
+        live_record(store, cid)
+        store.save_results(cid, a, b, **arrays)
+    apply_assessments(store, cid)
+    try:
+        record = finish(store, cid, ready)
+    except (AlreadyEnded, CollationNotFound):
+        raise Gone(cid) from None
+    notify(runtime, record)
+    return CollationStatus.FINISHED.value
+
+
+def notify(runtime: Runtime, record: dict) -> None:
+    """POSTs the final status to the collation's ``callback_url``, if any (best effort, same URL policy)."""
+    url = record["request"].get("callback_url")
+    if not url:
+        return
+    import requests
+
+    try:
+        runtime.fetcher.check(url, what="callback URL")
+        status_url = f"{record.get('base_url', '').rstrip('/')}/collations/{record['id']}"
+        requests.post(url, json={"id": record["id"], "status": record["status"], "status_url": status_url},
+                      timeout=CALLBACK_TIMEOUT, allow_redirects=False)
+    except (CollationError, requests.RequestException) as exc:
+        log.warning("Collation %s: callback to %s failed: %s", record["id"], url, exc)
+
+
+# --------------------------------------------------------------------------------------------------
+# compute queue
+
+
+def extract_features(runtime: Runtime, cid: str, m: int) -> str:
+    """Describes the regions of manuscript ``m`` with the backbone, unless these features are cached."""
+    from ..features import extract_features as extract
+
+    store = runtime.store
+    record = live_record(store, cid)
+    doc = store.load_manuscript(cid, m)
+    if not doc or not doc["regions"]:
+        return "nothing to describe"
+    if store.has_features(doc["features_key"]):
+        return "cached"
+    n = len(record["request"]["manifests"])
+    set_progress(store, cid, "features", _count_features(store, cid, n), n)
+    images = [store.load_image(region["digest"]) for region in doc["regions"]]
+    feats = extract(images, runtime.backbone(record["options"]["backbone"]))
+    live_record(store, cid)
+    store.save_features(doc["features_key"], feats)
+    set_progress(store, cid, "features", _count_features(store, cid, n), n)
+    return f"{len(images)} regions described"
+
+
+def _count_features(store: DataStore, cid: str, n: int) -> int:
+    docs = [store.load_manuscript(cid, m) for m in range(n)]
+    return sum(bool(d and d["regions"] and store.has_features(d["features_key"])) for d in docs)
+
+
+def score_chunk(runtime: Runtime, cid: str, a: int, b: int, k: int) -> str:
+    """Scores chunk ``k`` of the pairs (i, j) of manuscripts ``a`` and ``b`` (row-major order).
+
+    Pair scores do not depend on chunking (``score_pairs`` draws RANSAC samples from a hash of the
+    pair), so any worker can score any chunk, and a retried chunk gives the same numbers.
+    """
+    from .. import similarity
+    from ..atomic import write_npy
+
+    store = runtime.store
+    record = live_record(store, cid)
+    doc0, doc1 = store.load_manuscript(cid, a), store.load_manuscript(cid, b)
+    options, chunk_pairs = record["options"], int(record["chunk_pairs"])
+    key = pair_key(options, doc0["features_key"], doc1["features_key"])
+    if store.has_chunk(key, chunk_pairs, k) or store.has_scores(key):
+        return "cached"
+    feats0, feats1 = runtime.features(doc0["features_key"]), runtime.features(doc1["features_key"])
+    pairs = similarity.all_pairs(len(feats0), len(feats1))[k * chunk_pairs : (k + 1) * chunk_pairs]
+    step = max(16, chunk_pairs // 8)  # check for cancellation a few times per chunk
+    out = []
+    for start in range(0, len(pairs), step):
+        live_record(store, cid)
+        scores = similarity.score_pairs(feats0, feats1, pairs[start : start + step],
+                                        similarity=options["similarity"], seed=options["seed"],
+                                        kernel=options["kernel"])
+        out.append(np.asarray(scores, dtype=np.float64))
+    write_npy(store.chunk_path(key, chunk_pairs, k), np.concatenate(out))
+    update_scoring_progress(store, cid)
+    return f"{len(pairs)} pairs scored"
+
+
+def assemble_scores(store: DataStore, record: dict, doc0: dict, doc1: dict) -> np.ndarray | None:
+    """The (n0, n1) score matrix of a pair from the store, joining its chunks when all are there."""
+    from ..atomic import write_npy
+
+    key = pair_key(record["options"], doc0["features_key"], doc1["features_key"])
+    matrix = store.load_scores(key)
+    if matrix is not None:
+        return matrix
+    n0, n1 = len(doc0["regions"]), len(doc1["regions"])
+    chunk_pairs = int(record["chunk_pairs"])
+    parts = []
+    for k in range(chunk_count(n0, n1, chunk_pairs)):
+        try:
+            parts.append(np.load(store.chunk_path(key, chunk_pairs, k), allow_pickle=False))
+        except FileNotFoundError:
+            return None
+    matrix = np.concatenate(parts).reshape(n0, n1)
+    write_npy(store.scores_path(key), matrix)
+    store.drop_chunks(key, chunk_pairs)
+    return matrix
