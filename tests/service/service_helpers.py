@@ -15,23 +15,25 @@ from typing import Any
 
 from redis import Redis
 
-from collation.service.config import settings_environ
+from collation.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def drain(settings: dict[str, Any], max_jobs: int | None = None) -> None:
+def drain(settings: Settings, max_jobs: int | None = None) -> None:
     """Runs an in-process burst worker on both queues until they are empty (the whole graph), or
     for ``max_jobs`` jobs."""
+    # MERGE: the old jobs layer takes a settings dict and a configured context; with the Runtime-based
+    # jobs layer this becomes a burst worker built from ``Runtime.create(settings)``.
     from collation.jobs import context
     from collation.jobs.worker import CollationWorker, queue_names
+    from collation.service.jobs_bridge import legacy_settings
 
-    settings = context.configure(settings)
+    legacy = context.configure(legacy_settings(settings))
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    connection = Redis.from_url(settings["REDIS_URL"])
+    connection = Redis.from_url(settings.redis_url)
     try:
-        worker = CollationWorker(queue_names(settings), connection=connection,
-                                 heartbeat_ttl=settings["HEARTBEAT_TTL"])
+        worker = CollationWorker(queue_names(legacy), connection=connection, heartbeat_ttl=settings.heartbeat_ttl)
         worker.work(burst=True, logging_level="WARNING", max_jobs=max_jobs)
     finally:
         connection.close()
@@ -39,15 +41,12 @@ def drain(settings: dict[str, Any], max_jobs: int | None = None) -> None:
             signal.signal(s, handler)
 
 
-
 class WorkerProcesses:
     """``python -m collation.service worker`` subprocesses with the test's settings."""
 
-    def __init__(self, settings: dict[str, Any], log_dir: Path) -> None:
-        self.env = {**os.environ, **settings_environ(settings), "COLLATION_LOG_LEVEL": "WARNING",
-                    "PYTHONPATH": str(REPO)}
-        self.env.pop("COLLATION_REDIS_URL", None)
-        self.env["COLLATION_REDIS_URL"] = settings["REDIS_URL"]
+    def __init__(self, settings: Settings, log_dir: Path) -> None:
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith("COLLATION_")}
+        self.env = {**inherited, **settings.replace(log_level="WARNING").to_environ(), "PYTHONPATH": str(REPO)}
         self.log_dir = log_dir
         self.processes: list[subprocess.Popen] = []
 
