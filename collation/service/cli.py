@@ -14,7 +14,7 @@ import subprocess
 import sys
 from typing import Any
 
-from ..settings import Settings
+from ..settings import ENV_PREFIX, Settings
 
 log = logging.getLogger("collation.service")
 
@@ -81,7 +81,8 @@ def run_serve(args: argparse.Namespace) -> int:
             settings = settings.replace(redis_url=redis_url)
             log.info("Started a private redis-server at %s", redis_url)
             n_workers = 1 if n_workers is None else n_workers
-        env = {**os.environ, **settings.to_environ()}  # the workers get exactly these settings
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
+        env = {**inherited, **settings.to_environ()}  # the workers get exactly these settings
         for _ in range(n_workers or 0):
             workers.append(subprocess.Popen([sys.executable, "-m", "collation.service", "worker"], env=env))
         app = create_app(settings)

@@ -262,3 +262,101 @@ def test_readyz_without_redis(tmp_path: Any, openapi: dict[str, Any]) -> None:
     app = create_app(Settings.from_env({}, data_dir=tmp_path, redis_url=f"redis://127.0.0.1:{free_port()}/0"))
     doc = assert_problem(OpenAPIClient(app.test_client(), openapi).get("/api/v1/readyz"), 503)
     assert doc["checks"]["redis"] is False
+
+
+# -- one runtime per app, the sweeper, the layering ----------------------------------------------
+
+
+def test_two_apps_share_nothing(tmp_path: Any) -> None:
+    from collation.service.urls import base_url
+
+    a = create_app(Settings.from_env({}, data_dir=tmp_path / "a", public_url="http://a.test"), TESTING=True)
+    b = create_app(Settings.from_env({}, data_dir=tmp_path / "b"), TESTING=True)
+    state_a, state_b = service_state(a), service_state(b)
+    assert state_a.runtime is not state_b.runtime and state_a.runtime.store.root != state_b.runtime.store.root
+    assert state_a.documents is not state_b.documents and state_a.sweeper is not state_b.sweeper
+    with a.test_request_context("/"):
+        assert base_url() == "http://a.test/api/v1"
+    with b.test_request_context("/", base_url="http://b.example"):
+        assert base_url() == "http://b.example/api/v1"
+    assert not state_a.sweeper.enabled  # no Redis, nothing to sweep
+    state_a.sweeper.start()
+    assert not state_a.sweeper.running
+
+
+def test_sweeper_logs_expected_failures_and_bugs_and_keeps_sweeping(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    from collation.service.sweeper import Sweeper
+
+    outcomes: list[Any] = [RedisConnectionError("Redis is restarting"), OSError("disk gone"), KeyError("bug"), 2]
+
+    def recover() -> int:
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    sweeper = Sweeper(recover, interval=0)
+    with caplog.at_level(logging.INFO, logger="collation.service.sweeper"):
+        assert [sweeper.sweep() for _ in range(4)] == [0, 0, 0, 2]
+    redis_down, disk_gone, bug, advanced = caplog.records
+    for record in (redis_down, disk_gone):  # expected: a warning, no traceback
+        assert record.levelno == logging.WARNING and record.exc_info is None
+    assert "Redis is restarting" in redis_down.getMessage() and "disk gone" in disk_gone.getMessage()
+    assert bug.levelno == logging.ERROR and bug.exc_info is not None and bug.exc_info[0] is KeyError  # traceback
+    assert advanced.levelno == logging.INFO and "2 unfinished" in advanced.getMessage()
+
+
+def test_sweeper_thread_starts_and_stops() -> None:
+    import threading
+
+    from collation.service.sweeper import Sweeper
+
+    swept = threading.Event()
+    sweeper = Sweeper(lambda: swept.set() or 0, interval=0.01)
+    sweeper.start()
+    try:
+        assert swept.wait(10) and sweeper.running
+    finally:
+        sweeper.stop()
+    assert not sweeper.running
+
+
+def test_service_layering() -> None:
+    """No import circles in collation.service and collation.viewer; only ``jobs_bridge`` imports
+    collation.jobs; the viewer imports the service's shared pieces only; no module-level state."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "collation"
+    imports: dict[str, set[str]] = {}
+    for package in ("service", "viewer"):
+        for path in (root / package).glob("*.py"):
+            tree = ast.parse(path.read_text())
+            assert not any(isinstance(node, ast.Global) for node in ast.walk(tree)), f"global in {path}"
+            targets = set()
+            for node in ast.walk(tree):
+                if not isinstance(node, ast.ImportFrom):
+                    continue
+                if node.module and (node.level or node.module.startswith("collation")):
+                    module = node.module.removeprefix("collation.")
+                    targets.add(f"{package}.{module}" if node.level == 1 else module)
+                elif node.level and node.module is None:  # from . import x
+                    targets |= {f"{package}.{a.name}" if node.level == 1 else a.name for a in node.names}
+            imports[f"{package}.{path.stem}"] = targets
+    for module, targets in imports.items():
+        if module not in ("service.jobs_bridge", "service.config"):  # config: MERGE, see jobs_bridge
+            assert not {t for t in targets if t == "jobs" or t.startswith("jobs.")}, module
+        if module.startswith("viewer."):
+            assert not targets & {"service.app", "service.routes", "service.cli", "service.collations"}, module
+
+    def visit(module: str, path: list[str]) -> None:
+        for target in imports.get(module, ()):
+            assert target not in path, f"import circle: {' -> '.join([*path, target])}"
+            visit(target, [*path, target])
+
+    for module in imports:
+        visit(module, [module])

@@ -27,10 +27,11 @@ from PIL import Image
 from redis import Redis
 from service_helpers import REPO, OpenAPIClient, WorkerProcesses, wait_for
 
-from collation.store.datastore import DataStore
 from collation.service import create_app
-from collation.service.app import start_sweeper, stop_sweeper
 from collation.service.local import free_port, start_redis, stop
+from collation.service.state import service_state
+from collation.settings import Settings
+from collation.store.datastore import DataStore
 
 pytestmark = pytest.mark.slow
 
@@ -110,7 +111,7 @@ class Run:
 
     api: OpenAPIClient
     app: Any
-    settings: dict[str, Any]
+    settings: Settings
     workers: WorkerProcesses
 
     def submit(self, manifests: tuple[str, str]) -> str:
@@ -134,12 +135,12 @@ class Run:
             raise
 
     def scores(self, cid: str) -> dict[str, np.ndarray]:
-        return DataStore(self.settings["DATA_DIR"]).load_results(cid, 0, 1)
+        return DataStore(self.settings.data_dir).load_results(cid, 0, 1)
 
 
-def make_run(settings: dict[str, Any], openapi: dict[str, Any], log_dir: Path) -> Run:
-    app = create_app({**settings, "TESTING": True})
-    start_sweeper(app)
+def make_run(settings: Settings, openapi: dict[str, Any], log_dir: Path) -> Run:
+    app = create_app(settings, TESTING=True)
+    service_state(app).sweeper.start()
     return Run(OpenAPIClient(app.test_client(), openapi), app, settings, WorkerProcesses(settings, log_dir))
 
 
@@ -147,21 +148,18 @@ def seed_features(run: Run, reference: Run) -> None:
     """Copies the reference's region images and features into the run's store: these tests are about
     scoring, and features are cached by content anyway (the pair scores are not copied)."""
     for folder in ("images", "features"):
-        shutil.copytree(Path(reference.settings["DATA_DIR"]) / folder, Path(run.settings["DATA_DIR"]) / folder)
+        shutil.copytree(reference.settings.data_dir / folder, run.settings.data_dir / folder)
 
 
 def close_run(run: Run) -> None:
     run.workers.stop_all()
-    stop_sweeper(run.app)
-    run.app.extensions["collation"].connection.close()
+    service_state(run.app).close()  # stops the sweeper, closes Redis
 
 
-def e2e_settings(tmp_path: Path, redis_url: str) -> dict[str, Any]:
-    return {
-        "REDIS_URL": redis_url, "DATA_DIR": str(tmp_path / "data"), "ALLOWED_HOSTS": ["127.0.0.1"],
-        "BACKBONE": "efficientnet-lite0", "DEVICE": "cpu", "CHUNK_PAIRS": 16, "HEARTBEAT_TTL": 3,
-        "JOB_RETRIES": 2, "SWEEP_INTERVAL": 1, "PUBLIC_URL": "http://collation.test",
-    }
+def e2e_settings(tmp_path: Path, redis_url: str) -> Settings:
+    return Settings.from_env({}, redis_url=redis_url, data_dir=tmp_path / "data", allowed_hosts=("127.0.0.1",),
+                             backbone="efficientnet-lite0", device="cpu", chunk_pairs=16, heartbeat_ttl=3,
+                             job_retries=2, sweep_interval=1, public_url="http://collation.test")
 
 
 def scoring_started(run: Run, cid: str, pairs: int) -> bool:

@@ -34,6 +34,8 @@ from redis import Redis
 from service_helpers import drain
 
 from collation.service import create_app
+from collation.service.state import service_state
+from collation.settings import Settings
 from collation.viewer import routes as viewer_routes
 from collation.viewer.matrix import COLORS, layout
 
@@ -104,7 +106,7 @@ class Served:
     """The service on a loopback port, its settings, and the request of the Physiologus collation."""
 
     url: str  # http://127.0.0.1:<port>/api/v1
-    settings: dict[str, Any]
+    settings: Settings
     body: dict[str, Any]
     app: Any
     cid: str = ""
@@ -120,7 +122,7 @@ class Served:
         return requests.get(f"{self.url}/collations/{cid}", timeout=30).json()
 
 
-def run_worker(settings: dict[str, Any]) -> None:
+def run_worker(settings: Settings) -> None:
     """An in-process burst worker on both queues (``service_helpers.drain``), until the graph is done."""
     drain(settings)
 
@@ -140,18 +142,17 @@ def served(iipsrv: Any, site: Any, redis_server: tuple[Any, str],
     p3, regions3 = v3_manifest(f"{site.url}/physiologus/P3/manifest.json", "P3 Marc.gr.IV.35",
                                iipsrv.boxes["P3"][:REGIONS], iipsrv)
     urls = [site.write_json("physiologus/P2/manifest.json", p2), site.write_json("physiologus/P3/manifest.json", p3)]
-    settings = {
-        "REDIS_URL": redis_server[1],
-        "DATA_DIR": str(tmp_path_factory.mktemp("viewer") / "data"),
-        "ALLOWED_HOSTS": ["127.0.0.1"],
-        "BACKBONE": "efficientnet-lite0",
-        "DEVICE": "cpu",
-        "SWEEP_INTERVAL": 0,
-        "HEARTBEAT_TTL": 10,
-        "API_TOKENS": [],
-        "PUBLIC_URL": None,  # ids and links use the host the browser asked
-    }
-    app = create_app({**settings, "TESTING": True})
+    settings = Settings.from_env(
+        {},  # no COLLATION_* from the environment; public_url unset: links use the host the browser asked
+        redis_url=redis_server[1],
+        data_dir=tmp_path_factory.mktemp("viewer") / "data",
+        allowed_hosts=("127.0.0.1",),
+        backbone="efficientnet-lite0",
+        device="cpu",
+        sweep_interval=0,
+        heartbeat_ttl=10,
+    )
+    app = create_app(settings, TESTING=True)
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, name="viewer-test-server", daemon=True)
     thread.start()
@@ -163,16 +164,13 @@ def served(iipsrv: Any, site: Any, redis_server: tuple[Any, str],
         server.shutdown()
         server.server_close()
         thread.join(10)
-        state = app.extensions["collation"]
-        state.stop.set()
-        if state.connection is not None:
-            state.connection.close()
+        service_state(app).close()
 
 
 @pytest.fixture(scope="session")
 def collation(served: Served) -> Served:
     """The finished P2-P3 collation (default options), computed once."""
-    Redis.from_url(served.settings["REDIS_URL"]).flushdb()
+    Redis.from_url(served.settings.redis_url).flushdb()
     served.cid = served.submit()
     run_worker(served.settings)
     doc = served.status(served.cid)
@@ -415,7 +413,7 @@ def test_matrix_of_p2_p3_shows_the_diagonal(collation: Served, screenshots: Path
     truth = json.loads((Path(os.environ.get("COLLATION_TEST_DATA", Path(__file__).resolve().parents[3] / "shared"
                                             / "data" / "physiologus")) / "ground_truth" / "P2-P3.json").read_text())
     truth = [pair for pair in truth if pair[0] < REGIONS and pair[1] < REGIONS]
-    path = DataStore(collation.settings["DATA_DIR"]).collation_dir(collation.cid) / "ground_truth" / "0-1.json"
+    path = DataStore(collation.settings.data_dir).collation_dir(collation.cid) / "ground_truth" / "0-1.json"
     path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(truth))
 

@@ -245,3 +245,19 @@ def test_token_field_only_when_tokens_are_configured(store: DataStore) -> None:
 
 def test_no_token_field_on_an_open_service(client: Any) -> None:
     assert 'id="token"' not in client.get(f"/api/v1/collations/{CID}/view").get_data(as_text=True)
+
+
+def test_annotation_documents_are_cached_per_app(client: Any) -> None:
+    from collation.service.state import service_state
+
+    documents = service_state(client.application).documents
+    assert len(documents) == 0
+    for path in ("annotations", "manifests/0", "pages/1/2"):
+        assert client.get(f"/api/v1/collations/{CID}/{path}").status_code == 200
+    assert len(documents) == 1  # one collation, built once
+    r = client.post(f"/api/v1/collations/{CID}/assessments",
+                    json={"pair": [0, 1], "source": 3, "target": 3, "verdict": "confirmed"})
+    assert r.status_code == 201
+    page = client.get(f"/api/v1/collations/{CID}/annotations?page=1").get_json()
+    assert len(documents) == 2  # the assessment changed the results: built again
+    assert any(a.get("imcol:status") == "confirmed" for a in page["items"])
