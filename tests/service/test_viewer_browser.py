@@ -31,7 +31,7 @@ import pytest
 import requests
 from PIL import Image
 from redis import Redis
-from service_helpers import drain
+from service_helpers import drain, physiologus_v2, physiologus_v3
 
 from collation.service import create_app
 from collation.service.state import service_state
@@ -51,54 +51,6 @@ TIMEOUT_MS = 20_000
 
 # --------------------------------------------------------------------------------------------------
 # Fixtures: manifests of the Physiologus folios, a finished collation served over HTTP, a browser
-
-
-def v2_manifest(url: str, label: str, boxes: list[Any], iipsrv: Any) -> tuple[dict, list[dict]]:
-    """P2 as Presentation 2.1, canvas = image size (Mirador scales #xywh by the image, mirador#4533)."""
-    canvases, regions = [], []
-    for box in boxes:
-        with Image.open(box.folio) as folio:
-            width, height = folio.size
-        canvas_id = f"{url.rsplit('/', 1)[0]}/canvas/{box.folio.stem}"
-        service = f"{iipsrv.base}/{iipsrv.identifiers[box.folio]}"
-        canvases.append({
-            "@id": canvas_id, "@type": "sc:Canvas", "label": box.folio.stem.split("_")[3], "width": width,
-            "height": height,
-            "images": [{"@type": "oa:Annotation", "motivation": "sc:painting", "on": canvas_id, "resource": {
-                "@id": f"{service}/full/full/0/default.jpg", "@type": "dctypes:Image", "format": "image/jpeg",
-                "width": width, "height": height,
-                "service": {"@context": "http://iiif.io/api/image/2/context.json", "@id": service,
-                            "profile": "http://iiif.io/api/image/2/level1.json"}}}],
-        })
-        regions.append({"canvas": canvas_id, "xywh": list(box.xywh)})
-    doc = {"@context": "http://iiif.io/api/presentation/2/context.json", "@id": url, "@type": "sc:Manifest",
-           "label": label, "sequences": [{"@type": "sc:Sequence", "canvases": canvases}]}
-    return doc, regions
-
-
-def v3_manifest(url: str, label: str, boxes: list[Any], iipsrv: Any) -> tuple[dict, list[dict]]:
-    """P3 as Presentation 3.0 with ImageService2 services (what iipsrv 1.1 offers)."""
-    canvases, regions = [], []
-    for box in boxes:
-        with Image.open(box.folio) as folio:
-            width, height = folio.size
-        canvas_id = f"{url.rsplit('/', 1)[0]}/canvas/{box.folio.stem}"
-        service = f"{iipsrv.base}/{iipsrv.identifiers[box.folio]}"
-        body = {"id": f"{service}/full/max/0/default.jpg", "type": "Image", "format": "image/jpeg",
-                "width": width, "height": height,
-                "service": [{"@id": service, "@type": "ImageService2",
-                             "profile": "http://iiif.io/api/image/2/level1.json"}]}
-        canvases.append({
-            "id": canvas_id, "type": "Canvas", "label": {"none": [box.folio.stem]}, "width": width,
-            "height": height,
-            "items": [{"id": f"{canvas_id}/page", "type": "AnnotationPage", "items": [
-                {"id": f"{canvas_id}/painting", "type": "Annotation", "motivation": "painting", "body": body,
-                 "target": canvas_id}]}],
-        })
-        regions.append({"canvas": canvas_id, "xywh": list(box.xywh)})
-    doc = {"@context": "http://iiif.io/api/presentation/3/context.json", "id": url, "type": "Manifest",
-           "label": {"en": [label]}, "items": canvases}
-    return doc, regions
 
 
 @dataclass
@@ -137,10 +89,11 @@ def served(iipsrv: Any, site: Any, redis_server: tuple[Any, str],
     """
     from werkzeug.serving import make_server
 
-    p2, regions2 = v2_manifest(f"{site.url}/physiologus/P2/manifest.json", "P2 Ott.gr.354",
-                               iipsrv.boxes["P2"][:REGIONS], iipsrv)
-    p3, regions3 = v3_manifest(f"{site.url}/physiologus/P3/manifest.json", "P3 Marc.gr.IV.35",
-                               iipsrv.boxes["P3"][:REGIONS], iipsrv)
+    # P2 with canvas = image size: Mirador scales #xywh by the image (mirador#4533); regions in the request
+    p2, regions2 = physiologus_v2(f"{site.url}/physiologus/P2/manifest.json", "P2 Ott.gr.354",
+                                  iipsrv.boxes["P2"][:REGIONS], iipsrv)
+    p3, regions3 = physiologus_v3(f"{site.url}/physiologus/P3/manifest.json", "P3 Marc.gr.IV.35",
+                                  iipsrv.boxes["P3"][:REGIONS], iipsrv)
     urls = [site.write_json("physiologus/P2/manifest.json", p2), site.write_json("physiologus/P3/manifest.json", p3)]
     settings = Settings.from_env(
         {},  # no COLLATION_* from the environment; public_url unset: links use the host the browser asked
