@@ -12,6 +12,8 @@ calls) is deleted.
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,6 +54,7 @@ def run_worker(settings: Settings, queues: Sequence[str], *, burst: bool = False
     """Runs a non-forking worker on the ``queues`` (``io``, ``compute``) until stopped (or empty, with ``burst``)."""
     from ..jobs.worker import work
 
+    legacy_environ()  # LEGACY
     work(legacy_settings(settings), list(queues), burst=burst, name=name, logging_level=settings.log_level.upper())
 
 
@@ -72,3 +75,15 @@ def legacy_settings(settings: Settings) -> dict[str, Any]:
             value = list(value)
         out[f.name.upper()] = value
     return out
+
+
+def legacy_environ() -> None:
+    """Rewrites this worker process's ``COLLATION_*`` floats with integral values (``1.0``) as ``1``.
+
+    The old jobs layer parses the environment again (``service.config.load_settings``,
+    ``iiif.http.conf_from_env``) with ``int()`` where ``Settings`` has floats, and ``Settings.to_environ``
+    writes floats as ``1.0``; the values are the same.
+    """
+    for name, value in list(os.environ.items()):
+        if name.startswith("COLLATION_") and re.fullmatch(r"-?\d+\.0", value):
+            os.environ[name] = value[:-2]
