@@ -96,11 +96,23 @@ def test_imports_go_downward(module):
     assert not upward, f"{module} ({here}) imports a higher layer: {upward}"
 
 
+JOBS_DOORWAY = "collation.service.jobs_bridge"
+"""The one web module that calls into ``collation.jobs`` (the scheduler, assessments, a worker)."""
+
+
+def test_web_layers_reach_the_jobs_through_one_module():
+    for module, targets in GRAPH.items():
+        if layer(module) in ("service", "viewer") and module != JOBS_DOORWAY:
+            bad = [t for t in targets if layer(t) == "jobs"]
+            assert not bad, f"{module} imports {bad}: go through {JOBS_DOORWAY}"
+
+
 def test_service_and_viewer_meet_only_in_the_app_factory():
     for module, targets in GRAPH.items():
         if layer(module) == "viewer":
-            bad = [t for t in targets if t in ("collation.service.routes", COMPOSITION_ROOT)]
-            assert not bad, f"{module} imports the API's routes or app factory: {bad}"
+            bad = [t for t in targets if t in ("collation.service.routes", "collation.service.cli",
+                                               "collation.service.collations", COMPOSITION_ROOT)]
+            assert not bad, f"{module} imports the API's routes, commands or app factory: {bad}"
         if layer(module) == "service" and module != COMPOSITION_ROOT and not module.endswith("service"):
             bad = [t for t in targets if layer(t) == "viewer"]
             assert not bad, f"{module} imports the viewer: {bad}"

@@ -1,7 +1,22 @@
 """The collation service: a Flask REST API over RQ jobs and a filesystem data store.
 
-``create_app(config)`` builds the API; ``collation.service.cli`` runs it (``collate serve``) and the
-workers (``collate worker``). The contract is ``openapi.yaml`` at the repository root.
+``create_app(settings)`` builds the API (``collation.service.app``); ``collation.service.cli`` runs it
+(``collate serve``) and the workers (``collate worker``). The contract is ``openapi.yaml`` at the
+repository root.
+
+Modules (an arrow is an import; there are no circles, ``tests/service/test_api.py`` checks it)::
+
+    cli ──▶ app, local, state, jobs_bridge
+    app ──▶ routes, viewer.routes, problems, state, urls
+    routes ──▶ collations, layers, health, results, schemas, problems, state, urls
+    collations ──▶ jobs_bridge, results, urls          (status, correspondences, assessments)
+    layers ──▶ results, urls, cache, problems          (Web Annotation documents)
+    viewer.routes ──▶ viewer.data, viewer.matrix, results, schemas, state, urls
+    viewer.data ──▶ results, urls
+    urls ──▶ state                                     (every public URL)
+    state ──▶ sweeper, cache                           (the app's Runtime, document cache, sweeper)
+    sweeper ──▶ jobs_bridge ──▶ problems, collation.jobs   (the one doorway into the jobs layer)
+    results ──▶ problems                               (lookup-or-problem helpers of every read)
 """
 
 from __future__ import annotations
@@ -11,12 +26,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from flask import Flask
 
+    from ..settings import Settings
 
-def create_app(config: dict[str, Any] | None = None) -> Flask:
-    """Builds the Flask app (see ``collation.service.app.create_app``)."""
+
+def create_app(settings: Settings | None = None, **kwargs: Any) -> Flask:
+    """Builds the Flask app (see ``collation.service.app.create_app``); imports Flask only when called."""
     from .app import create_app as _create_app
 
-    return _create_app(config)
+    return _create_app(settings, **kwargs)
 
 
 __all__ = ["create_app"]

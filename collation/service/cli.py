@@ -12,16 +12,15 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
-from .config import load_settings, settings_environ
+from ..settings import ENV_PREFIX, Settings
 
 log = logging.getLogger("collation.service")
 
 
 def add_subcommands(subparsers: Any) -> None:
-    """Adds ``serve`` and ``worker`` to an argparse subparsers object (each sets ``func`` and ``handler``)."""
+    """Adds ``serve`` and ``worker`` to an argparse subparsers object (each sets ``handler``)."""
     serve = subparsers.add_parser(
         "serve", help="run the collation API (and, without COLLATION_REDIS_URL, a private Redis and a worker)",
         description="Runs the REST API. Without COLLATION_REDIS_URL it also starts a private redis-server "
@@ -31,7 +30,7 @@ def add_subcommands(subparsers: Any) -> None:
     serve.add_argument("--port", type=int, help="port (default COLLATION_PORT or 8000; 0 picks a free one)")
     serve.add_argument("--workers", type=int, default=None,
                        help="worker processes to start (default: 1 with a private Redis, else 0)")
-    serve.set_defaults(func=run_serve, handler=run_serve)
+    serve.set_defaults(handler=run_serve)
 
     worker = subparsers.add_parser(
         "worker", help="run an RQ worker on the collation queues",
@@ -40,7 +39,7 @@ def add_subcommands(subparsers: Any) -> None:
     worker.add_argument("--queues", default="io,compute",
                         help="io, compute or both (default io,compute); GPU machines take compute only")
     worker.add_argument("--name", help="worker name (default: random)")
-    worker.set_defaults(func=run_worker, handler=run_worker)
+    worker.set_defaults(handler=run_worker)
 
 
 add_service_commands = add_subcommands
@@ -49,11 +48,10 @@ add_service_commands = add_subcommands
 
 def run_worker(args: argparse.Namespace) -> int:
     """``collate worker [--burst] [--queues io,compute]``."""
-    from ..jobs.worker import work
-    from ..settings import Settings
+    from .jobs_bridge import run_worker as work
 
-    _logging()
     settings = Settings.from_env()
+    _logging(settings)
     if not settings.redis_url:
         log.error("COLLATION_REDIS_URL is not set: a worker needs the service's Redis")
         return 2
@@ -67,27 +65,31 @@ def run_serve(args: argparse.Namespace) -> int:
     from waitress import create_server
 
     from . import local
-    from .app import create_app, start_sweeper, stop_sweeper
+    from .app import create_app
+    from .state import service_state
 
-    _logging()
-    overrides = {k: v for k, v in (("HOST", getattr(args, "host", None)), ("PORT", getattr(args, "port", None)))
-                 if v is not None}
-    settings = load_settings(overrides)
+    overrides = {name: value for name, value in (("host", getattr(args, "host", None)),
+                                                 ("port", getattr(args, "port", None))) if value is not None}
+    settings = Settings.from_env(**overrides)
+    _logging(settings)
     redis_process = None
     workers: list[subprocess.Popen] = []
     n_workers = getattr(args, "workers", None)
     try:
-        if not settings["REDIS_URL"]:
-            redis_process, settings["REDIS_URL"] = local.start_redis(Path(settings["DATA_DIR"]) / "redis")
-            log.info("Started a private redis-server at %s", settings["REDIS_URL"])
+        if not settings.redis_url:
+            redis_process, redis_url = local.start_redis(settings.data_dir / "redis")
+            settings = settings.replace(redis_url=redis_url)
+            log.info("Started a private redis-server at %s", redis_url)
             n_workers = 1 if n_workers is None else n_workers
-        env = {**os.environ, **settings_environ(settings)}
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
+        env = {**inherited, **settings.to_environ()}  # the workers get exactly these settings
         for _ in range(n_workers or 0):
             workers.append(subprocess.Popen([sys.executable, "-m", "collation.service", "worker"], env=env))
         app = create_app(settings)
-        start_sweeper(app)  # re-enqueues unfinished collations found in the store, then sweeps
-        server = create_server(app, host=settings["HOST"], port=int(settings["PORT"]), threads=8)
-        url = f"http://{settings['HOST']}:{server.effective_port}/api/v1"
+        service = service_state(app)
+        service.sweeper.start()  # re-enqueues unfinished collations found in the store, then sweeps
+        server = create_server(app, host=settings.host, port=settings.port, threads=8)
+        url = f"http://{settings.host}:{server.effective_port}/api/v1"
         print(f"Collation service on {url}  (POST {url}/collations; Ctrl-C stops)", flush=True)
         signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
@@ -96,7 +98,7 @@ def run_serve(args: argparse.Namespace) -> int:
             pass
         finally:
             server.close()
-            stop_sweeper(app)
+            service.close()  # stops the sweeper, closes Redis
     finally:
         for process in workers:
             if process.poll() is None:
@@ -111,9 +113,8 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _logging() -> None:
-    logging.basicConfig(level=os.environ.get("COLLATION_LOG_LEVEL", "INFO"),
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+def _logging(settings: Settings) -> None:
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,4 +122,4 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m collation.service")
     add_subcommands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
-    return args.func(args)
+    return args.handler(args)

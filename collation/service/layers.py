@@ -2,9 +2,9 @@
 
 The documents come from ``collation.iiif.annotations`` (viewer layer per canvas, canonical
 AnnotationCollection, derived manifests); this module chooses which correspondences they show and
-where they are served. They are built from the store on each request (with a small cache keyed by
-the results' modification times), so an assessment shows at once and ids use the URL the client
-used (or ``COLLATION_PUBLIC_URL``).
+where they are served. They are built from the store on request and kept in the app's ``DocumentCache``
+keyed by the results' modification times, so an assessment shows at once and ids use the URL the
+client used (or ``COLLATION_PUBLIC_URL``). Every URL comes from ``urls.url_scheme``.
 
 Correspondences shown: for every pair of manuscripts and both directions, each region's ``top``
 best candidates by propagated score, each unordered pair of regions once (its best rank), plus
@@ -13,8 +13,6 @@ every confirmed correspondence; rejected ones are kept with ``imcol:status`` ``r
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from itertools import combinations
 from typing import Any
 
@@ -28,30 +26,18 @@ from ..iiif.annotations import (
 from ..iiif.manifests import Manifest, parse_manifest
 from ..iiif.regions import Region
 from ..store.datastore import CollationNotFound, DataStore
-from .collations import assessment_verdicts, check_id, finished_record, pair_results, top_candidates
+from .cache import DocumentCache
 from .problems import Conflict
+from .results import assessment_verdicts, check_id, finished_record, pair_results, top_candidates
+from .urls import url_scheme
 
 TOP = 3
 """Candidates per region and direction in the annotation layers."""
 
-_cache_lock = threading.Lock()
-_cache: OrderedDict[tuple, tuple] = OrderedDict()
-CACHE_ENTRIES = 16
-
-
-def context_url(base: str) -> str:
-    """Where the ``imcol:`` JSON-LD context is served (``base`` ends in /api/v1)."""
-    return f"{base}/ns/imcol/1/context.json"
-
 
 def context_document() -> dict[str, Any]:
+    """The ``imcol:`` JSON-LD context (served at ``urls.context_url``)."""
     return IMCOL_CONTEXT
-
-
-def url_scheme(cid: str, base: str) -> UrlScheme:
-    """Ids of a collation's documents; each display annotation links to the viewer's compare view."""
-    return UrlScheme(base=f"{base}/collations/{cid}", context=context_url(base),
-                     viewer="{base}/view?link={link}&side={side}")
 
 
 def _method(options: dict[str, Any]) -> str:
@@ -126,25 +112,18 @@ def _entry(a: int, b: int, i: int, j: int, rank: int | None, res: dict, rows: li
     return entry
 
 
-def _prepared(store: DataStore, cid: str, base: str) -> tuple[dict, list, list, UrlScheme]:
-    """(record, manuscripts, correspondences, urls) of a finished collation, cached."""
+def _prepared(store: DataStore, cache: DocumentCache, cid: str, base: str) -> tuple[dict, list, list, UrlScheme]:
+    """(record, manuscripts, correspondences, urls) of a finished collation, from ``cache`` when unchanged."""
     record = finished_record(store, check_id(cid))
     key = (str(store.root), cid, base, _fingerprint(store, cid))
-    with _cache_lock:
-        if key in _cache:
-            _cache.move_to_end(key)
-            return _cache[key]
-    value = (record, _manuscripts(store, record), correspondence_list(store, record), url_scheme(cid, base))
-    with _cache_lock:
-        _cache[key] = value
-        while len(_cache) > CACHE_ENTRIES:
-            _cache.popitem(last=False)
-    return value
+    return cache.get_or_build(key, lambda: (record, _manuscripts(store, record), correspondence_list(store, record),
+                                            url_scheme(cid, base)))
 
 
-def collection(store: DataStore, cid: str, base: str, page: int | None, page_size: int) -> dict[str, Any]:
+def collection(store: DataStore, cache: DocumentCache, cid: str, base: str, page: int | None,
+               page_size: int) -> dict[str, Any]:
     """``GET /collations/{id}/annotations``: the AnnotationCollection, or its page ``page`` (from 1)."""
-    record, manuscripts, corrs, urls = _prepared(store, cid, base)
+    record, manuscripts, corrs, urls = _prepared(store, cache, cid, base)
     doc, pages = build_link_collection(manuscripts, corrs, urls=urls, page_size=page_size,
                                        method=_method(record["options"]), created=record.get("ended"),
                                        label=f"Image collation {cid}: correspondences")
@@ -163,16 +142,17 @@ def _usable(record: dict, m: int) -> None:
         raise Conflict(f"manuscript {m} could not be read, so it has no annotations", field="index")
 
 
-def derived_manifest(store: DataStore, cid: str, m: int, base: str) -> dict[str, Any]:
+def derived_manifest(store: DataStore, cache: DocumentCache, cid: str, m: int, base: str) -> dict[str, Any]:
     """``GET /collations/{id}/manifests/{m}``: the input manifest pointing to its annotation pages."""
-    record, manuscripts, corrs, urls = _prepared(store, cid, base)
+    record, manuscripts, corrs, urls = _prepared(store, cache, cid, base)
     _usable(record, m)
     return build_derived_manifest(m, manuscripts, corrs, urls=urls)
 
 
-def canvas_page(store: DataStore, cid: str, m: int, canvas_number: int, base: str) -> dict[str, Any]:
+def canvas_page(store: DataStore, cache: DocumentCache, cid: str, m: int, canvas_number: int,
+                base: str) -> dict[str, Any]:
     """``GET /collations/{id}/pages/{m}/{canvas_number}``: the viewer layer of one canvas (1-based)."""
-    record, manuscripts, corrs, urls = _prepared(store, cid, base)
+    record, manuscripts, corrs, urls = _prepared(store, cache, cid, base)
     _usable(record, m)
     if not 1 <= canvas_number <= len(manuscripts[m][0].canvases):
         raise CollationNotFound(f"manuscript {m} has no canvas number {canvas_number}", field="canvas")

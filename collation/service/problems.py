@@ -1,8 +1,9 @@
 """Every error the API answers is an RFC 9457 problem document (``application/problem+json``).
 
 One error handler maps the project's ``CollationError`` (with its ``http_status`` and ``field``),
-marshmallow's ``ValidationError`` (400, every bad field named) and werkzeug's ``HTTPException``
-(404, 405, ...); anything else becomes a 500 with no stack trace in the body.
+marshmallow's ``ValidationError`` (400, every bad field named), redis's ``RedisError`` (503: Redis is
+not reachable) and werkzeug's ``HTTPException`` (404, 405, ...); anything else becomes a 500 with no
+stack trace in the body (the traceback is logged).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from flask import Flask, Response, json, request
 from marshmallow import ValidationError
+from redis.exceptions import RedisError
 from werkzeug.exceptions import HTTPException
 
 from ..errors import CollationError
@@ -74,6 +76,11 @@ def handle_collation_error(exc: CollationError) -> Response:
     return problem(status, title, exc.message, field=exc.field, headers=headers)
 
 
+def handle_redis_error(exc: RedisError) -> Response:
+    log.warning("Redis is not reachable on %s %s: %s", request.method, request.path, exc)
+    return problem(503, "Unavailable", f"Redis is not reachable: {exc}")
+
+
 def handle_http_exception(exc: HTTPException) -> Response:
     headers = {}
     if exc.code == 405 and exc.valid_methods:
@@ -90,6 +97,7 @@ def init_app(app: Flask) -> None:
     """Registers the one mapping of exceptions to problem documents."""
     app.register_error_handler(ValidationError, handle_validation_error)
     app.register_error_handler(CollationError, handle_collation_error)
+    app.register_error_handler(RedisError, handle_redis_error)
     app.register_error_handler(HTTPException, handle_http_exception)
     app.register_error_handler(Exception, handle_unexpected)
 

@@ -11,8 +11,6 @@ from urllib.parse import urlsplit
 
 from marshmallow import Schema, ValidationError, fields, validate, validates, validates_schema
 
-from .. import defaults
-
 SIMILARITIES = ("s_trans", "s_matching")
 """Similarities the service computes in chunks of pairs (``collation.similarity.score_pairs``)."""
 
@@ -22,13 +20,8 @@ PROPAGATIONS = ("2-cycles", "3-cycles", "none")
 SCORES = ("raw", "normalized", "propagated")
 VERDICTS = ("confirmed", "rejected")
 
-
 BACKBONES = ("efficientnet-lite0", "resnet50-conv4")
 """The names of ``collation.features.BACKBONES``, repeated so that the API process needs no torch."""
-
-
-def _backbones() -> tuple[str, ...]:
-    return BACKBONES
 
 
 class HttpUrl(fields.String):
@@ -53,8 +46,8 @@ class OptionsSchema(Schema):
 
     @validates("backbone")
     def _known_backbone(self, value: str, **kwargs: Any) -> None:
-        if value not in _backbones():
-            raise ValidationError(f"must be one of: {', '.join(_backbones())}")
+        if value not in BACKBONES:
+            raise ValidationError(f"must be one of: {', '.join(BACKBONES)}")
 
 
 class CanvasRef(fields.Field):
@@ -169,6 +162,3 @@ class CorrespondenceQuerySchema(Schema):
 class PageQuerySchema(Schema):
     page = fields.Integer(load_default=None, validate=validate.Range(min=1))
 
-
-DEFAULT_OPTIONS = {"similarity": defaults.SIMILARITY, "normalization": defaults.NORMALIZATION,
-                   "propagation": defaults.PROPAGATION, "seed": defaults.SEED}

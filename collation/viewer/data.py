@@ -1,6 +1,6 @@
 """What the viewer page and the matrix image need, as plain functions of the data store.
 
-The service's own functions (``collation.service.collations``) validate the collation and the
+The service's read helpers (``collation.service.results``) validate the collation and the
 pair and orient the results; this module only adds what a person looking at the results needs on
 top: where to see each region (an Image API URL, so thumbnails come from the library's server and
 no image is copied into our responses), which derived manifests Mirador opens, and which cells of
@@ -18,8 +18,9 @@ import numpy as np
 from ..errors import InputError
 from ..evaluation import load_ground_truth as read_ground_truth
 from ..iiif.manifests import Canvas, canvas_to_image, parse_manifest
+from ..service.results import SCORE_ARRAYS, assessment_verdicts, check_id, finished_record, pair_results
+from ..service.urls import manifest_url
 from ..store.datastore import DataStore
-from ..service.collations import SCORE_ARRAYS, assessment_verdicts, check_id, finished_record, pair_results
 from .matrix import MatrixMarks
 
 THUMBNAIL_WIDTH = 160
@@ -49,11 +50,6 @@ def thumbnail_url(canvas: Canvas, xywh: Sequence[int], width: int = THUMBNAIL_WI
         return None
     quality = "native" if image.service_version == 1 else "default"
     return f"{image.service_id}/{x0},{y0},{x1 - x0},{y1 - y0}/{min(width, x1 - x0)},/0/{quality}.jpg"
-
-
-def manifest_url(base: str, cid: str, m: int) -> str:
-    """The derived manifest of manuscript ``m`` (``base`` ends in /api/v1)."""
-    return f"{base}/collations/{cid}/manifests/{m}"
 
 
 def pair_view(store: DataStore, cid: str, pair: tuple[int, int], base: str) -> dict[str, Any]:

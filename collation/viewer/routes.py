@@ -2,20 +2,21 @@
 
 Thin: parse the query, call a function of ``data`` or ``matrix``, answer. The page itself is a
 template plus plain JavaScript that reads the API, so everything it shows is also available to
-scripts.
+scripts. It imports only the service's shared pieces (``state``, ``urls``, ``results``,
+``schemas``), never its routes or app.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from flask import Blueprint, Response, current_app, jsonify, render_template, request, url_for
+from flask import Blueprint, Response, jsonify, render_template, request, url_for
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from ..service.app import service
-from ..service.collations import check_id
-from ..service.routes import base_url
+from ..service.results import check_id
 from ..service.schemas import SCORES, PairParam
+from ..service.state import current_runtime
+from ..service.urls import base_url
 from .data import matrix_data, pair_view
 from .matrix import MAX_SIDE, render_matrix_png
 
@@ -68,7 +69,8 @@ def mirador_bundle(major: str) -> tuple[str, bool]:
 def view(cid: str) -> Response:
     """The page: progress while the collation runs, then the correspondences and Mirador."""
     query = ViewQuerySchema().load(request.args.to_dict())
-    service().store.load_record(check_id(cid))  # 404 before rendering anything
+    runtime = current_runtime()
+    runtime.store.load_record(check_id(cid))  # 404 before rendering anything
     name, installed = mirador_bundle(query["mirador"])
     pair, focus = list(query["pair"]), None
     if "link" in query:
@@ -89,7 +91,7 @@ def view(cid: str) -> Response:
         mirador_src=url_for("viewer.static", filename=f"vendor/{name}"),
         mirador_installed=installed,
         mirador_version=MIRADOR_VERSIONS[query["mirador"]],
-        tokens_required=bool(current_app.config["API_TOKENS"]),
+        tokens_required=bool(runtime.settings.api_tokens),
     )
     return Response(html, mimetype="text/html")
 
@@ -98,14 +100,14 @@ def view(cid: str) -> Response:
 def view_json(cid: str) -> Response:
     """Manuscripts, derived manifest URLs and the regions of a pair (canvas, box, thumbnail URL)."""
     query = PairQuerySchema().load(request.args.to_dict())
-    return jsonify(pair_view(service().store, cid, query["pair"], base_url()))
+    return jsonify(pair_view(current_runtime().store, cid, query["pair"], base_url()))
 
 
 @bp.route("/collations/<cid>/matrix.png", methods=["GET"])
 def matrix_png(cid: str) -> Response:
     """The score matrix of a pair with cycle, assessment and ground-truth marks."""
     query = MatrixQuerySchema().load(request.args.to_dict())
-    matrix, marks = matrix_data(service().store, cid, query["pair"], query["score"])
+    matrix, marks = matrix_data(current_runtime().store, cid, query["pair"], query["score"])
     response = Response(render_matrix_png(matrix, marks, max_side=query["max_side"]), mimetype="image/png")
     response.headers["Cache-Control"] = "no-cache"  # assessments change P_S and the marks
     return response

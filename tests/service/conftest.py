@@ -28,6 +28,8 @@ from service_helpers import REPO, OpenAPIClient, WorkerProcesses, drain
 
 from collation.service import create_app
 from collation.service.local import start_redis, stop
+from collation.service.state import service_state
+from collation.settings import Settings
 
 # --------------------------------------------------------------------------------------------------
 # Redis
@@ -213,29 +215,28 @@ def synthetic(site: Site) -> Synthetic:
 
 
 @pytest.fixture
-def settings(tmp_path: Path, redis_url: str) -> dict[str, Any]:
-    return {
-        "REDIS_URL": redis_url,
-        "DATA_DIR": str(tmp_path / "data"),
-        "ALLOWED_HOSTS": ["127.0.0.1"],
-        "BACKBONE": "efficientnet-lite0",
-        "DEVICE": "cpu",
-        "CHUNK_PAIRS": 6,
-        "HEARTBEAT_TTL": 3,
-        "JOB_RETRIES": 2,
-        "SWEEP_INTERVAL": 0,
-        "PUBLIC_URL": "http://collation.test",
-    }
+def settings(tmp_path: Path, redis_url: str) -> Settings:
+    """The test's settings, from no environment at all (the developer's COLLATION_* do not leak in)."""
+    return Settings.from_env(
+        {},
+        redis_url=redis_url,
+        data_dir=tmp_path / "data",
+        allowed_hosts=("127.0.0.1",),
+        backbone="efficientnet-lite0",
+        device="cpu",
+        chunk_pairs=6,
+        heartbeat_ttl=3,
+        job_retries=2,
+        sweep_interval=0,
+        public_url="http://collation.test",
+    )
 
 
 @pytest.fixture
-def app(settings: dict[str, Any]) -> Any:
-    app = create_app({**settings, "TESTING": True})
+def app(settings: Settings) -> Any:
+    app = create_app(settings, TESTING=True)
     yield app
-    state = app.extensions["collation"]
-    state.stop.set()
-    if state.connection is not None:
-        state.connection.close()
+    service_state(app).close()
 
 
 @pytest.fixture
@@ -244,12 +245,12 @@ def client(app: Any) -> Any:
 
 
 @pytest.fixture
-def run_jobs(settings: dict[str, Any]) -> Callable[..., None]:
+def run_jobs(settings: Settings) -> Callable[..., None]:
     return lambda max_jobs=None: drain(settings, max_jobs)
 
 
 @pytest.fixture
-def workers(settings: dict[str, Any], tmp_path: Path) -> Iterator[WorkerProcesses]:
+def workers(settings: Settings, tmp_path: Path) -> Iterator[WorkerProcesses]:
     processes = WorkerProcesses(settings, tmp_path)
     yield processes
     processes.stop_all()

@@ -11,6 +11,8 @@ from openapi_spec_validator import validate as validate_spec
 
 from collation import correspondences, features, similarity
 from collation.service import create_app, schemas
+from collation.service.state import service_state
+from collation.settings import Settings
 
 PROBLEM = "application/problem+json"
 
@@ -129,7 +131,7 @@ def test_non_json_bodies_are_400(api: Any) -> None:
 def test_post_without_redis_is_503(tmp_path: Any, synthetic: Any, openapi: dict[str, Any]) -> None:
     from service_helpers import OpenAPIClient
 
-    app = create_app({"DATA_DIR": str(tmp_path), "REDIS_URL": None, "TESTING": True})
+    app = create_app(Settings.from_env({}, data_dir=tmp_path), TESTING=True)
     client = OpenAPIClient(app.test_client(), openapi)
     assert_problem(client.post("/api/v1/collations", json=body(synthetic)), 503)
 
@@ -186,12 +188,12 @@ def test_unknown_routes_and_methods_are_problems(client: Any) -> None:
 # -- DELETE, auth, CORS, health ------------------------------------------------------------------
 
 
-def test_delete_cancels_queued_work(api: Any, synthetic: Any, settings: dict[str, Any]) -> None:
+def test_delete_cancels_queued_work(api: Any, synthetic: Any, settings: Settings) -> None:
     from redis import Redis
     from rq import Queue
 
     cid = api.post("/api/v1/collations", json=body(synthetic)).get_json()["id"]
-    redis = Redis.from_url(settings["REDIS_URL"])
+    redis = Redis.from_url(settings.redis_url)
     assert Queue("collation-io", connection=redis).count == 2
     assert api.delete(f"/api/v1/collations/{cid}").status_code == 204
     assert_problem(api.get(f"/api/v1/collations/{cid}"), 404)
@@ -201,12 +203,12 @@ def test_delete_cancels_queued_work(api: Any, synthetic: Any, settings: dict[str
 
 
 @pytest.fixture
-def token_api(settings: dict[str, Any], openapi: dict[str, Any]) -> Any:
+def token_api(settings: Settings, openapi: dict[str, Any]) -> Any:
     from service_helpers import OpenAPIClient
 
-    app = create_app({**settings, "API_TOKENS": ["s3cret", "other"], "TESTING": True})
+    app = create_app(settings.replace(api_tokens=("s3cret", "other")), TESTING=True)
     yield OpenAPIClient(app.test_client(), openapi)
-    app.extensions["collation"].connection.close()
+    service_state(app).close()
 
 
 def test_tokens_guard_writes_only(token_api: Any, synthetic: Any) -> None:
@@ -235,14 +237,14 @@ def test_cors_on_reads_and_preflight(api: Any, client: Any, synthetic: Any) -> N
     assert "Authorization" in pre.headers["Access-Control-Allow-Headers"]
 
 
-def test_healthz_and_readyz(api: Any, settings: dict[str, Any]) -> None:
+def test_healthz_and_readyz(api: Any, settings: Settings) -> None:
     from redis import Redis
     from rq import SimpleWorker
 
     assert api.get("/api/v1/healthz").get_json() == {"status": "ok"}
     not_ready = assert_problem(api.get("/api/v1/readyz"), 503)
     assert not_ready["checks"]["redis"] is True
-    redis = Redis.from_url(settings["REDIS_URL"])
+    redis = Redis.from_url(settings.redis_url)
     worker = SimpleWorker(["collation-io", "collation-compute"], connection=redis)
     worker.register_birth()
     try:
@@ -257,6 +259,67 @@ def test_readyz_without_redis(tmp_path: Any, openapi: dict[str, Any]) -> None:
 
     from collation.service.local import free_port
 
-    app = create_app({"DATA_DIR": str(tmp_path), "REDIS_URL": f"redis://127.0.0.1:{free_port()}/0"})
+    app = create_app(Settings.from_env({}, data_dir=tmp_path, redis_url=f"redis://127.0.0.1:{free_port()}/0"))
     doc = assert_problem(OpenAPIClient(app.test_client(), openapi).get("/api/v1/readyz"), 503)
     assert doc["checks"]["redis"] is False
+
+
+# -- one runtime per app, the sweeper, the layering ----------------------------------------------
+
+
+def test_two_apps_share_nothing(tmp_path: Any) -> None:
+    from collation.service.urls import base_url
+
+    a = create_app(Settings.from_env({}, data_dir=tmp_path / "a", public_url="http://a.test"), TESTING=True)
+    b = create_app(Settings.from_env({}, data_dir=tmp_path / "b"), TESTING=True)
+    state_a, state_b = service_state(a), service_state(b)
+    assert state_a.runtime is not state_b.runtime and state_a.runtime.store.root != state_b.runtime.store.root
+    assert state_a.documents is not state_b.documents and state_a.sweeper is not state_b.sweeper
+    with a.test_request_context("/"):
+        assert base_url() == "http://a.test/api/v1"
+    with b.test_request_context("/", base_url="http://b.example"):
+        assert base_url() == "http://b.example/api/v1"
+    assert not state_a.sweeper.enabled  # no Redis, nothing to sweep
+    state_a.sweeper.start()
+    assert not state_a.sweeper.running
+
+
+def test_sweeper_logs_expected_failures_and_bugs_and_keeps_sweeping(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    from collation.service.sweeper import Sweeper
+
+    outcomes: list[Any] = [RedisConnectionError("Redis is restarting"), OSError("disk gone"), KeyError("bug"), 2]
+
+    def recover() -> int:
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    sweeper = Sweeper(recover, interval=0)
+    with caplog.at_level(logging.INFO, logger="collation.service.sweeper"):
+        assert [sweeper.sweep() for _ in range(4)] == [0, 0, 0, 2]
+    redis_down, disk_gone, bug, advanced = caplog.records
+    for record in (redis_down, disk_gone):  # expected: a warning, no traceback
+        assert record.levelno == logging.WARNING and record.exc_info is None
+    assert "Redis is restarting" in redis_down.getMessage() and "disk gone" in disk_gone.getMessage()
+    assert bug.levelno == logging.ERROR and bug.exc_info is not None and bug.exc_info[0] is KeyError  # traceback
+    assert advanced.levelno == logging.INFO and "2 unfinished" in advanced.getMessage()
+
+
+def test_sweeper_thread_starts_and_stops() -> None:
+    import threading
+
+    from collation.service.sweeper import Sweeper
+
+    swept = threading.Event()
+    sweeper = Sweeper(lambda: swept.set() or 0, interval=0.01)
+    sweeper.start()
+    try:
+        assert swept.wait(10) and sweeper.running
+    finally:
+        sweeper.stop()
+    assert not sweeper.running

@@ -23,14 +23,14 @@ from typing import Any
 import numpy as np
 import pytest
 import requests
-from PIL import Image
 from redis import Redis
-from service_helpers import REPO, OpenAPIClient, WorkerProcesses, wait_for
+from service_helpers import REPO, OpenAPIClient, WorkerProcesses, physiologus_v2, physiologus_v3, wait_for
 
-from collation.store.datastore import DataStore
 from collation.service import create_app
-from collation.service.app import start_sweeper, stop_sweeper
 from collation.service.local import free_port, start_redis, stop
+from collation.service.state import service_state
+from collation.settings import Settings
+from collation.store.datastore import DataStore
 
 pytestmark = pytest.mark.slow
 
@@ -41,62 +41,16 @@ P2_SCALE = 2  # P2's canvases are twice the size of the images served
 
 def p2_manifest(site: Any, iipsrv: Any) -> str:
     """P2 as Presentation 2.1: ImageService2 from iipsrv, canvas = 2 x image, regions in annotation lists."""
-    base = f"{site.url}/e2e/P2"
-    canvases = []
-    for k, box in enumerate(iipsrv.boxes["P2"][:K]):
-        with Image.open(box.folio) as folio:
-            width, height = folio.size
-        canvas_id = f"{base}/canvas/{box.folio.stem}"
-        service = f"{iipsrv.base}/{iipsrv.identifiers[box.folio]}"
-        x, y, w, h = (v * P2_SCALE for v in box.xywh)
-        annotation_list = site.write_json(f"e2e/P2/list/{k}.json", {
-            "@context": "http://iiif.io/api/presentation/2/context.json", "@id": f"{base}/list/{k}.json",
-            "@type": "sc:AnnotationList",
-            "resources": [{"@id": f"{base}/annotation/{k}", "@type": "oa:Annotation", "motivation": "oa:tagging",
-                           "resource": {"@type": "oa:Tag", "chars": "illustration"},
-                           "on": f"{canvas_id}#xywh={x},{y},{w},{h}"}]})
-        canvases.append({
-            "@id": canvas_id, "@type": "sc:Canvas", "label": box.folio.stem.split("_")[3],
-            "width": width * P2_SCALE, "height": height * P2_SCALE,
-            "images": [{"@type": "oa:Annotation", "motivation": "sc:painting", "on": canvas_id, "resource": {
-                "@id": f"{service}/full/full/0/default.jpg", "@type": "dctypes:Image", "format": "image/jpeg",
-                "width": width, "height": height,
-                "service": {"@context": "http://iiif.io/api/image/2/context.json", "@id": service,
-                            "profile": "http://iiif.io/api/image/2/level1.json"}}}],
-            "otherContent": [{"@id": annotation_list, "@type": "sc:AnnotationList"}],
-        })
-    return site.write_json("e2e/P2/manifest.json", {
-        "@context": "http://iiif.io/api/presentation/2/context.json", "@id": f"{base}/manifest.json",
-        "@type": "sc:Manifest", "label": "Ott.gr.354 (P2), first folios",
-        "sequences": [{"@type": "sc:Sequence", "canvases": canvases}]})
+    doc, _ = physiologus_v2(f"{site.url}/e2e/P2/manifest.json", "Ott.gr.354 (P2), first folios",
+                            iipsrv.boxes["P2"][:K], iipsrv, canvas_scale=P2_SCALE, site=site)
+    return site.write_json("e2e/P2/manifest.json", doc)
 
 
 def p3_manifest(site: Any, iipsrv: Any) -> str:
     """P3 as Presentation 3.0: ImageService2 from iipsrv, canvas = image, embedded tagging annotations."""
-    base = f"{site.url}/e2e/P3"
-    canvases = []
-    for k, box in enumerate(iipsrv.boxes["P3"][:K]):
-        with Image.open(box.folio) as folio:
-            width, height = folio.size
-        canvas_id = f"{base}/canvas/{box.folio.stem}"
-        service = f"{iipsrv.base}/{iipsrv.identifiers[box.folio]}"
-        x, y, w, h = box.xywh
-        canvases.append({
-            "id": canvas_id, "type": "Canvas", "label": {"none": [box.folio.stem]}, "width": width, "height": height,
-            "items": [{"id": f"{canvas_id}/page", "type": "AnnotationPage", "items": [{
-                "id": f"{canvas_id}/painting", "type": "Annotation", "motivation": "painting", "target": canvas_id,
-                "body": {"id": f"{service}/full/max/0/default.jpg", "type": "Image", "format": "image/jpeg",
-                         "width": width, "height": height,
-                         "service": [{"@id": service, "@type": "ImageService2",
-                                      "profile": "http://iiif.io/api/image/2/level1.json"}]}}]}],
-            "annotations": [{"id": f"{canvas_id}/illustrations", "type": "AnnotationPage", "items": [{
-                "id": f"{canvas_id}/illustration/{k}", "type": "Annotation", "motivation": "tagging",
-                "body": {"type": "TextualBody", "value": "illustration", "purpose": "tagging"},
-                "target": f"{canvas_id}#xywh={x},{y},{w},{h}"}]}],
-        })
-    return site.write_json("e2e/P3/manifest.json", {
-        "@context": "http://iiif.io/api/presentation/3/context.json", "id": f"{base}/manifest.json",
-        "type": "Manifest", "label": {"en": ["Marc. gr. IV.35 (P3), first folios"]}, "items": canvases})
+    doc, _ = physiologus_v3(f"{site.url}/e2e/P3/manifest.json", "Marc. gr. IV.35 (P3), first folios",
+                            iipsrv.boxes["P3"][:K], iipsrv, tagging=True)
+    return site.write_json("e2e/P3/manifest.json", doc)
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +64,7 @@ class Run:
 
     api: OpenAPIClient
     app: Any
-    settings: dict[str, Any]
+    settings: Settings
     workers: WorkerProcesses
 
     def submit(self, manifests: tuple[str, str]) -> str:
@@ -134,12 +88,12 @@ class Run:
             raise
 
     def scores(self, cid: str) -> dict[str, np.ndarray]:
-        return DataStore(self.settings["DATA_DIR"]).load_results(cid, 0, 1)
+        return DataStore(self.settings.data_dir).load_results(cid, 0, 1)
 
 
-def make_run(settings: dict[str, Any], openapi: dict[str, Any], log_dir: Path) -> Run:
-    app = create_app({**settings, "TESTING": True})
-    start_sweeper(app)
+def make_run(settings: Settings, openapi: dict[str, Any], log_dir: Path) -> Run:
+    app = create_app(settings, TESTING=True)
+    service_state(app).sweeper.start()
     return Run(OpenAPIClient(app.test_client(), openapi), app, settings, WorkerProcesses(settings, log_dir))
 
 
@@ -147,21 +101,18 @@ def seed_features(run: Run, reference: Run) -> None:
     """Copies the reference's region images and features into the run's store: these tests are about
     scoring, and features are cached by content anyway (the pair scores are not copied)."""
     for folder in ("images", "features"):
-        shutil.copytree(Path(reference.settings["DATA_DIR"]) / folder, Path(run.settings["DATA_DIR"]) / folder)
+        shutil.copytree(reference.settings.data_dir / folder, run.settings.data_dir / folder)
 
 
 def close_run(run: Run) -> None:
     run.workers.stop_all()
-    stop_sweeper(run.app)
-    run.app.extensions["collation"].connection.close()
+    service_state(run.app).close()  # stops the sweeper, closes Redis
 
 
-def e2e_settings(tmp_path: Path, redis_url: str) -> dict[str, Any]:
-    return {
-        "REDIS_URL": redis_url, "DATA_DIR": str(tmp_path / "data"), "ALLOWED_HOSTS": ["127.0.0.1"],
-        "BACKBONE": "efficientnet-lite0", "DEVICE": "cpu", "CHUNK_PAIRS": 16, "HEARTBEAT_TTL": 3,
-        "JOB_RETRIES": 2, "SWEEP_INTERVAL": 1, "PUBLIC_URL": "http://collation.test",
-    }
+def e2e_settings(tmp_path: Path, redis_url: str) -> Settings:
+    return Settings.from_env({}, redis_url=redis_url, data_dir=tmp_path / "data", allowed_hosts=("127.0.0.1",),
+                             backbone="efficientnet-lite0", device="cpu", chunk_pairs=16, heartbeat_ttl=3,
+                             job_retries=2, sweep_interval=1, public_url="http://collation.test")
 
 
 def scoring_started(run: Run, cid: str, pairs: int) -> bool:

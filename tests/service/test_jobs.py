@@ -130,7 +130,7 @@ def test_fewer_than_two_readable_manuscripts_fail(api: Any, synthetic: Any, run_
 
 
 def test_features_and_pair_scores_are_reused(api: Any, synthetic: Any, run_jobs: Any, settings: Any) -> None:
-    data = Path(settings["DATA_DIR"])
+    data = Path(settings.data_dir)
     first = submit(api, [synthetic.a, synthetic.b], regions={"1": synthetic.b_regions})
     run_jobs()
     assert status(api, first)["status"] == "finished"
@@ -216,9 +216,9 @@ def test_delete_stops_a_running_collation(api: Any, synthetic: Any, run_jobs: An
     with activate(runtime_for(settings)):
         assert tasks.score_chunk(cid, 0, 1, 0) == "gone"  # a job still running stops at its next check
     run_jobs()
-    redis = Redis.from_url(settings["REDIS_URL"])
+    redis = Redis.from_url(settings.redis_url)
     assert not redis.keys(f"rq:job:{cid}-*")
-    assert not (Path(settings["DATA_DIR"]) / "collations" / cid).exists()
+    assert not (Path(settings.data_dir) / "collations" / cid).exists()
     redis.close()
 
 
@@ -230,7 +230,7 @@ def test_lost_redis_state_is_rebuilt_from_the_store(api: Any, synthetic: Any, ru
     cid = submit(api, [synthetic.a, synthetic.b], regions={"1": synthetic.b_regions}, options={"seed": 4})
     while status(api, cid)["progress"]["done"] < 6 or status(api, cid)["progress"]["stage"] != "scoring":
         run_jobs(max_jobs=1)  # prepared, described (cached), planned, one chunk scored
-    redis = Redis.from_url(settings["REDIS_URL"])
+    redis = Redis.from_url(settings.redis_url)
     redis.flushall()
     run_jobs()
     assert status(api, cid)["status"] == "running"  # nothing left to run...
@@ -249,7 +249,7 @@ def test_an_abandoned_job_is_retried(api: Any, synthetic: Any, run_jobs: Any, se
     from collation.jobs.worker import CollationWorker
 
     cid = submit(api, [synthetic.a, synthetic.b], regions={"1": synthetic.b_regions})
-    redis = Redis.from_url(settings["REDIS_URL"])
+    redis = Redis.from_url(settings.redis_url)
     queue = Queue("collation-io", connection=redis)
     dying = CollationWorker([queue], connection=redis, runtime=runtime_for(settings))
     dying.register_birth()
@@ -259,10 +259,10 @@ def test_an_abandoned_job_is_retried(api: Any, synthetic: Any, run_jobs: Any, se
         job.prepare_for_execution(dying.name, pipeline=pipe)
         pipe.execute()
     assert Job.fetch(job.id, connection=redis).get_status() == JobStatus.STARTED
-    time.sleep(settings["HEARTBEAT_TTL"] + 0.5)
+    time.sleep(settings.heartbeat_ttl + 0.5)
     scheduler(settings).recover()
     again = Job.fetch(job.id, connection=redis)
-    assert again.get_status() == JobStatus.QUEUED and again.retries_left == settings["JOB_RETRIES"] - 1
+    assert again.get_status() == JobStatus.QUEUED and again.retries_left == settings.job_retries - 1
     run_jobs()
     assert status(api, cid)["status"] == "finished"
     redis.close()
@@ -284,7 +284,7 @@ def test_failing_steps_are_retried_then_recorded(api: Any, synthetic: Any, run_j
     doc = status(api, cid)
     assert doc["status"] == "failed"
     assert "scoring exploded" in doc["errors"][-1]["message"]
-    tries = 1 + settings["JOB_RETRIES"]  # 3 chunks, each tried then retried; once one has failed for good,
+    tries = 1 + settings.job_retries  # 3 chunks, each tried then retried; once one has failed for good,
     assert tries <= len(calls) < 3 * tries  # the collation is failed and the other chunks stop
 
     monkeypatch.undo()
@@ -329,7 +329,7 @@ def test_chunks_do_not_change_scores(api: Any, synthetic: Any, run_jobs: Any, se
 
     cid = submit(api, [synthetic.a, synthetic.b], regions={"1": synthetic.b_regions})
     run_jobs()
-    store = DataStore(settings["DATA_DIR"])
+    store = DataStore(settings.data_dir)
     docs = [store.load_manuscript(cid, m) for m in (0, 1)]
     feats = [MultiScaleFeatures.load(store.features_path(d["features_key"])) for d in docs]
     stored = store.load_results(cid, 0, 1)["S"]
@@ -341,13 +341,13 @@ def test_a_job_lost_while_being_dequeued_is_enqueued_again(api: Any, synthetic: 
     """A worker killed between taking a job off its queue and starting it leaves the job 'queued' in no
     queue; two sweeps HEARTBEAT_TTL apart see it stuck and enqueue it again."""
     cid = submit(api, [synthetic.a, synthetic.b], regions={"1": synthetic.b_regions})
-    redis = Redis.from_url(settings["REDIS_URL"])
+    redis = Redis.from_url(settings.redis_url)
     lost = redis.lpop("rq:queue:collation-io").decode()
     assert Job.fetch(lost, connection=redis).get_status() == JobStatus.QUEUED
     clock = [1000.0]
     scheduler(settings, clock=lambda: clock[0]).recover()  # first look: suspect, not yet stuck
     assert lost not in Queue("collation-io", connection=redis).job_ids
-    clock[0] += settings["HEARTBEAT_TTL"] - 0.5
+    clock[0] += settings.heartbeat_ttl - 0.5
     scheduler(settings, clock=lambda: clock[0]).recover()  # still within the heartbeat: not yet
     assert lost not in Queue("collation-io", connection=redis).job_ids
     clock[0] += 0.7

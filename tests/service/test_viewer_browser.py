@@ -31,9 +31,11 @@ import pytest
 import requests
 from PIL import Image
 from redis import Redis
-from service_helpers import drain
+from service_helpers import drain, physiologus_v2, physiologus_v3
 
 from collation.service import create_app
+from collation.service.state import service_state
+from collation.settings import Settings
 from collation.viewer import routes as viewer_routes
 from collation.viewer.matrix import COLORS, layout
 
@@ -51,60 +53,12 @@ TIMEOUT_MS = 20_000
 # Fixtures: manifests of the Physiologus folios, a finished collation served over HTTP, a browser
 
 
-def v2_manifest(url: str, label: str, boxes: list[Any], iipsrv: Any) -> tuple[dict, list[dict]]:
-    """P2 as Presentation 2.1, canvas = image size (Mirador scales #xywh by the image, mirador#4533)."""
-    canvases, regions = [], []
-    for box in boxes:
-        with Image.open(box.folio) as folio:
-            width, height = folio.size
-        canvas_id = f"{url.rsplit('/', 1)[0]}/canvas/{box.folio.stem}"
-        service = f"{iipsrv.base}/{iipsrv.identifiers[box.folio]}"
-        canvases.append({
-            "@id": canvas_id, "@type": "sc:Canvas", "label": box.folio.stem.split("_")[3], "width": width,
-            "height": height,
-            "images": [{"@type": "oa:Annotation", "motivation": "sc:painting", "on": canvas_id, "resource": {
-                "@id": f"{service}/full/full/0/default.jpg", "@type": "dctypes:Image", "format": "image/jpeg",
-                "width": width, "height": height,
-                "service": {"@context": "http://iiif.io/api/image/2/context.json", "@id": service,
-                            "profile": "http://iiif.io/api/image/2/level1.json"}}}],
-        })
-        regions.append({"canvas": canvas_id, "xywh": list(box.xywh)})
-    doc = {"@context": "http://iiif.io/api/presentation/2/context.json", "@id": url, "@type": "sc:Manifest",
-           "label": label, "sequences": [{"@type": "sc:Sequence", "canvases": canvases}]}
-    return doc, regions
-
-
-def v3_manifest(url: str, label: str, boxes: list[Any], iipsrv: Any) -> tuple[dict, list[dict]]:
-    """P3 as Presentation 3.0 with ImageService2 services (what iipsrv 1.1 offers)."""
-    canvases, regions = [], []
-    for box in boxes:
-        with Image.open(box.folio) as folio:
-            width, height = folio.size
-        canvas_id = f"{url.rsplit('/', 1)[0]}/canvas/{box.folio.stem}"
-        service = f"{iipsrv.base}/{iipsrv.identifiers[box.folio]}"
-        body = {"id": f"{service}/full/max/0/default.jpg", "type": "Image", "format": "image/jpeg",
-                "width": width, "height": height,
-                "service": [{"@id": service, "@type": "ImageService2",
-                             "profile": "http://iiif.io/api/image/2/level1.json"}]}
-        canvases.append({
-            "id": canvas_id, "type": "Canvas", "label": {"none": [box.folio.stem]}, "width": width,
-            "height": height,
-            "items": [{"id": f"{canvas_id}/page", "type": "AnnotationPage", "items": [
-                {"id": f"{canvas_id}/painting", "type": "Annotation", "motivation": "painting", "body": body,
-                 "target": canvas_id}]}],
-        })
-        regions.append({"canvas": canvas_id, "xywh": list(box.xywh)})
-    doc = {"@context": "http://iiif.io/api/presentation/3/context.json", "id": url, "type": "Manifest",
-           "label": {"en": [label]}, "items": canvases}
-    return doc, regions
-
-
 @dataclass
 class Served:
     """The service on a loopback port, its settings, and the request of the Physiologus collation."""
 
     url: str  # http://127.0.0.1:<port>/api/v1
-    settings: dict[str, Any]
+    settings: Settings
     body: dict[str, Any]
     app: Any
     cid: str = ""
@@ -120,7 +74,7 @@ class Served:
         return requests.get(f"{self.url}/collations/{cid}", timeout=30).json()
 
 
-def run_worker(settings: dict[str, Any]) -> None:
+def run_worker(settings: Settings) -> None:
     """An in-process burst worker on both queues (``service_helpers.drain``), until the graph is done."""
     drain(settings)
 
@@ -135,23 +89,23 @@ def served(iipsrv: Any, site: Any, redis_server: tuple[Any, str],
     """
     from werkzeug.serving import make_server
 
-    p2, regions2 = v2_manifest(f"{site.url}/physiologus/P2/manifest.json", "P2 Ott.gr.354",
-                               iipsrv.boxes["P2"][:REGIONS], iipsrv)
-    p3, regions3 = v3_manifest(f"{site.url}/physiologus/P3/manifest.json", "P3 Marc.gr.IV.35",
-                               iipsrv.boxes["P3"][:REGIONS], iipsrv)
+    # P2 with canvas = image size: Mirador scales #xywh by the image (mirador#4533); regions in the request
+    p2, regions2 = physiologus_v2(f"{site.url}/physiologus/P2/manifest.json", "P2 Ott.gr.354",
+                                  iipsrv.boxes["P2"][:REGIONS], iipsrv)
+    p3, regions3 = physiologus_v3(f"{site.url}/physiologus/P3/manifest.json", "P3 Marc.gr.IV.35",
+                                  iipsrv.boxes["P3"][:REGIONS], iipsrv)
     urls = [site.write_json("physiologus/P2/manifest.json", p2), site.write_json("physiologus/P3/manifest.json", p3)]
-    settings = {
-        "REDIS_URL": redis_server[1],
-        "DATA_DIR": str(tmp_path_factory.mktemp("viewer") / "data"),
-        "ALLOWED_HOSTS": ["127.0.0.1"],
-        "BACKBONE": "efficientnet-lite0",
-        "DEVICE": "cpu",
-        "SWEEP_INTERVAL": 0,
-        "HEARTBEAT_TTL": 10,
-        "API_TOKENS": [],
-        "PUBLIC_URL": None,  # ids and links use the host the browser asked
-    }
-    app = create_app({**settings, "TESTING": True})
+    settings = Settings.from_env(
+        {},  # no COLLATION_* from the environment; public_url unset: links use the host the browser asked
+        redis_url=redis_server[1],
+        data_dir=tmp_path_factory.mktemp("viewer") / "data",
+        allowed_hosts=("127.0.0.1",),
+        backbone="efficientnet-lite0",
+        device="cpu",
+        sweep_interval=0,
+        heartbeat_ttl=10,
+    )
+    app = create_app(settings, TESTING=True)
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, name="viewer-test-server", daemon=True)
     thread.start()
@@ -163,16 +117,13 @@ def served(iipsrv: Any, site: Any, redis_server: tuple[Any, str],
         server.shutdown()
         server.server_close()
         thread.join(10)
-        state = app.extensions["collation"]
-        state.stop.set()
-        if state.connection is not None:
-            state.connection.close()
+        service_state(app).close()
 
 
 @pytest.fixture(scope="session")
 def collation(served: Served) -> Served:
     """The finished P2-P3 collation (default options), computed once."""
-    Redis.from_url(served.settings["REDIS_URL"]).flushdb()
+    Redis.from_url(served.settings.redis_url).flushdb()
     served.cid = served.submit()
     run_worker(served.settings)
     doc = served.status(served.cid)
@@ -415,7 +366,7 @@ def test_matrix_of_p2_p3_shows_the_diagonal(collation: Served, screenshots: Path
     truth = json.loads((Path(os.environ.get("COLLATION_TEST_DATA", Path(__file__).resolve().parents[3] / "shared"
                                             / "data" / "physiologus")) / "ground_truth" / "P2-P3.json").read_text())
     truth = [pair for pair in truth if pair[0] < REGIONS and pair[1] < REGIONS]
-    path = DataStore(collation.settings["DATA_DIR"]).collation_dir(collation.cid) / "ground_truth" / "0-1.json"
+    path = DataStore(collation.settings.data_dir).collation_dir(collation.cid) / "ground_truth" / "0-1.json"
     path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(truth))
 

@@ -13,10 +13,11 @@ import pytest
 from PIL import Image
 
 from collation.jobs.results import compute_results
-from collation.settings import Settings
-from collation.store.records import new_record, resolve_options
-from collation.store.datastore import DataStore
 from collation.service import create_app
+from collation.service.state import service_state
+from collation.settings import Settings
+from collation.store.datastore import DataStore
+from collation.store.records import new_record, resolve_options
 from collation.viewer import routes as viewer_routes
 from collation.viewer.matrix import COLORS, layout
 
@@ -69,7 +70,7 @@ def write_collation(root: Path, status: str = "finished") -> DataStore:
     store = DataStore(root)
     request = {"manifests": ["http://lib.test/a/manifest", "http://lib.test/b/manifest"], "regions": {},
                "options": {}, "callback_url": None}
-    settings = Settings(backbone="efficientnet-lite0", chunk_pairs=8)
+    settings = Settings.from_env({}, backbone="efficientnet-lite0", chunk_pairs=8)
     record = new_record(CID, request, resolve_options(None, settings), settings)
     record.update(status=status, usable=[0, 1] if status == "finished" else [])
     store.create_collation(record)
@@ -96,10 +97,9 @@ def store(tmp_path: Path) -> DataStore:
 
 @pytest.fixture
 def client(store: DataStore) -> Any:
-    app = create_app({"DATA_DIR": str(store.root), "REDIS_URL": None, "PUBLIC_URL": "http://collation.test",
-                      "API_TOKENS": [], "TESTING": True})
+    app = create_app(Settings.from_env({}, data_dir=store.root, public_url="http://collation.test"), TESTING=True)
     yield app.test_client()
-    app.extensions["collation"].stop.set()
+    service_state(app).close()
 
 
 def page_config(html: str) -> dict[str, Any]:
@@ -184,7 +184,7 @@ def test_view_json_gives_manifests_and_thumbnails_in_image_pixels(client: Any) -
 
 def test_view_json_of_an_unfinished_collation_is_a_conflict(tmp_path: Path) -> None:
     store = write_collation(tmp_path / "data", status="running")
-    app = create_app({"DATA_DIR": str(store.root), "REDIS_URL": None, "TESTING": True})
+    app = create_app(Settings.from_env({}, data_dir=store.root), TESTING=True)
     client = app.test_client()
     assert client.get(f"/api/v1/collations/{CID}/view.json").status_code == 409
     assert client.get(f"/api/v1/collations/{CID}/matrix.png").status_code == 409
@@ -234,7 +234,7 @@ def test_matrix_png_is_bright_on_the_diagonal(client: Any) -> None:
 
 
 def test_token_field_only_when_tokens_are_configured(store: DataStore) -> None:
-    app = create_app({"DATA_DIR": str(store.root), "REDIS_URL": None, "API_TOKENS": ["s3cret"], "TESTING": True})
+    app = create_app(Settings.from_env({}, data_dir=store.root, api_tokens=("s3cret",)), TESTING=True)
     client = app.test_client()
     assert 'id="token"' in client.get(f"/api/v1/collations/{CID}/view").get_data(as_text=True)
     body = {"pair": [0, 1], "source": 0, "target": 0, "verdict": "rejected"}
@@ -245,3 +245,19 @@ def test_token_field_only_when_tokens_are_configured(store: DataStore) -> None:
 
 def test_no_token_field_on_an_open_service(client: Any) -> None:
     assert 'id="token"' not in client.get(f"/api/v1/collations/{CID}/view").get_data(as_text=True)
+
+
+def test_annotation_documents_are_cached_per_app(client: Any) -> None:
+    from collation.service.state import service_state
+
+    documents = service_state(client.application).documents
+    assert len(documents) == 0
+    for path in ("annotations", "manifests/0", "pages/1/2"):
+        assert client.get(f"/api/v1/collations/{CID}/{path}").status_code == 200
+    assert len(documents) == 1  # one collation, built once
+    r = client.post(f"/api/v1/collations/{CID}/assessments",
+                    json={"pair": [0, 1], "source": 3, "target": 3, "verdict": "confirmed"})
+    assert r.status_code == 201
+    page = client.get(f"/api/v1/collations/{CID}/annotations?page=1").get_json()
+    assert len(documents) == 2  # the assessment changed the results: built again
+    assert any(a.get("imcol:status") == "confirmed" for a in page["items"])

@@ -1,0 +1,96 @@
+"""Reading a collation's stored results: the lookup-or-problem helpers every read route shares.
+
+``check_id`` and ``finished_record`` raise the 404 and 409 problems; ``pair_results`` orients a
+pair's stored scores as asked. The API (``collations``, ``layers``) and the viewer (``viewer.data``)
+build their documents on these.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..store.datastore import CollationNotFound, DataStore
+from ..store.records import CollationStatus
+from .problems import Conflict
+
+ID_CHARS = frozenset("0123456789abcdef")
+
+SCORE_ARRAYS = {"raw": "S", "normalized": "N_S", "propagated": "P_S"}
+"""The stored array of each ``score`` query value."""
+
+
+def check_id(cid: str) -> str:
+    """A collation id is 16 lower-case hex digits; anything else is a 404 like an unknown id.
+
+    Raises:
+        CollationNotFound: not an id (404).
+    """
+    if len(cid) != 16 or not set(cid) <= ID_CHARS:
+        raise CollationNotFound(f"no collation {cid!r}", field="id")
+    return cid
+
+
+def finished_record(store: DataStore, cid: str) -> dict:
+    """The record of a finished collation.
+
+    Raises:
+        CollationNotFound: no such collation (404).
+        Conflict: the collation is not finished (409).
+    """
+    record = store.load_record(check_id(cid))
+    if record["status"] != CollationStatus.FINISHED:
+        raise Conflict(f"collation {cid} is {record['status']}, its results are not available", field="id")
+    return record
+
+
+def pair_results(store: DataStore, record: dict, a: int, b: int, field: str = "pair") -> dict[str, Any]:
+    """Scores of manuscripts ``a`` and ``b`` oriented as asked (rows a, columns b) with their regions.
+
+    Returns:
+        ``{"S", "N_S", "P_S": (n_a, n_b) arrays, "cycles": {(row, column)}, "regions0", "regions1"}``.
+
+    Raises:
+        InputError: a manuscript that does not exist (400, naming ``field``).
+        Conflict: a manuscript that could not be read, or missing results (409).
+    """
+    cid, n = record["id"], len(record["request"]["manifests"])
+    for m in (a, b):
+        if m >= n:
+            raise InputError(f"manuscript {m} does not exist: this collation has {n} (0..{n - 1})", field=field)
+        if m not in record.get("usable", []):
+            raise Conflict(f"manuscript {m} could not be read, so it has no correspondences", field=field)
+    lo, hi = min(a, b), max(a, b)
+    res = store.load_results(cid, lo, hi)
+    if res is None:
+        raise Conflict(f"the results of manuscripts {lo} and {hi} are missing", field=field)
+    arrays = {name: res[name] for name in ("S", "N_S", "P_S")}
+    cycles = {tuple(p) for name in ("two_cycles", "three_cycles") for p in res[name].reshape(-1, 2).tolist()}
+    if a > b:
+        arrays = {name: m.T for name, m in arrays.items()}
+        cycles = {(j, i) for i, j in cycles}
+    return {
+        **arrays,
+        "cycles": cycles,
+        "regions0": store.load_manuscript(cid, a)["regions"],
+        "regions1": store.load_manuscript(cid, b)["regions"],
+    }
+
+
+def top_candidates(matrix: np.ndarray, top: int) -> np.ndarray:
+    """``(n0, min(top, n1))`` column indices of each row's best scores, best first, ties by index."""
+    return np.argsort(-matrix, axis=1, kind="stable")[:, :top]
+
+
+def assessment_verdicts(store: DataStore, cid: str, a: int, b: int) -> dict[tuple[int, int], str]:
+    """The latest verdict on each (region index in a, region index in b)."""
+    out = {}
+    for item in store.load_assessments(cid):
+        p, q = item["pair"]
+        if (p, q) == (a, b):
+            out[(item["source"], item["target"])] = item["verdict"]
+        elif (p, q) == (b, a):
+            out[(item["target"], item["source"])] = item["verdict"]
+    return out

@@ -1,0 +1,88 @@
+"""The API's recovery sweep: at start, then every ``settings.sweep_interval`` seconds, make every
+unfinished collation in the store progress again (re-enqueue what Redis lost, hand the jobs of dead
+workers back to their queues).
+
+A ``Sweeper`` belongs to one app (``ServiceState.sweeper``); ``collate serve`` starts and stops it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from redis.exceptions import RedisError
+
+from ..runtime import Runtime
+from .jobs_bridge import scheduler
+
+log = logging.getLogger("collation.service.sweeper")
+
+EXPECTED_FAILURES = (RedisError, OSError)
+"""Redis unreachable or restarting, the data store briefly unreadable: tried again at the next tick."""
+
+
+class Sweeper:
+    """Runs ``recover`` in a thread: once at ``start``, then every ``interval`` seconds until ``stop``.
+
+    Args:
+        recover: one sweep; returns how many collations it advanced.
+        interval: seconds between sweeps; 0 sweeps only once.
+        enabled: False for an app without Redis (``start`` does nothing).
+    """
+
+    def __init__(self, recover: Callable[[], int], interval: float, *, enabled: bool = True) -> None:
+        self.recover = recover
+        self.interval = float(interval)
+        self.enabled = enabled
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def for_runtime(cls, runtime: Runtime) -> Sweeper:
+        """The sweeper of ``runtime``'s scheduler, every ``runtime.settings.sweep_interval`` seconds."""
+        return cls(lambda: scheduler(runtime).recover(), runtime.settings.sweep_interval,
+                   enabled=runtime.redis is not None)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def sweep(self) -> int:
+        """One sweep; returns how many collations it advanced (0 when it failed).
+
+        Expected failures (``EXPECTED_FAILURES``) are logged as warnings; anything else is a bug and
+        is logged with its traceback. Neither stops the sweeper: the next tick tries again.
+        """
+        try:
+            count = self.recover()
+        except EXPECTED_FAILURES as exc:
+            log.warning("Sweep failed, trying again in %g s: %s", self.interval, exc)
+            return 0
+        except Exception:
+            log.exception("Sweep failed unexpectedly")
+            return 0
+        if count:
+            log.info("Sweep: %d unfinished collation(s) advanced", count)
+        return count
+
+    def start(self) -> None:
+        """Starts the sweeping thread (a no-op when disabled or already running)."""
+        if not self.enabled or self.running:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="collation-sweeper", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stops the thread after its current sweep (waiting at most ``timeout`` seconds)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=timeout)
+            self._thread = None
+
+    def _loop(self) -> None:
+        while True:
+            self.sweep()
+            if self.interval <= 0 or self._stop.wait(self.interval):
+                return
