@@ -59,6 +59,9 @@ class FetchSettings:
                                                                 "unset: memory only (the command line uses "
                                                                 "`$XDG_CACHE_HOME/image-collation/iiif`)."))
     json_cache_entries: int = field(default=512, metadata=_help("Parsed JSON documents kept in memory."))
+    json_cache_bytes: int = field(default=64 * 2**20, metadata=_help(
+        "Memory the parsed JSON documents kept may take, in bytes (a parsed document takes 10-25 times its "
+        "JSON text; larger ones are not kept)."))
     max_json_bytes: int = field(default=32 * 2**20, metadata=_help("Cap of one manifest, list or info.json."))
     max_image_bytes: int = field(default=64 * 2**20, metadata=_help("Cap of one image response."))
     max_image_pixels: int = field(default=100_000_000, metadata=_help("Cap of one decoded image."))

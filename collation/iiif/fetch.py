@@ -10,11 +10,13 @@ bandwidth and ours. The strategy, per region:
    ``{id}/{x},{y},{w},{h}/{w'},/0/default.jpg`` (``native`` for Image API 1.1);
 3. level 0, or when the region request fails or returns the wrong shape: fetch the tiles covering
    the region at the coarsest declared scale factor that still gives ``long_side`` pixels, stitch
-   and crop locally; else the smallest listed full-image size that is large enough; else the full
-   image;
+   them into a mosaic at the resolution needed (never more) and crop locally; else the smallest
+   listed full-image size that is large enough; else the full image;
 4. a canvas with no service: download the static image and crop locally.
 
-Every response is checked to be an image (Content-Type and magic bytes) before decoding.
+Every response is checked to be an image (Content-Type and magic bytes) before decoding, and
+``max_image_pixels`` applies to the declared sizes before anything is requested or allocated: a tile,
+a mosaic or a full image larger than the cap raises ``LimitError``.
 
 API::
 
@@ -33,7 +35,7 @@ import math
 
 from PIL import Image
 
-from collation.iiif.errors import FetchError, ManifestError
+from collation.iiif.errors import FetchError, LimitError, ManifestError
 from collation.iiif.geometry import canvas_to_image
 from collation.iiif.http import Fetcher
 from collation.iiif.info import ServiceInfo, read_info
@@ -103,16 +105,24 @@ def _size_param(info: ServiceInfo, width: int, height: int) -> str:
     return f"{width},{height}" if info.version == 3 else f"{width},"
 
 
-def _fit(image: Image.Image, size: tuple[int, int], url: str) -> Image.Image:
-    """Accept a server's answer when its shape matches the request (servers may be 1 px off),
-    resizing to the exact size; a different aspect ratio means the request was not honoured."""
+def _fit(image: Image.Image, size: tuple[int, int], url: str, *, out: tuple[int, int] | None = None) -> Image.Image:
+    """Accept a server's answer when its shape matches the request ``size`` (servers may be 1 px
+    off), resized to ``out`` (default: ``size``); a different aspect ratio means the request was not
+    honoured."""
     got_w, got_h = image.size
     want_w, want_h = size
-    if (got_w, got_h) == (want_w, want_h):
+    out = size if out is None else out
+    if (got_w, got_h) == out:
         return image
     if abs(got_w / got_h - want_w / want_h) > 0.03 * (want_w / want_h) + 2 / min(got_h, want_h):
         raise FetchError(f"{url}: the server returned {got_w}×{got_h} pixels for a {want_w}×{want_h} request", url=url)
-    return image.resize((want_w, want_h), Image.Resampling.LANCZOS)
+    return image.resize(out, Image.Resampling.LANCZOS)
+
+
+def _check_pixels(width: int, height: int, cap: int, what: str, url: str) -> None:
+    """``LimitError`` before requesting or allocating ``width`` × ``height`` pixels above ``cap``."""
+    if width * height > cap:
+        raise LimitError(f"{what} of {url} would be {width}×{height} pixels, more than the cap of {cap}", url=url)
 
 
 # -- strategies ----------------------------------------------------------------------------------
@@ -125,11 +135,17 @@ def _by_region(
     return _fit(fetcher.get_image(url, what="region"), size, url)
 
 
+def _at(offset: int, origin: int, scale: int, f: float) -> int:
+    """Mosaic pixel of image coordinate ``offset``: tiles from ``origin`` at ``scale``, reduced by ``f``."""
+    return math.ceil((offset - origin) / scale * f)
+
+
 def _by_tiles(
     info: ServiceInfo, rect: tuple[int, int, int, int], size: tuple[int, int], fetcher: Fetcher
 ) -> Image.Image | None:
     """Stitch the tiles covering ``rect`` at the coarsest scale factor that keeps enough pixels."""
     x, y, w, h = rect
+    cap = fetcher.conf.max_image_pixels
     for spec in info.tiles:
         usable = [s for s in spec.scale_factors if max(w, h) / s >= max(size)] or [min(spec.scale_factors)]
         scale = max(usable)
@@ -138,24 +154,26 @@ def _by_tiles(
         rows = range(y // step_y, (y + h - 1) // step_y + 1)
         if len(cols) * len(rows) > MAX_TILES:
             continue
+        _check_pixels(min(spec.width, info.width), min(spec.height, info.height), cap, "a tile", info.id)
         origin_x, origin_y = cols[0] * step_x, rows[0] * step_y
-        mosaic_w = math.ceil((min(info.width, cols[-1] * step_x + step_x) - origin_x) / scale)
-        mosaic_h = math.ceil((min(info.height, rows[-1] * step_y + step_y) - origin_y) / scale)
+        # the mosaic holds the tiles at the resolution the output needs (f <= 1), never more
+        f = min(1.0, max(size) / (max(w, h) / scale))
+        mosaic_w = max(1, _at(min(info.width, cols[-1] * step_x + step_x), origin_x, scale, f))
+        mosaic_h = max(1, _at(min(info.height, rows[-1] * step_y + step_y), origin_y, scale, f))
+        _check_pixels(mosaic_w, mosaic_h, cap, "the tile mosaic", info.id)
         mosaic = Image.new("RGB", (mosaic_w, mosaic_h))
         for row in rows:
             for col in cols:
                 tx, ty = col * step_x, row * step_y
                 tw, th = min(step_x, info.width - tx), min(step_y, info.height - ty)
                 out_w, out_h = math.ceil(tw / scale), math.ceil(th / scale)
+                left, top = _at(tx, origin_x, scale, f), _at(ty, origin_y, scale, f)
+                slot = (max(1, _at(tx + tw, origin_x, scale, f) - left), max(1, _at(ty + th, origin_y, scale, f) - top))
                 url = f"{info.id}/{tx},{ty},{tw},{th}/{_size_param(info, out_w, out_h)}/0/{info.quality}.jpg"
-                tile = _fit(fetcher.get_image(url, what="tile"), (out_w, out_h), url)
-                mosaic.paste(tile, ((tx - origin_x) // scale, (ty - origin_y) // scale))
-        box = (
-            (x - origin_x) / scale,
-            (y - origin_y) / scale,
-            (x + w - origin_x) / scale,
-            (y + h - origin_y) / scale,
-        )
+                tile = _fit(fetcher.get_image(url, what="tile"), (out_w, out_h), url, out=slot)
+                mosaic.paste(tile, (left, top))
+        box = ((x - origin_x) / scale * f, (y - origin_y) / scale * f,
+               (x + w - origin_x) / scale * f, (y + h - origin_y) / scale * f)
         return _crop_resize(mosaic, box, size)
     return None
 
@@ -165,10 +183,12 @@ def _by_size(
 ) -> Image.Image:
     """Download a full image at a listed size (or the full image) and crop locally."""
     x, y, w, h = rect
+    cap = fetcher.conf.max_image_pixels
     allowed = [
         (sw, sh)
         for sw, sh in info.sizes
-        if (not info.max_width or sw <= info.max_width)
+        if sw * sh <= cap
+        and (not info.max_width or sw <= info.max_width)
         and (not info.max_height or sh <= info.max_height)
         and (not info.max_area or sw * sh <= info.max_area)
     ]
@@ -184,6 +204,7 @@ def _by_size(
             info.max_area and info.width * info.height > info.max_area
         ):
             raise FetchError(f"image service {info.id}: no listed size fits its maxWidth/maxArea", url=info.id)
+        _check_pixels(info.width, info.height, cap, "the full image", info.id)
         full = "max" if info.version == 3 else "full"
         url = f"{info.id}/full/{full}/0/{info.quality}.jpg"
         chosen = (info.width, info.height)

@@ -4,23 +4,26 @@ Libraries rate-limit and block bots, servers answer HTML error pages with status
 service that fetches URLs supplied by users can be turned against its own network. So every request
 goes through ``Fetcher.get``, which:
 
-- refuses anything but http/https, and hosts that resolve to loopback, private, link-local,
-  multicast or otherwise non-global addresses (``addresses.check_url``), unless ``allow_private``
-  is set or the host is in ``allowed_hosts``; redirects are followed by hand and each hop is
-  checked again;
+- refuses anything but http/https, URLs that parsers read differently, and hosts that resolve to
+  loopback, private, link-local, multicast or otherwise non-global addresses
+  (``addresses.resolve_target``), unless ``allow_private`` is set or the host is in
+  ``allowed_hosts``; redirects are followed by hand and each hop is resolved and checked again;
+- connects to exactly the address it checked (``pinning.PinnedAdapter``: no second DNS answer is
+  ever used, so DNS rebinding cannot reach a private address);
 - sends a User-Agent naming the project, limits concurrent requests per host, applies connect/read
-  timeouts and a total deadline, retries 429 and 5xx with exponential back-off honouring
+  timeouts and a wall-clock deadline on each whole response (``total_timeout``, headers and body:
+  a server that trickles bytes is cut off), retries 429 and 5xx with exponential back-off honouring
   ``Retry-After`` (up to a cap), and retries connection errors;
 - caps the bytes read (manifests, images) and the pixels decoded (decompression bombs, ``decode``);
-- caches successful bodies on disk (``cache``) and parsed JSON in memory, so nothing is fetched
-  twice, even by threads asking at the same moment.
+- caches successful bodies on disk (``cache``) and accepted JSON documents in memory (bounded in
+  bytes), so nothing is fetched twice, even by threads asking at the same moment.
 
 Every option is a field of ``collation.settings.FetchSettings`` (one default each, one
 ``COLLATION_IIIF_<NAME>`` variable each); nothing here reads the environment. API::
 
     fetcher = fetcher_for(settings, allowed_hosts=["127.0.0.1"], cache_dir=...)  # the usual way
     fetcher = Fetcher(settings.iiif, allowed_hosts=[...], per_host=2)  # FetchSettings + overrides
-    doc, final_url = fetcher.get_json(url, what="manifest")       # Any, str
+    doc, final_url = fetcher.get_json(url, what="manifest", accept=check_fn)  # Any, str
     image = fetcher.get_image(url, what="region")                  # PIL.Image.Image, RGB
     response = fetcher.get(url, what="...", max_bytes=...)         # Response (bytes + headers)
 """
@@ -34,21 +37,21 @@ import logging
 import socket
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import requests
 from PIL import Image
 from requests.structures import CaseInsensitiveDict
 
-from collation.iiif.addresses import Resolver, check_url
-from collation.iiif.cache import Response, read_cached, write_cached
+from collation.iiif.addresses import Resolver, Target, check_url, resolve_target
+from collation.iiif.cache import JsonCache, Response, read_cached, write_cached
 from collation.iiif.decode import decode_image, looks_like_image, parse_json_bytes
 from collation.iiif.errors import FetchError, LimitError, UnsafeURLError
+from collation.iiif.pinning import PinnedAdapter
 from collation.settings import FetchSettings, Settings
 
 log = logging.getLogger("collation.iiif.http")
@@ -91,6 +94,8 @@ def fetch_settings(conf: FetchSettings | None, overrides: dict[str, Any]) -> Fet
     conf = replace(conf if conf is not None else FetchSettings(), **overrides)
     if conf.per_host < 1:
         raise ValueError("per_host must be at least 1")
+    if conf.total_timeout <= 0:
+        raise ValueError("total_timeout must be positive")
     return conf
 
 
@@ -118,6 +123,9 @@ class Fetcher:
         self.conf = fetch_settings(conf, overrides)
         self.allowed_hosts = tuple(allowed_hosts)
         self.session = session if session is not None else requests.Session()
+        self.adapter = PinnedAdapter(pool_connections=8, pool_maxsize=max(4, self.conf.per_host))
+        self.session.mount("http://", self.adapter)  # so that session.close() closes its pools
+        self.session.mount("https://", self.adapter)
         self.resolve = resolve
         self.sleep = sleep
         self.clock = clock
@@ -129,7 +137,7 @@ class Fetcher:
         self._host_last: dict[str, float] = {}
         self._host_locks: dict[str, threading.Lock] = {}
         self._url_locks: dict[str, Any] = {}  # url -> RLock
-        self._json: OrderedDict[str, tuple[Any, str]] = OrderedDict()
+        self.json_cache = JsonCache(self.conf.json_cache_entries, self.conf.json_cache_bytes)
         self.requests_sent = 0
 
     # -- policy ---------------------------------------------------------------------------------
@@ -137,6 +145,16 @@ class Fetcher:
     def check(self, url: str, *, what: str = "URL") -> str:
         """``check_url`` with this fetcher's policy."""
         return check_url(
+            url,
+            resolve=self.resolve,
+            allow_private=self.conf.allow_private,
+            allowed_hosts=self.allowed_hosts,
+            what=what,
+        )
+
+    def target(self, url: str, *, what: str = "URL") -> Target:
+        """``resolve_target`` with this fetcher's policy: the checked address to connect to."""
+        return resolve_target(
             url,
             resolve=self.resolve,
             allow_private=self.conf.allow_private,
@@ -162,23 +180,30 @@ class Fetcher:
             write_cached(self.cache_dir, response)
             return response
 
-    def get_json(self, url: str, *, what: str = "document", max_bytes: int | None = None) -> tuple[Any, str]:
+    def get_json(
+        self,
+        url: str,
+        *,
+        what: str = "document",
+        max_bytes: int | None = None,
+        accept: Callable[[Any], object] | None = None,
+    ) -> tuple[Any, str]:
         """Fetch and parse a JSON document; returns ``(document, final URL after redirects)``.
 
-        An HTML page or a body that is not JSON raises ``ManifestError`` naming the URL.
+        An HTML page or a body that is not JSON raises ``ManifestError`` naming the URL. ``accept``
+        is the reader's check (it raises on a document it cannot use); only documents it accepted
+        are kept in the in-memory cache (without ``accept``, none is).
         """
         url = self._normalize(url, what)
         with self._url_lock(url):  # threads asking for one info.json at once fetch and parse it once
-            with self._lock:
-                if url in self._json:
-                    self._json.move_to_end(url)
-                    return self._json[url]
+            cached = self.json_cache.get(url)
+            if cached is not None:
+                return cached
             response = self.get(url, what=what, max_bytes=max_bytes or self.conf.max_json_bytes)
             doc = parse_json_bytes(response.content, url=url, what=what, content_type=response.content_type)
-            with self._lock:
-                self._json[url] = (doc, response.final_url)
-                while len(self._json) > self.conf.json_cache_entries:
-                    self._json.popitem(last=False)
+            if accept is not None:
+                accept(doc)
+                self.json_cache.put(url, doc, response.final_url)
             return doc, response.final_url
 
     def get_image(self, url: str, *, what: str = "image") -> Image.Image:
@@ -237,18 +262,22 @@ class Fetcher:
         redirects = 0
         attempt = 0
         while True:
-            self.check(current, what=what)
-            host = urlsplit(current).netloc.lower()
+            target = self.target(current, what=what)  # resolved once per hop; we connect to target.address
+            host = f"{target.host}:{target.port}"
             try:
-                with self._host_slot(host):
+                with self._host_slot(host), self.adapter.deadlines.within(self.conf.total_timeout) as deadline:
                     with self._lock:
                         self.requests_sent += 1
-                    raw = self.session.get(
-                        current,
-                        headers={"User-Agent": self.conf.user_agent, "Accept": "*/*"},
-                        timeout=(self.conf.connect_timeout, self.conf.read_timeout),
-                        allow_redirects=False,
+                    prepared = requests.Request(
+                        "GET", current, headers={"User-Agent": self.conf.user_agent, "Accept": "*/*"}
+                    ).prepare()
+                    raw = self.adapter.send_pinned(
+                        prepared,
+                        target,
                         stream=True,
+                        timeout=(self.conf.connect_timeout, min(self.conf.read_timeout, self.conf.total_timeout)),
+                        verify=self.session.verify,
+                        cert=self.session.cert,
                     )
                     try:
                         status = raw.status_code
@@ -264,15 +293,18 @@ class Fetcher:
                         headers = CaseInsensitiveDict(raw.headers)  # servers vary the case
                     finally:
                         raw.close()
-            except (requests.Timeout, requests.ConnectionError) as exc:
+            except (requests.RequestException, OSError, ValueError, http.client.HTTPException) as exc:
+                if deadline.expired:  # never retried: a trickling server would hold us (retries + 1) times
+                    raise FetchError(f"{what} {current}: took longer than {self.conf.total_timeout} s",
+                                     url=current) from None
+                if not isinstance(exc, requests.Timeout | requests.ConnectionError):
+                    raise FetchError(f"{what} {current}: {_describe(exc)}", url=current) from None
                 if attempt < self.conf.retries:
                     delay = self.conf.backoff * 2**attempt
                     log.info("%s %s: %s; retrying in %.1f s", what, current, type(exc).__name__, delay)
                     attempt += 1
                     self.sleep(delay)
                     continue
-                raise FetchError(f"{what} {current}: {_describe(exc)}", url=current) from None
-            except (requests.RequestException, OSError, ValueError, http.client.HTTPException) as exc:
                 raise FetchError(f"{what} {current}: {_describe(exc)}", url=current) from None
             if location is not None:
                 redirects += 1
@@ -315,19 +347,16 @@ class Fetcher:
         length = raw.headers.get("Content-Length")
         if length and length.isdigit() and int(length) > max_bytes:
             raise LimitError(f"{what} {url} is {int(length)} bytes, more than the cap of {max_bytes}", url=url)
-        deadline = self.clock() + self.conf.total_timeout
+        deadline = self.clock() + self.conf.total_timeout  # also enforced by the socket watchdog (pinning)
         chunks: list[bytes] = []
         size = 0
-        try:
-            for chunk in raw.iter_content(chunk_size=65536):
-                size += len(chunk)
-                if size > max_bytes:
-                    raise LimitError(f"{what} {url} is more than the cap of {max_bytes} bytes", url=url)
-                if self.clock() > deadline:
-                    raise FetchError(f"{what} {url}: took longer than {self.conf.total_timeout} s", url=url)
-                chunks.append(chunk)
-        except requests.RequestException as exc:
-            raise FetchError(f"{what} {url}: {_describe(exc)}", url=url) from None
+        for chunk in raw.iter_content(chunk_size=65536):
+            size += len(chunk)
+            if size > max_bytes:
+                raise LimitError(f"{what} {url} is more than the cap of {max_bytes} bytes", url=url)
+            if self.clock() > deadline:
+                raise FetchError(f"{what} {url}: took longer than {self.conf.total_timeout} s", url=url)
+            chunks.append(chunk)
         return b"".join(chunks)
 
 

@@ -157,5 +157,6 @@ def parse_info(doc: Any, *, url: str, version_hint: int | None = None) -> Servic
 def read_info(service_id: str, *, fetcher: Fetcher, version_hint: int | None = None) -> ServiceInfo:
     """Fetch (once per fetcher) and parse ``{service_id}/info.json``."""
     base = service_base(service_id)
-    doc, _final = fetcher.get_json(f"{base}/info.json", what="info.json")
+    doc, _final = fetcher.get_json(f"{base}/info.json", what="info.json",
+                                   accept=lambda d: parse_info(d, url=base, version_hint=version_hint))
     return parse_info(doc, url=base, version_hint=version_hint)

@@ -247,8 +247,10 @@ def load_manifest(source: str, *, fetcher: Fetcher | None = None, max_canvases: 
     if is_url(source):
         if fetcher is None:
             raise ManifestError(f"manifest {source}: a URL needs a fetcher", url=source)
-        doc, _final = fetcher.get_json(source, what="manifest")
-        return parse_manifest(doc, url=source.strip(), max_canvases=max_canvases)
+        parsed: list[Manifest] = []  # the reader accepts the document before the fetcher caches it
+        doc, _final = fetcher.get_json(source, what="manifest", accept=lambda d: parsed.append(
+            parse_manifest(d, url=source.strip(), max_canvases=max_canvases)))
+        return parsed[0] if parsed else parse_manifest(doc, url=source.strip(), max_canvases=max_canvases)
     path = Path(source)
     limit = conf.max_json_bytes
     try:

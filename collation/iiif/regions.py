@@ -228,7 +228,7 @@ def _load_sources(
                     problems.append(RegionProblem(f"annotation list {url} not fetched (no fetcher)", canvas_id, url))
                     break
                 try:
-                    doc, _final = fetcher.get_json(url, what="annotation list")
+                    doc, _final = fetcher.get_json(url, what="annotation list", accept=_annotations_in)
                 except CollationError as exc:
                     problems.append(RegionProblem(exc.message, canvas_id, url))
                     break

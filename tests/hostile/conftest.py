@@ -1,0 +1,105 @@
+"""The hostile harness: fixtures that make an attack's success visible instead of silent.
+
+- ``canary``: a loopback HTTP server that should never be reached; every request it receives is
+  recorded (``canary.hits``). A test points the forbidden destination of an attack at it (a
+  loopback address behind a confusing URL, a DNS answer that rebinds to loopback) and asserts
+  ``canary.hits == []``.
+- ``jail``: while active, every outgoing TCP connection of the process to a non-loopback address is
+  refused before a packet leaves (``socket.socket.connect`` is patched) and recorded in
+  ``jail.refused``; ``jail.connects`` lists every address a connection was attempted to. So a test
+  can let the fetcher "connect" to a public address it pinned and see where it went, without
+  sending anything off the machine.
+
+Nothing here sends a request anywhere but to loopback servers these fixtures start.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+
+@dataclass
+class Canary:
+    """A loopback server that records every request (``hits``: method, path, Host header)."""
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    hits: list[tuple[str, str, str]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+def _canary_handler(canary: Canary) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet
+            pass
+
+        def _record(self) -> None:
+            with canary.lock:
+                canary.hits.append((self.command, self.path, self.headers.get("Host", "")))
+            body = b'{"canary": true}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_HEAD = do_PUT = do_DELETE = _record
+
+    return Handler
+
+
+@pytest.fixture
+def canary() -> Iterator[Canary]:
+    state = Canary()
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _canary_handler(state))
+    httpd.daemon_threads = True
+    state.port = httpd.server_address[1]
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield state
+    httpd.shutdown()
+    httpd.server_close()
+    thread.join(5)
+
+
+@dataclass
+class Jail:
+    """Where the process tried to connect (``connects``) and what was refused (``refused``)."""
+
+    connects: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+
+@pytest.fixture
+def jail(monkeypatch: pytest.MonkeyPatch) -> Jail:
+    state = Jail()
+    real_connect = socket.socket.connect
+
+    def connect(sock: socket.socket, address: Any) -> None:
+        host = str(address[0]) if isinstance(address, tuple) else str(address)
+        state.connects.append(host)
+        try:
+            loopback = ipaddress.ip_address(host.split("%", 1)[0]).is_loopback
+        except ValueError:
+            loopback = False
+        if not loopback:
+            state.refused.append(host)
+            raise ConnectionRefusedError(f"jail: no connection to {host} leaves this test")
+        real_connect(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    return state
