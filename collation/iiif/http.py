@@ -224,6 +224,25 @@ class Fetcher:
             )
         return decode_image(response.content, url=url, what=what, max_pixels=self.conf.max_image_pixels)
 
+    def post_json(self, url: str, payload: Any, *, what: str = "callback URL") -> int:
+        """POST ``payload`` as JSON to ``url`` once, pinned to its checked address like every GET
+        (no redirect followed, no retry, ``total_timeout`` for the whole exchange); returns the status.
+
+        Raises ``UnsafeURLError`` (policy) or ``FetchError`` (network, timeout).
+        """
+        target = self.target(self._normalize(url, what), what=what)
+        prepared = requests.Request("POST", target.url, json=payload,
+                                    headers={"User-Agent": self.conf.user_agent}).prepare()
+        try:
+            with self.adapter.deadlines.within(self.conf.total_timeout):
+                raw = self.adapter.send_pinned(prepared, target, timeout=(self.conf.connect_timeout,
+                                                                          self.conf.read_timeout),
+                                               verify=self.session.verify, cert=self.session.cert)
+                raw.close()
+        except (requests.RequestException, OSError, http.client.HTTPException) as exc:
+            raise FetchError(f"{what} {url}: {_describe(exc)}", url=url) from None
+        return raw.status_code
+
     # -- internals ------------------------------------------------------------------------------
 
     def _normalize(self, url: str, what: str) -> str:

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from conftest import Canary, Jail
+from hostile_helpers import Canary, Jail
 
 from collation.iiif import Fetcher, FetchError, UnsafeURLError
 from collation.iiif.errors import CollationError
@@ -113,3 +113,25 @@ def test_allowed_loopback_name_is_pinned_too(canary: Canary, jail: Jail) -> None
     fetcher.session.close()
     assert response.status == 200 and canary.hits == [("GET", "/info.json", f"iiif.local:{canary.port}")]
     assert jail.refused == [] and len(resolve.calls) == 1
+
+
+def test_callback_posts_are_pinned_like_fetches(canary: Canary, jail: Jail, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A collation's ``callback_url`` is POSTed through the same pinned connection: a name that rebinds
+    to loopback after the check reaches only the checked address, and a loopback URL is refused."""
+    resolve = rebinding("hook.example", PUBLIC, "127.0.0.1")
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    fetcher = Fetcher(resolve=resolve)
+    with pytest.raises(FetchError):
+        fetcher.post_json(f"http://hook.example:{canary.port}/done", {"status": "finished"})
+    with pytest.raises(UnsafeURLError):
+        fetcher.post_json(f"http://127.0.0.1:{canary.port}/done", {"status": "finished"})
+    fetcher.session.close()
+    assert canary.hits == []
+    assert jail.connects == [PUBLIC]
+
+
+def test_callback_posts_reach_an_allowed_server(canary: Canary) -> None:
+    fetcher = Fetcher(allowed_hosts=("127.0.0.1",))
+    assert fetcher.post_json(f"{canary.url}/done", {"status": "finished"}) == 200
+    fetcher.session.close()
+    assert [(method, path) for method, path, _host in canary.hits] == [("POST", "/done")]
