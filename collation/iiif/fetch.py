@@ -264,7 +264,7 @@ def fetch_region(
         raise ManifestError(f"canvas {canvas.id} has no image", field="canvas")
     canvas, xywh = image_for_region(canvas, region.xywh)  # composite canvases: the image under the region
     if xywh != region.xywh:
-        region = replace(region, xywh=tuple(int(round(v)) for v in xywh))  # type: ignore[arg-type]
+        region = replace(region, xywh=tuple(round(v) for v in xywh))  # type: ignore[arg-type]
     return _upright(_fetch_pixels(region, canvas, long_side, fetcher), canvas.image)
 
 

@@ -178,8 +178,12 @@ def target_shape(target: Any) -> tuple[str | None, Shape | None]:
     if isinstance(target, dict):
         if bare(json_type(target)) == "specificresource" or "selector" in target:
             source = json_id(target.get("source", target.get("full")))
-            source = source.partition("#")[0] if source else None
-            return source, selector_shape(target.get("selector"))
+            if source is None and "source" not in target and "full" not in target:
+                source = json_id(target)  # {"id": canvas, "type": "Canvas", "selector": ...}
+            shape = selector_shape(target.get("selector"))
+            if source and shape is None and "#" in source:  # the fragment on the source, no selector
+                return target_shape(source)
+            return (source.partition("#")[0] if source else None), shape
         canvas = json_id(target)
         if canvas:
             return target_shape(canvas)
