@@ -121,15 +121,16 @@ def _unrotate(u: float, v: float, w: float, h: float, rotation: int, mirrored: b
 
 
 def image_for_region(canvas: Canvas, xywh: tuple[float, float, float, float]) -> tuple[Canvas, tuple[float, ...]]:
-    """(canvas seen through the one image that paints most of ``xywh``, ``xywh`` clipped to the area
-    that image paints). On a composite canvas the region is read from that image only; a canvas
+    """(canvas seen through the one image that paints ``xywh``, ``xywh`` clipped to the area that
+    image paints): the topmost image that shows at least half of the region, else the one that
+    shows most of it. On a composite canvas the region is read from that image only; a canvas
     with one image is returned as is. ManifestError when no image paints any of the region."""
     images = canvas.painted()
     if len(images) <= 1:
         return canvas, tuple(xywh)
     x, y, w, h = xywh
     best, best_area, best_box = None, 0.0, None
-    for image in images:
+    for image in reversed(images):  # the last painted is on top: it wins when it shows most of the region
         if image.target is not None:
             tx, ty, tw, th = image.target
         elif canvas.width and canvas.height:
@@ -139,8 +140,10 @@ def image_for_region(canvas: Canvas, xywh: tuple[float, float, float, float]) ->
         x0, y0 = max(x, tx), max(y, ty)
         x1, y1 = min(x + w, tx + tw), min(y + h, ty + th)
         area = max(0.0, x1 - x0) * max(0.0, y1 - y0)
-        if area > 0 and area >= best_area:  # ties go to the later image: it is painted on top
+        if area > best_area:
             best, best_area, best_box = image, area, (x0, y0, x1 - x0, y1 - y0)
+        if area >= 0.5 * w * h:
+            break
     if best is None or best_box is None:
         raise ManifestError(f"no image of canvas {canvas.id} paints the region {list(xywh)}", field="canvas")
     return replace(canvas, image=best, images=(best,)), best_box

@@ -41,7 +41,7 @@ from collation.iiif.model import (
     label_text,
     normalize_url,
 )
-from collation.iiif.painting import painted_images
+from collation.iiif.painting import body_annotations, painted_images
 from collation.settings import FetchSettings
 
 if TYPE_CHECKING:
@@ -217,7 +217,7 @@ def _parse_canvas(raw: dict[str, Any], index: int, version: int, url: str | None
         width=width,
         height=height,
         image=image,
-        annotation_sources=_annotation_sources(raw.get(sources_key), url),
+        annotation_sources=_annotation_sources(as_list(raw.get(sources_key)) + body_annotations(raw), url),
         images=tuple(images),
         problems=tuple(problems),
     )

@@ -8,6 +8,7 @@ Choice (default or first item; the other layers are reported) or a SpecificResou
 annotation is either read into an image or named in the problems with the reason. API::
 
     images, problems = painted_images(raw_canvas, url, version=2, canvas_size=(w, h))
+    pages = body_annotations(raw_canvas)     # annotation pages embedded on painting bodies (Choice layers)
 """
 
 from __future__ import annotations
@@ -124,7 +125,9 @@ def _image_from_body(body: Any, url: str | None, notes: list[str], depth: int = 
         default = body.get("default")
         items = [default] if isinstance(default, dict) else []
         items += [i for i in as_list(body.get("items")) + as_list(body.get("item")) if isinstance(i, dict)]
-        layers = tuple(dict.fromkeys(i for i in (json_id(item) for item in items) if i))
+        refs = [json_id(item) for item in items]
+        refs += [service_base(json_id(sv) or "", url) for item in items for sv in as_list(item.get("service"))[:3]]
+        layers = tuple(dict.fromkeys(r for r in refs if r))
         for item in items:
             image = _image_from_body(item, url, notes, depth + 1)
             if image is not None:
@@ -278,3 +281,18 @@ def _service_version_and_level(service: dict[str, Any]) -> tuple[int | None, int
     if version is None and json_type(service).lower() in ("iiif:imageservice", "imageservice"):
         version = 2
     return version, level
+
+
+def body_annotations(raw: dict[str, Any]) -> list[Any]:
+    """``annotations`` declared on painting bodies or their Choice items (cookbook recipe 0326)."""
+    found: list[Any] = []
+    queue = [a.get("body") for _, a in _painting_annotations(raw, 3)]
+    for _ in range(200):
+        if not queue:
+            break
+        body = queue.pop(0)
+        for item in as_list(body):
+            if isinstance(item, dict):
+                found += as_list(item.get("annotations"))
+                queue += [item.get("items"), item.get("source")]
+    return found

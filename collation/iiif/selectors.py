@@ -156,6 +156,10 @@ def selector_shape(selector: Any, depth: int = 0) -> Shape | None:
             parsed = parse_xywh(item.get("value"))
             if parsed:
                 return Shape(*parsed)
+        if isinstance(item, dict) and bare(json_type(item)) == "imageapiselector":
+            parsed = parse_xywh(str(item.get("region", "")).removeprefix("pct:"))
+            if parsed:
+                return Shape("percent" if str(item.get("region")).startswith("pct:") else "pixel", parsed[1])
         if isinstance(item, dict) and bare(json_type(item)) == "choice":
             inner = [item.get("default"), *as_list(item.get("item")), *as_list(item.get("items"))]
             shape = selector_shape([i for i in inner if i is not None], depth + 1)
