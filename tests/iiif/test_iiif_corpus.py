@@ -110,7 +110,7 @@ def test_case4_rotated_crop_comes_out_upright(static_server: Any, fetcher: Any) 
 def test_case5_composite_canvas_reads_the_image_that_paints_the_region() -> None:
     from collation.iiif.geometry import image_for_region
 
-    manifest, _, problems, _ = read("cookbook-0036-composition.json")
+    manifest, _, _, _ = read("cookbook-0036-composition.json")
     canvas = manifest.canvases[0]
     assert len(canvas.images) == 2 and canvas.images[1].target == (3949, 994, 1091, 1232)
     view, box = image_for_region(canvas, (3900, 1000, 600, 600))  # mostly on the miniature
