@@ -3,11 +3,14 @@ AnnotationCollection's (or a 2.x Layer's) ``first`` page; relative ids resolved 
 the document that holds them. What is not a list of annotations is reported, never skipped. API::
 
     for annotation, page_url, canvas in load_annotations(sources, fetcher, problems): ...
+
+``RegionProblem`` (re-exported by ``regions``) is the report of anything not used.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from collation.errors import CollationError
@@ -16,10 +19,22 @@ from collation.iiif.model import AnnotationSource, Canvas, bare, json_id, json_t
 
 if TYPE_CHECKING:
     from collation.iiif.http import Fetcher
-    from collation.iiif.regions import RegionProblem
 
 MAX_ANNOTATION_PAGES = 1_000
 """Cap on annotation lists/pages read per manifest, including ``next`` pages."""
+
+@dataclass(frozen=True)
+class RegionProblem:
+    """Why something that might have been a region is not one; reported, not raised."""
+
+    message: str
+    canvas_id: str | None = None
+    source: str | None = None  # annotation list URL or annotation id
+    region: int | None = None  # index of the region in the manifest's list, when one region failed
+
+    def __str__(self) -> str:
+        return self.message
+
 
 _PAGES = {"annotationlist", "annotationpage", ""}
 _COLLECTIONS = {"annotationcollection", "layer"}
@@ -56,8 +71,6 @@ def load_annotations(
     problems: list[RegionProblem],
 ) -> Iterable[tuple[Any, str | None, Canvas | None]]:
     """Yield (annotation, list URL, canvas that referenced it), fetching lists and ``next`` pages once."""
-    from collation.iiif.regions import RegionProblem
-
     loaded: set[str] = set()
     pages = 0
     for source, canvas in sources:

@@ -31,7 +31,7 @@ from collation.errors import InputError
 from collation.iiif.errors import LimitError
 from collation.iiif.geometry import image_to_canvas, parse_xywh
 from collation.iiif.model import Canvas, ImageSource, Manifest, as_list, bare, json_id, json_type, label_text
-from collation.iiif.pages import load_annotations
+from collation.iiif.pages import RegionProblem, load_annotations
 from collation.iiif.selectors import Shape, shape_on_canvas, target_shape
 from collation.settings import Settings
 
@@ -76,19 +76,6 @@ class Region:
             label=str(data.get("label", "")),
             annotation_id=data.get("annotation_id"),
         )
-
-
-@dataclass(frozen=True)
-class RegionProblem:
-    """Why something that might have been a region is not one; reported, not raised."""
-
-    message: str
-    canvas_id: str | None = None
-    source: str | None = None  # annotation list URL or annotation id
-    region: int | None = None  # index of the region in the manifest's list, when one region failed
-
-    def __str__(self) -> str:
-        return self.message
 
 
 @dataclass(frozen=True)
