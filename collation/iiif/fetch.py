@@ -209,7 +209,14 @@ def _crop_resize(image: Image.Image, box: tuple[float, float, float, float], siz
 
 def _from_service(image: ImageSource, region: Region, canvas: Canvas, long_side: int, fetcher: Fetcher) -> Image.Image:
     assert image.service_id is not None
-    info = read_info(image.service_id, fetcher=fetcher, version_hint=image.service_version)
+    try:
+        info = read_info(image.service_id, fetcher=fetcher, version_hint=image.service_version)
+    except FetchError as exc:
+        if exc.status in (401, 403):  # IIIF Auth: say where to log in, never read the HTML page
+            where = image.login or "the library's login page (no IIIF Auth service declared)"
+            raise FetchError(f"image service {image.service_id}: login required at {where} (HTTP {exc.status})",
+                             url=exc.url, status=exc.status) from None
+        raise
     rect = image_rect(region.xywh, canvas, (info.width, info.height))
     size = target_size(
         rect[2],

@@ -84,3 +84,19 @@ def test_inspect_a_corpus_file_from_the_command_line(capsys: Any) -> None:
     assert report["summary"]["regions"] == 0 and report["problems"]  # no annotations: it says so
     assert main(["inspect", str(CORPUS / "cookbook-0040-rotation.json"), "--max-info", "0"]) == 0
     assert "rotation 90" in capsys.readouterr().out
+
+
+def test_fetching_a_region_behind_a_login_says_where_to_log_in(static_server: Any, fetcher: Any) -> None:
+    from collation.iiif import FetchError, find_regions, load_manifest
+    from collation.iiif.fetch import fetch_region
+
+    static_server.routes["/locked/img/info.json"] = lambda handler: (401, {"Content-Type": "text/html"}, b"<html/>")
+    doc = json.loads((CORPUS / "cookbook-0021-tagging.json").read_text())
+    doc["items"][0]["items"][0]["items"][0]["body"]["service"] = [{
+        "@id": f"{static_server.url}/locked/img", "@type": "ImageService2",
+        "profile": "http://iiif.io/api/image/2/level1.json",
+        "service": {"@id": f"{static_server.url}/login", "profile": "http://iiif.io/api/auth/1/login"}}]
+    manifest = load_manifest(static_server.write_json("locked/manifest.json", doc), fetcher=fetcher)
+    region = find_regions(manifest)[0][0]
+    with pytest.raises(FetchError, match=f"login required at {static_server.url}/login"):
+        fetch_region(region, manifest.canvases[0], fetcher=fetcher)
