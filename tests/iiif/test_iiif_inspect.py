@@ -96,6 +96,7 @@ def test_fetching_a_region_behind_a_login_says_where_to_log_in(static_server: An
         "@id": f"{static_server.url}/locked/img", "@type": "ImageService2",
         "profile": "http://iiif.io/api/image/2/level1.json",
         "service": {"@id": f"{static_server.url}/login", "profile": "http://iiif.io/api/auth/1/login"}}]
+    doc["items"][0]["items"][0]["items"][0]["body"]["id"] = f"{static_server.url}/locked/none.jpg"
     manifest = load_manifest(static_server.write_json("locked/manifest.json", doc), fetcher=fetcher)
     region = find_regions(manifest)[0][0]
     with pytest.raises(FetchError, match=f"login required at {static_server.url}/login"):
