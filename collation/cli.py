@@ -132,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``collate`` parser with every subcommand; a subcommand whose module fails to import is an error."""
     from .backbones import BACKBONES
     from .correspondences import NORMALIZATIONS, ORIENTATIONS, PROPAGATIONS
-    from .iiif.cli import add_manifest_options, add_regions_command
+    from .iiif.cli import add_inspect_command, add_manifest_options, add_regions_command
     from .ransac import KERNELS
     from .service.cli import add_service_commands
     from .similarity import SIMILARITIES
@@ -165,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="leave out VIA regions whose folio image is absent")
     add_manifest_options(match)
     add_regions_command(sub)
+    add_inspect_command(sub)
     match.set_defaults(handler=cmd_match)
 
     evaluate = sub.add_parser("evaluate", help="top-1 accuracy of a collation against ground truth")

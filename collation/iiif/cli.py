@@ -84,6 +84,35 @@ def cmd_regions(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_inspect(args: argparse.Namespace) -> int:
+    import json
+
+    from .inspect import format_inspection, inspect_manifest
+
+    report = inspect_manifest(
+        args.manifest,
+        fetcher=make_fetcher(args),
+        selector=RegionSelector.parse(args.selector),
+        whole_canvases=args.whole_canvases,
+        max_info=args.max_info,
+    )
+    text = json.dumps(report, indent=2, ensure_ascii=False) + "\n" if args.json else format_inspection(report)
+    sys.stdout.write(text)
+    return 0
+
+
+def add_inspect_command(subparsers: argparse._SubParsersAction) -> None:
+    inspect = subparsers.add_parser(
+        "inspect", help="dry run: what a IIIF manifest holds and which regions a collation would use"
+    )
+    inspect.add_argument("manifest", help="manifest URL or local file")
+    inspect.add_argument("--json", action="store_true", help="print the report as JSON")
+    inspect.add_argument("--max-info", type=int, default=20, metavar="N",
+                         help="read the info.json of at most N image services (default 20; 0: none)")
+    add_manifest_options(inspect)
+    inspect.set_defaults(handler=cmd_inspect)
+
+
 def add_regions_command(subparsers: argparse._SubParsersAction) -> None:
     regions = subparsers.add_parser("regions", help="list the illustration regions a IIIF manifest carries")
     regions.add_argument("manifest", help="manifest URL or local file")

@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import replace
 
 from PIL import Image
 
 from collation.iiif.errors import FetchError, LimitError, ManifestError
-from collation.iiif.geometry import canvas_to_image
+from collation.iiif.geometry import canvas_to_image, image_for_region
 from collation.iiif.http import Fetcher
 from collation.iiif.info import ServiceInfo, read_info
 from collation.iiif.model import Canvas, ImageSource, service_base
@@ -229,7 +230,14 @@ def _crop_resize(image: Image.Image, box: tuple[float, float, float, float], siz
 
 def _from_service(image: ImageSource, region: Region, canvas: Canvas, long_side: int, fetcher: Fetcher) -> Image.Image:
     assert image.service_id is not None
-    info = read_info(image.service_id, fetcher=fetcher, version_hint=image.service_version)
+    try:
+        info = read_info(image.service_id, fetcher=fetcher, version_hint=image.service_version)
+    except FetchError as exc:
+        if exc.status in (401, 403):  # IIIF Auth: say where to log in, never read the HTML page
+            where = image.login or "the library's login page (no IIIF Auth service declared)"
+            raise FetchError(f"image service {image.service_id}: login required at {where} (HTTP {exc.status})",
+                             url=exc.url, status=exc.status) from None
+        raise
     rect = image_rect(region.xywh, canvas, (info.width, info.height))
     size = target_size(
         rect[2],
@@ -280,9 +288,27 @@ def fetch_region(
     long_side = fetcher.region_long_side if long_side is None else long_side
     if canvas.id != region.canvas_id:
         raise ValueError(f"region {region.index} is on {region.canvas_id}, not on canvas {canvas.id}")
-    image = canvas.image
-    if image is None:
+    if canvas.image is None:
         raise ManifestError(f"canvas {canvas.id} has no image", field="canvas")
+    canvas, xywh = image_for_region(canvas, region.xywh)  # composite canvases: the image under the region
+    if xywh != region.xywh:
+        region = replace(region, xywh=tuple(round(v) for v in xywh))  # type: ignore[arg-type]
+    return _upright(_fetch_pixels(region, canvas, long_side, fetcher), canvas.image)
+
+
+def _upright(pixels: Image.Image, image: ImageSource | None) -> Image.Image:
+    """The crop as the canvas shows it: mirrored, then turned clockwise, like the painting body."""
+    if image is None:
+        return pixels
+    if image.mirrored:
+        pixels = pixels.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+    turn = {90: Image.Transpose.ROTATE_270, 180: Image.Transpose.ROTATE_180, 270: Image.Transpose.ROTATE_90}
+    return pixels.transpose(turn[image.rotation]) if image.rotation in turn else pixels
+
+
+def _fetch_pixels(region: Region, canvas: Canvas, long_side: int, fetcher: Fetcher) -> Image.Image:
+    image = canvas.image
+    assert image is not None
     if image.service_id:
         try:
             return _from_service(image, region, canvas, long_side, fetcher)

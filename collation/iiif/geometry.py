@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from typing import Any
 
 from collation.iiif.errors import ManifestError
@@ -55,13 +56,20 @@ def canvas_to_image(
     image_size: tuple[int, int] | None = None,
 ) -> tuple[float, float, float, float]:
     """Map a canvas rectangle to image pixels (x_img = x_canvas · image.width / canvas.width, plus the
-    offsets of the painting target and the image selector). ``image_size`` overrides the declared
-    image size (info.json or the decoded static image is the authority)."""
+    offsets of the painting target and the image selector, through the body's rotation).
+    ``image_size`` overrides the declared image size (info.json or the decoded static image is the
+    authority)."""
     ix, iy, iw, ih = _image_rect(canvas, image_size)
     tx, ty, tw, th = _target_rect(canvas)
-    sx, sy = iw / tw, ih / th
+    rotation, mirrored = _rotation(canvas)
+    dw, dh = (ih, iw) if rotation in (90, 270) else (iw, ih)
     x, y, w, h = xywh
-    return ix + (x - tx) * sx, iy + (y - ty) * sy, w * sx, h * sy
+    u0, v0 = (x - tx) * dw / tw, (y - ty) * dh / th
+    u1, v1 = u0 + w * dw / tw, v0 + h * dh / th
+    corners = [_unrotate(u, v, iw, ih, rotation, mirrored) for u, v in ((u0, v0), (u1, v1))]
+    a0, a1 = sorted(c[0] for c in corners)
+    b0, b1 = sorted(c[1] for c in corners)
+    return ix + a0, iy + b0, a1 - a0, b1 - b0
 
 
 def image_to_canvas(
@@ -72,9 +80,73 @@ def image_to_canvas(
     """Inverse of ``canvas_to_image``: image pixels to canvas units."""
     ix, iy, iw, ih = _image_rect(canvas, image_size)
     tx, ty, tw, th = _target_rect(canvas)
-    sx, sy = tw / iw, th / ih
+    rotation, mirrored = _rotation(canvas)
+    dw, dh = (ih, iw) if rotation in (90, 270) else (iw, ih)
     x, y, w, h = xywh
-    return tx + (x - ix) * sx, ty + (y - iy) * sy, w * sx, h * sy
+    corners = [_rotate(a - ix, b - iy, iw, ih, rotation, mirrored) for a, b in ((x, y), (x + w, y + h))]
+    u0, u1 = sorted(c[0] for c in corners)
+    v0, v1 = sorted(c[1] for c in corners)
+    return tx + u0 * tw / dw, ty + v0 * th / dh, (u1 - u0) * tw / dw, (v1 - v0) * th / dh
+
+
+def _rotation(canvas: Canvas) -> tuple[int, bool]:
+    image = canvas.image
+    return (image.rotation, image.mirrored) if image is not None else (0, False)
+
+
+def _rotate(a: float, b: float, w: float, h: float, rotation: int, mirrored: bool) -> tuple[float, float]:
+    """A point of a w × h image to the displayed image: mirrored first, then turned clockwise."""
+    if mirrored:
+        a = w - a
+    if rotation == 90:
+        return h - b, a
+    if rotation == 180:
+        return w - a, h - b
+    if rotation == 270:
+        return b, w - a
+    return a, b
+
+
+def _unrotate(u: float, v: float, w: float, h: float, rotation: int, mirrored: bool) -> tuple[float, float]:
+    """Inverse of ``_rotate``: a point of the displayed image back to the w × h image."""
+    if rotation == 90:
+        a, b = v, h - u
+    elif rotation == 180:
+        a, b = w - u, h - v
+    elif rotation == 270:
+        a, b = w - v, u
+    else:
+        a, b = u, v
+    return (w - a if mirrored else a), b
+
+
+def image_for_region(canvas: Canvas, xywh: tuple[float, float, float, float]) -> tuple[Canvas, tuple[float, ...]]:
+    """(canvas seen through the one image that paints ``xywh``, ``xywh`` clipped to the area that
+    image paints): the topmost image that shows at least half of the region, else the one that
+    shows most of it. On a composite canvas the region is read from that image only; a canvas
+    with one image is returned as is. ManifestError when no image paints any of the region."""
+    images = canvas.painted()
+    if len(images) <= 1:
+        return canvas, tuple(xywh)
+    x, y, w, h = xywh
+    best, best_area, best_box = None, 0.0, None
+    for image in reversed(images):  # the last painted is on top: it wins when it shows most of the region
+        if image.target is not None:
+            tx, ty, tw, th = image.target
+        elif canvas.width and canvas.height:
+            tx, ty, tw, th = 0.0, 0.0, float(canvas.width), float(canvas.height)
+        else:
+            continue
+        x0, y0 = max(x, tx), max(y, ty)
+        x1, y1 = min(x + w, tx + tw), min(y + h, ty + th)
+        area = max(0.0, x1 - x0) * max(0.0, y1 - y0)
+        if area > best_area:
+            best, best_area, best_box = image, area, (x0, y0, x1 - x0, y1 - y0)
+        if area >= 0.5 * w * h:
+            break
+    if best is None or best_box is None:
+        raise ManifestError(f"no image of canvas {canvas.id} paints the region {list(xywh)}", field="canvas")
+    return replace(canvas, image=best, images=(best,)), best_box
 
 
 def _image_rect(canvas: Canvas, image_size: tuple[int, int] | None) -> tuple[float, float, float, float]:

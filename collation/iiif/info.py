@@ -52,6 +52,7 @@ class ServiceInfo:
     max_height: int | None = None
     max_area: int | None = None
     features: frozenset[str] = frozenset()
+    login: str | None = None  # IIIF Auth login page declared in info.json, when access is restricted
 
     def supports(self, feature: str) -> bool:
         """Whether the service declares ``feature`` through its level or an extra feature."""
@@ -151,6 +152,7 @@ def parse_info(doc: Any, *, url: str, version_hint: int | None = None) -> Servic
         max_height=max_height,
         max_area=caps["maxArea"],
         features=frozenset(features),
+        login=auth_login(doc),
     )
 
 
@@ -160,3 +162,28 @@ def read_info(service_id: str, *, fetcher: Fetcher, version_hint: int | None = N
     doc, _final = fetcher.get_json(f"{base}/info.json", what="info.json",
                                    accept=lambda d: parse_info(d, url=base, version_hint=version_hint))
     return parse_info(doc, url=base, version_hint=version_hint)
+
+
+_AUTH_LOGIN = re.compile(r"iiif\.io/api/auth/[01]/(login|clickthrough|kiosk|external)")
+
+
+def auth_login(service: Any, depth: int = 0) -> str | None:
+    """The login page of a IIIF Auth service declared on an image service or info.json, or None.
+
+    Auth 1: a ``service`` entry whose profile is ``…/auth/1/login`` (or clickthrough, kiosk,
+    external); Auth 2: an ``AuthProbeService2`` whose ``service`` holds an ``AuthAccessService2``.
+    """
+    if depth > 3 or not isinstance(service, dict):
+        return None
+    for entry in as_list(service.get("service"))[:20]:
+        if not isinstance(entry, dict):
+            continue
+        kind = json_type(entry)
+        profiles = " ".join(p for p in as_list(entry.get("profile")) if isinstance(p, str))
+        if _AUTH_LOGIN.search(profiles) or kind == "AuthAccessService2":
+            return json_id(entry)
+        if kind == "AuthProbeService2" or "auth/1/" in profiles or "auth/2/" in profiles:
+            inner = auth_login(entry, depth + 1)
+            if inner:
+                return inner
+    return None

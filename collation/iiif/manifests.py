@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin
 
 from collation.iiif.decode import parse_json_bytes
 from collation.iiif.errors import LimitError, ManifestError
@@ -40,7 +41,7 @@ from collation.iiif.model import (
     label_text,
     normalize_url,
 )
-from collation.iiif.painting import painted_image_v2, painted_image_v3
+from collation.iiif.painting import body_annotations, painted_images
 from collation.settings import FetchSettings
 
 if TYPE_CHECKING:
@@ -161,6 +162,7 @@ def _parse_manifest(doc: Any, *, url: str | None, max_canvases: int) -> Manifest
     if not canvases:
         detail = f" ({'; '.join(problems[:3])})" if problems else ""
         raise ManifestError(f"{where} has no usable canvases{detail}", url=url, field=path)
+    problems += [p for canvas in canvases for p in canvas.problems]
     manifest_sources = _annotation_sources(doc.get("annotations"), url) if version == 3 else ()
     return Manifest(
         id=manifest_id,
@@ -198,9 +200,15 @@ def _parse_canvas(raw: dict[str, Any], index: int, version: int, url: str | None
     height = dimension(raw.get("height"), f"{name}.height", url)
     if width is None or height is None:
         width = height = None
-    image = painted_image_v2(raw, url) if version == 2 else painted_image_v3(raw, url)
+    size = (width, height) if width and height else None
+    images, problems = painted_images(raw, url, version=version, canvas_size=size)
+    image = images[0] if images else None
+    if not images and not problems:
+        problems.append(f"canvas {canvas_id} paints no image (no painting annotation)")
     if width is None and image is not None and image.width and image.height and image.target is None:
         width, height = image.width, image.height
+        if image.rotation in (90, 270):
+            width, height = height, width
     sources_key = "otherContent" if version == 2 else "annotations"
     return Canvas(
         id=canvas_id,
@@ -209,22 +217,33 @@ def _parse_canvas(raw: dict[str, Any], index: int, version: int, url: str | None
         width=width,
         height=height,
         image=image,
-        annotation_sources=_annotation_sources(raw.get(sources_key), url),
+        annotation_sources=_annotation_sources(as_list(raw.get(sources_key)) + body_annotations(raw), url),
+        images=tuple(images),
+        problems=tuple(problems),
     )
+
+
+def resolve_ref(ref: str, base: str | None) -> str:
+    """A reference made fetchable: protocol-relative ids get a scheme, relative ids are resolved
+    against the URL of the document that holds them."""
+    ref = normalize_url(ref, base)
+    if base and base.startswith(("http://", "https://")) and not ref.startswith(("http://", "https://")):
+        return urljoin(base, ref)
+    return ref
 
 
 def _annotation_sources(value: Any, url: str | None) -> tuple[AnnotationSource, ...]:
     sources = []
     for entry in as_list(value):
         if isinstance(entry, str):
-            sources.append(AnnotationSource(url=normalize_url(entry, url)))
+            sources.append(AnnotationSource(url=resolve_ref(entry, url)))
         elif isinstance(entry, dict):
             embedded = any(isinstance(entry.get(k), list) for k in ("items", "resources"))
             ref = json_id(entry)
             if embedded:
                 sources.append(AnnotationSource(url=ref, embedded=entry))
             elif ref:
-                sources.append(AnnotationSource(url=normalize_url(ref, url)))
+                sources.append(AnnotationSource(url=resolve_ref(ref, url)))
     return tuple(sources)
 
 

@@ -56,6 +56,11 @@ class ImageSource:
     target: tuple[float, float, float, float] | None = None
     selector: tuple[float, float, float, float] | None = None
     choice: str | None = None  # label or id of the item picked from a Choice body
+    rotation: int = 0  # clockwise degrees (0, 90, 180, 270) of an ImageApiSelector on the body
+    mirrored: bool = False  # ImageApiSelector rotation "!n": mirrored before rotating
+    layers: tuple[str, ...] = ()  # ids of every item of a Choice body (annotations may target one)
+    annotation_id: str | None = None  # the painting annotation, for reports
+    login: str | None = None  # IIIF Auth login (or access) service declared on the image service
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,14 @@ class Canvas:
     height: int | None
     image: ImageSource | None
     annotation_sources: tuple[AnnotationSource, ...] = ()
+    images: tuple[ImageSource, ...] = ()  # every painting image, in order; ``image`` is the first
+    problems: tuple[str, ...] = ()  # painting annotations or bodies that were not used, and why
+
+    def painted(self) -> tuple[ImageSource, ...]:
+        """Every image painted on this canvas (``images``, or ``image`` alone when built by hand)."""
+        if self.images:
+            return self.images
+        return (self.image,) if self.image is not None else ()
 
 
 @dataclass(frozen=True)

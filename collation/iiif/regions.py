@@ -23,23 +23,20 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from collation.errors import CollationError, InputError
+from collation.errors import InputError
 from collation.iiif.errors import LimitError
-from collation.iiif.geometry import parse_xywh
-from collation.iiif.model import AnnotationSource, Canvas, Manifest, as_list, bare, json_id, json_type, label_text
+from collation.iiif.geometry import image_to_canvas, parse_xywh
+from collation.iiif.model import Canvas, ImageSource, Manifest, as_list, bare, json_id, json_type, label_text
+from collation.iiif.pages import RegionProblem, load_annotations
 from collation.iiif.selectors import Shape, shape_on_canvas, target_shape
 from collation.settings import Settings
 
 if TYPE_CHECKING:
     from collation.iiif.http import Fetcher
-
-MAX_ANNOTATION_PAGES = 1_000
-"""Cap on annotation lists/pages read per manifest, including ``next`` pages."""
-
 
 @dataclass(frozen=True)
 class Region:
@@ -79,19 +76,6 @@ class Region:
             label=str(data.get("label", "")),
             annotation_id=data.get("annotation_id"),
         )
-
-
-@dataclass(frozen=True)
-class RegionProblem:
-    """Why something that might have been a region is not one; reported, not raised."""
-
-    message: str
-    canvas_id: str | None = None
-    source: str | None = None  # annotation list URL or annotation id
-    region: int | None = None  # index of the region in the manifest's list, when one region failed
-
-    def __str__(self) -> str:
-        return self.message
 
 
 @dataclass(frozen=True)
@@ -187,59 +171,23 @@ def _plain(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _annotations_in(doc: Any) -> tuple[list[Any], str | None]:
-    """(annotations, next page URL) of an AnnotationList (2.x) or AnnotationPage (3.0)."""
-    if isinstance(doc, list):
-        return doc, None
-    if not isinstance(doc, dict):
-        return [], None
-    kind = bare(json_type(doc))
-    if kind == "annotation":
-        return [doc], None
-    items = doc.get("resources") if isinstance(doc.get("resources"), list) else doc.get("items")
-    following = json_id(doc.get("next"))
-    return (items if isinstance(items, list) else []), following
+def _layers(manifest: Manifest) -> dict[str, tuple[Canvas, ImageSource]]:
+    """Image ids (every layer of a Choice, the static image, the service) -> (canvas, image)."""
+    found: dict[str, tuple[Canvas, ImageSource]] = {}
+    for canvas in manifest.canvases:
+        for image in canvas.painted():
+            for ref in (*image.layers, image.static_url, image.service_id):
+                if ref:
+                    found.setdefault(ref, (canvas, image))
+    return found
 
 
-def _load_sources(
-    sources: Iterable[tuple[AnnotationSource, Canvas | None]],
-    fetcher: Fetcher | None,
-    problems: list[RegionProblem],
-) -> Iterable[tuple[Any, str | None, Canvas | None]]:
-    """Yield (annotation, list URL, canvas that referenced it), fetching lists and ``next`` pages once."""
-    loaded: set[str] = set()
-    pages = 0
-    for source, canvas in sources:
-        canvas_id = canvas.id if canvas else None
-        doc = source.embedded
-        url = source.url
-        while True:
-            if doc is None:
-                if url is None or url in loaded:
-                    break
-                loaded.add(url)
-                pages += 1
-                if pages > MAX_ANNOTATION_PAGES:
-                    problems.append(
-                        RegionProblem(f"more than {MAX_ANNOTATION_PAGES} annotation pages: the rest are ignored")
-                    )
-                    return
-                if fetcher is None:
-                    problems.append(RegionProblem(f"annotation list {url} not fetched (no fetcher)", canvas_id, url))
-                    break
-                try:
-                    doc, _final = fetcher.get_json(url, what="annotation list", accept=_annotations_in)
-                except CollationError as exc:
-                    problems.append(RegionProblem(exc.message, canvas_id, url))
-                    break
-            elif url is not None:
-                loaded.add(url)
-            annotations, following = _annotations_in(doc)
-            for annotation in annotations:
-                yield annotation, url, canvas
-            doc, url = None, following
-            if following is None:
-                break
+def _on_layer(shape: Shape, canvas: Canvas, image: ImageSource) -> Shape | None:
+    """A rectangle on one image (a Choice layer) in canvas units, or None when the image size is unknown."""
+    if shape.unit != "pixel" or not image.width or not image.height:
+        return None
+    view = replace(canvas, image=replace(image, selector=None))
+    return Shape("pixel", image_to_canvas(shape.xywh, view, (image.width, image.height)))
 
 
 def _annotated_regions(
@@ -249,39 +197,52 @@ def _annotated_regions(
     problems: list[RegionProblem],
 ) -> list[tuple[int, str, tuple[int, int, int, int], str, str | None]]:
     by_id = {canvas.id: canvas for canvas in manifest.canvases}
+    layers = _layers(manifest)
     sources = [(s, c) for c in manifest.canvases for s in c.annotation_sources]
     sources += [(s, None) for s in manifest.annotation_sources]
     found = []
+    skipped: dict[str, list[str]] = {}
     seen: set[tuple[str | None, str, tuple[int, int, int, int]]] = set()
-    for annotation, list_url, _referrer in _load_sources(sources, fetcher, problems):
+    for annotation, list_url, _referrer in load_annotations(sources, fetcher, problems):
         if not isinstance(annotation, dict):
+            problems.append(RegionProblem(f"annotation list {list_url}: an entry is not an annotation",
+                                          source=list_url))
             continue
         motivations = [bare(m) for m in as_list(annotation.get("motivation")) if isinstance(m, str)]
         texts, tags = _bodies(annotation)
-        if not selector.accepts(motivations, tags, texts):
-            continue
         annotation_id = json_id(annotation)
+        name = f"annotation {annotation_id or '(no id)'}"
+        if not selector.accepts(motivations, tags, texts):
+            reason = "painting (content, not an illustration)" if "painting" in motivations else "not selected"
+            skipped.setdefault(reason, []).append(annotation_id or "(no id)")
+            continue
         targets = as_list(annotation.get("target", annotation.get("on")))
+        if not targets:
+            problems.append(RegionProblem(f"{name} has no target: not used", source=list_url))
         for target in targets[:1]:
             canvas_id, shape = target_shape(target)
-            if shape is None:
-                break  # no region: a whole-canvas or point annotation, not an illustration box
             canvas = by_id.get(canvas_id or "")
+            if canvas is None and canvas_id in layers and shape is not None:
+                canvas, image = layers[canvas_id]
+                shape = _on_layer(shape, canvas, image)
+                if shape is None:
+                    problems.append(RegionProblem(f"{name} targets image {canvas_id} of canvas {canvas.id}, whose "
+                                                  "size is unknown: not used", canvas.id, list_url))
+                    break
             if canvas is None:
-                problems.append(
-                    RegionProblem(
-                        f"annotation {annotation_id or '(no id)'} targets {canvas_id or 'nothing'}, "
-                        "which is not a canvas of this manifest",
-                        canvas_id,
-                        list_url,
-                    )
-                )
+                what = f"targets {canvas_id}, which is not a canvas of this manifest" if canvas_id else \
+                    "has a target with no canvas id (no source, no id)"
+                problems.append(RegionProblem(f"{name} {what}", canvas_id, list_url))
+                break
+            if shape is None:
+                problems.append(RegionProblem(f"{name} targets the whole canvas {canvas.id} or a point (no region): "
+                                              "not an illustration box", canvas.id, list_url))
                 break
             xywh = shape_on_canvas(shape, canvas)
             if xywh is None:
                 problems.append(
                     RegionProblem(
-                        f"annotation {annotation_id or '(no id)'} on canvas {canvas.id}: empty region "
+                        f"{name} on canvas {canvas.id}: empty region "
                         f"{shape.unit} {shape.xywh} (outside the canvas, or a percent region on a canvas "
                         "of unknown size)",
                         canvas.id,
@@ -291,11 +252,18 @@ def _annotated_regions(
                 break
             key = (annotation_id, canvas.id, xywh)
             if annotation_id is not None and key in seen:
+                problems.append(RegionProblem(f"{name} appears twice: used once", canvas.id, list_url))
                 break
             seen.add(key)
             text = next((_plain(t) for t in texts if _plain(t)), "")
             label = f"{canvas.label}: {text}" if text else canvas.label
             found.append((canvas.index, canvas.id, xywh, label, annotation_id))
+    for reason, ids in skipped.items():
+        listed = ", ".join(ids[:20]) + (f" and {len(ids) - 20} more" if len(ids) > 20 else "")
+        problems.append(RegionProblem(f"{len(ids)} annotation(s) not used, {reason}: {listed}"))
+    if not found and not sources:
+        problems.append(RegionProblem("the manifest links no annotations (no otherContent/annotations): no region; "
+                                      "give regions or use whole canvases"))
     return found
 
 

@@ -156,6 +156,10 @@ def selector_shape(selector: Any, depth: int = 0) -> Shape | None:
             parsed = parse_xywh(item.get("value"))
             if parsed:
                 return Shape(*parsed)
+        if isinstance(item, dict) and bare(json_type(item)) == "imageapiselector":
+            parsed = parse_xywh(str(item.get("region", "")).removeprefix("pct:"))
+            if parsed:
+                return Shape("percent" if str(item.get("region")).startswith("pct:") else "pixel", parsed[1])
         if isinstance(item, dict) and bare(json_type(item)) == "choice":
             inner = [item.get("default"), *as_list(item.get("item")), *as_list(item.get("items"))]
             shape = selector_shape([i for i in inner if i is not None], depth + 1)
@@ -178,8 +182,12 @@ def target_shape(target: Any) -> tuple[str | None, Shape | None]:
     if isinstance(target, dict):
         if bare(json_type(target)) == "specificresource" or "selector" in target:
             source = json_id(target.get("source", target.get("full")))
-            source = source.partition("#")[0] if source else None
-            return source, selector_shape(target.get("selector"))
+            if source is None and "source" not in target and "full" not in target:
+                source = json_id(target)  # {"id": canvas, "type": "Canvas", "selector": ...}
+            shape = selector_shape(target.get("selector"))
+            if source and shape is None and "#" in source:  # the fragment on the source, no selector
+                return target_shape(source)
+            return (source.partition("#")[0] if source else None), shape
         canvas = json_id(target)
         if canvas:
             return target_shape(canvas)

@@ -105,7 +105,10 @@ def test_default_selection_skips_painting_and_regionless_annotations() -> None:
         anno(f"{C}/p0#xywh=3,3,30,30", motivation=None),
     ]
     regions, problems = find_regions(book_v3({0: [page(items)]}))
-    assert [r.xywh for r in regions] == [(2, 2, 20, 20), (3, 3, 30, 30)] and problems == []
+    assert [r.xywh for r in regions] == [(2, 2, 20, 20), (3, 3, 30, 30)]
+    messages = [p.message for p in problems]  # nothing skipped silently: each one is reported, with the reason
+    assert sum("whole canvas" in m and "not an illustration box" in m for m in messages) == 2
+    assert sum("not used, painting" in m for m in messages) == 1 and len(messages) == 3
 
 
 def test_selector_by_motivation_tag_and_text() -> None:

@@ -174,13 +174,13 @@ def test_regions_match_local_crops(builder: Any, iipsrv: Any, static_server: Any
     url, expected = builder(iipsrv, static_server)
     alias = "P2" if "p2" in url else "P3"
     _, regions, problems = list_regions(url, fetcher=fetcher)
-    assert problems == []
+    assert all("not used, painting (content, not an illustration)" in p.message for p in problems)  # lines
     assert [r.index for r in regions] == list(range(15))
     for region, want in zip(regions, expected, strict=True):
         assert all(abs(a - b) <= 1 for a, b in zip(region.xywh, want, strict=True)), (region, want)
     start = len(static_server.log)
     result = load_manuscript_regions(url, fetcher=fetcher, long_side=352)
-    assert result.problems == []
+    assert [p.message for p in result.problems] == [p.message for p in problems]  # the same report, no fetch failure
     requested = [p for p, _ in static_server.log[start:]]
     assert not [p for p in requested if "/list/" in p], "annotation lists are fetched once per fetcher"
     for image, box in zip(result.images, iipsrv.boxes[alias], strict=True):
