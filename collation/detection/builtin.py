@@ -37,6 +37,7 @@ default_conf = {
     "stroke": 5,  # areas of ink or paint narrower than this (working pixels) are strokes: script, lines
     "solid": 0.35,  # a neighbourhood of cells this much covered by solid areas is part of a drawing
     "weak": 0.16,  # ... and grows over neighbourhoods this much covered (hysteresis)
+    "margin": 2,  # ... but not within this many cells of the backdrop (the edges of the leaves)
     "background": 0.15,  # cells this far from the paper's colour may be the scan's backdrop
     "max_background": 0.85,  # largest share of backdrop around a drawing
     "gap": 3,  # parts of a drawing this many cells apart are one drawing
@@ -202,8 +203,11 @@ def detect(image: Image.Image, conf: SimpleNamespace) -> list[tuple[tuple[int, i
     solid[torch.from_numpy(background)] = 0.0
     cover = _box_mean(solid, conf.window)
     strong = _open(cover > conf.solid, conf.open).numpy()
-    weak = (cover > conf.weak).numpy() | strong
-    grown = [box for box in components(weak) if strong[box[0]:box[2], box[1]:box[3]].any()]
+    page = ~(F.max_pool2d(torch.from_numpy(background).float()[None, None], 1 + 2 * conf.margin, 1,
+                          conf.margin)[0, 0].numpy() > 0.5)
+    weak = ((cover > conf.weak).numpy() & page) | strong
+    grown = [box for box in components(weak) if strong[box[0]:box[2], box[1]:box[3]].any() and
+             max(box[2] - box[0], box[3] - box[1]) <= conf.max_aspect * min(box[2] - box[0], box[3] - box[1])]
     found = []
     for r0, c0, r1, c1 in merge_boxes(grown, conf.gap):
         score = accept((r0, c0, r1, c1), solid, background, conf)
