@@ -59,16 +59,24 @@ def working_image(image: Image.Image, size: int) -> tuple[np.ndarray, float]:
     return np.asarray(small, dtype=np.float32) / 255.0, 1.0 / scale
 
 
-def paper_colour(rgb: np.ndarray) -> np.ndarray:
-    """(3,) the most frequent colour among the brighter half of the central 60 % of the image."""
+def paper_colour(rgb: np.ndarray, grid: int = 8) -> np.ndarray:
+    """(3,) the colour of the support: of the light colours (16 levels a channel), the one that fills a
+    fifth or more of the most blocks of a grid x grid division of the image (paper shows all over a
+    page, between lines and in the margins; a painted sky or a backdrop fills only part of it)."""
     h, w, _ = rgb.shape
-    centre = rgb[int(0.2 * h): int(0.8 * h) + 1, int(0.2 * w): int(0.8 * w) + 1].reshape(-1, 3)
-    light = centre.mean(axis=1)
-    bright = centre[light >= np.median(light)]
-    q = np.clip((bright * 16).astype(np.int64), 0, 15)
-    bins = q[:, 0] * 256 + q[:, 1] * 16 + q[:, 2]
-    mode = np.bincount(bins, minlength=4096).argmax()
-    return np.median(bright[bins == mode], axis=0)
+    q = np.clip((rgb * 16).astype(np.int64), 0, 15)
+    bins = (q[..., 0] * 256 + q[..., 1] * 16 + q[..., 2]).ravel()
+    rows = np.minimum(np.arange(h) * grid // h, grid - 1)
+    cols = np.minimum(np.arange(w) * grid // w, grid - 1)
+    block = (rows[:, None] * grid + cols[None, :]).ravel()
+    counts = np.bincount(block * 4096 + bins, minlength=grid * grid * 4096).reshape(grid * grid, 4096)
+    share = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
+    levels = np.arange(4096)
+    light = ((levels // 256) + (levels // 16 % 16) + (levels % 16)) / 45.0
+    spread = (share >= 0.2).sum(axis=0) + counts.sum(axis=0) / counts.sum()
+    spread[light < 0.3] = -1
+    mode = int(spread.argmax())
+    return np.median(rgb.reshape(-1, 3)[bins == mode], axis=0)
 
 
 def departure(rgb: np.ndarray, paper: np.ndarray, conf: SimpleNamespace) -> np.ndarray:

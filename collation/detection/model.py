@@ -17,6 +17,7 @@ The file contract (docs/detection.md):
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +41,9 @@ class ModelDetector:
         if not path.is_file():
             raise InputError(f"{path}: no such detector model file", field="detector_model")
         try:
-            self.module = torch.jit.load(str(path), map_location="cpu").eval()
+            with warnings.catch_warnings():  # torch deprecates TorchScript for torch.export; loading still works
+                warnings.filterwarnings("ignore", "`torch.jit.load` is deprecated", FutureWarning)
+                self.module = torch.jit.load(str(path), map_location="cpu").eval()
         except (RuntimeError, ValueError) as e:
             raise InputError(f"{path}: not a TorchScript file ({str(e).splitlines()[0][:200]})",
                              field="detector_model") from None
