@@ -10,13 +10,13 @@ import torch
 from PIL import Image, ImageDraw
 
 from collation.cli import main
-from collation.detection import (BuiltinDetector, Detection, Detector, detect_illustrations, load_detector,
-                                 reading_order)
+from collation.detection import BuiltinDetector, Detection, Detector, detect_illustrations, load_detector, reading_order
 from collation.detection.model import ModelDetector
 from collation.errors import InputError
 
 PAPER = (226, 214, 184)
-SCRIPTING = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:FutureWarning")
+SCRIPTING = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:FutureWarning",
+                                       "ignore:`torch.jit.save` is deprecated:FutureWarning")
 """The tests script their detectors; loading a TorchScript file does not warn."""
 
 
@@ -37,7 +37,8 @@ def text_lines(draw: ImageDraw.ImageDraw, rng, x0: int, y0: int, x1: int, y1: in
             x += 20
         while x < x1 - 12:
             w = int(rng.integers(4, 11))
-            draw.ellipse([x, y + int(rng.integers(0, 4)), x + w, y + 10 + int(rng.integers(0, 5))], outline=ink, width=2)
+            top, bottom = y + int(rng.integers(0, 4)), y + 10 + int(rng.integers(0, 5))
+            draw.ellipse([x, top, x + w, bottom], outline=ink, width=2)
             x += w + int(rng.integers(2, 6)) + (12 if rng.random() < 0.15 else 0)
 
 
@@ -151,9 +152,6 @@ def test_builtin_settings_are_checked():
 class FixedBoxes(torch.nn.Module):
     """Returns fixed boxes in the input tensor's pixels, scaled to its size: x0, y0, x1, y1, score, class."""
 
-    labels: list[str]
-    input_size: int
-
     def __init__(self):
         super().__init__()
         self.labels = ["miniature", "diagram"]
@@ -241,3 +239,19 @@ def test_collate_match_detect_on_folders_of_folios(tmp_path, capsys, monkeypatch
     ills = record["manuscripts"][0]["illustrations"]
     assert [i["id"] for i in ills] == ["f1_0", "f1_1"]
     assert ills[0]["folio"] == "f1.png" and ills[0]["xywh"][1] < ills[1]["xywh"][1]
+
+
+@pytest.mark.slow
+def test_recall_and_stray_boxes_on_the_physiologus_folios(physiologus):
+    """Every P2 and P3 folio of the shared data; the authors' VIA boxes are the truth (benchmarks/bench_detect.py)."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_detect", Path(__file__).resolve().parent.parent / "benchmarks" / "bench_detect.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    report = bench.evaluate(physiologus, load_detector(None))
+    assert report["folios"] == 126 and report["true_boxes"] == 30
+    assert report["recall"] >= 0.95
+    assert report["stray_per_folio"] <= 0.1

@@ -22,14 +22,14 @@ Boxes are returned in the pixel frame of the image given, with a score in (0, 1]
 from __future__ import annotations
 
 from collections import deque
-from types import SimpleNamespace
+from types import MappingProxyType, SimpleNamespace
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from PIL import Image
 
-default_conf = {
+default_conf = MappingProxyType({
     "size": 512,  # long side of the working image, pixels
     "cell": 8,  # side of one cell of the working image, pixels
     "dark": 0.22,  # a pixel this much darker than the paper (0..1 of the paper's lightness) is ink or paint
@@ -48,7 +48,7 @@ default_conf = {
     "max_aspect": 4.0,  # longest over shortest side
     "border": 1,  # components this many cells from the image's edge are the scan's background
     "min_score": 0.5,
-}
+})
 
 
 def working_image(image: Image.Image, size: int) -> tuple[np.ndarray, float]:
@@ -61,7 +61,7 @@ def working_image(image: Image.Image, size: int) -> tuple[np.ndarray, float]:
 
 def paper_colour(rgb: np.ndarray, grid: int = 8) -> np.ndarray:
     """(3,) the colour of the support: of the light colours (16 levels a channel), the one that fills a
-    fifth or more of the most blocks of a grid x grid division of the image (paper shows all over a
+    fifth or more of the most inner blocks of a grid x grid division of the image (paper shows all over a
     page, between lines and in the margins; a painted sky or a backdrop fills only part of it)."""
     h, w, _ = rgb.shape
     q = np.clip((rgb * 16).astype(np.int64), 0, 15)
@@ -70,12 +70,17 @@ def paper_colour(rgb: np.ndarray, grid: int = 8) -> np.ndarray:
     cols = np.minimum(np.arange(w) * grid // w, grid - 1)
     block = (rows[:, None] * grid + cols[None, :]).ravel()
     counts = np.bincount(block * 4096 + bins, minlength=grid * grid * 4096).reshape(grid * grid, 4096)
+    inner = np.arange(grid * grid)
+    inner = inner[(inner // grid > 0) & (inner // grid < grid - 1) & (inner % grid > 0) & (inner % grid < grid - 1)]
+    counts = counts[inner]  # the outer blocks may be the scan's backdrop
     share = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
     levels = np.arange(4096)
     light = ((levels // 256) + (levels // 16 % 16) + (levels % 16)) / 45.0
     spread = (share >= 0.2).sum(axis=0) + counts.sum(axis=0) / counts.sum()
-    spread[light < 0.3] = -1
-    mode = int(spread.argmax())
+    if (spread[light >= 0.3] > 0).any():
+        spread[light < 0.3] = -1  # a black backdrop is not the paper (a dark cover may be)
+    wide = spread >= 0.5 * spread.max()  # of the colours spread nearly as wide, the lightest: paper, not a sky
+    mode = int(np.where(wide, light + spread / 1e4, -1).argmax())
     return np.median(rgb.reshape(-1, 3)[bins == mode], axis=0)
 
 
