@@ -60,6 +60,12 @@ def load_manuscript(name: str, source: str, args: argparse.Namespace):
     if is_via_file(path):
         folios = _named_paths(args.folios, "--folios").get(name)
         return Manuscript(name, via_illustrations(path, folios, skip_missing=args.skip_missing_folios))
+    if getattr(args, "detect", False):
+        from .detection.cli import detector_from_args, image_paths
+        from .illustrations import detected_illustrations
+
+        detector, min_score = detector_from_args(args)
+        return Manuscript(name, detected_illustrations(image_paths([source]), detector=detector, min_score=min_score))
     return Manuscript(name, folder_illustrations(path))
 
 
@@ -132,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``collate`` parser with every subcommand; a subcommand whose module fails to import is an error."""
     from .backbones import BACKBONES
     from .correspondences import NORMALIZATIONS, ORIENTATIONS, PROPAGATIONS
+    from .detection.cli import add_detect_command, add_detector_options
     from .iiif.cli import add_inspect_command, add_manifest_options, add_regions_command
     from .ransac import KERNELS
     from .service.cli import add_service_commands
@@ -163,6 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="folio images of a VIA manuscript (default: the VIA file's folder)")
     match.add_argument("--skip-missing-folios", action="store_true",
                        help="leave out VIA regions whose folio image is absent")
+    match.add_argument("--detect", action="store_true",
+                       help="folders hold whole folio images: each illustration detected on them is one region")
+    add_detector_options(match)
     add_manifest_options(match)
     add_regions_command(sub)
     add_inspect_command(sub)
@@ -177,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
     evaluate.set_defaults(handler=cmd_evaluate)
 
+    add_detect_command(sub)
     add_service_commands(sub)
     return parser
 

@@ -140,3 +140,18 @@ def via_illustrations(via_file: str | Path, folios: str | Path | None = None, *,
     if not illustrations:
         raise InputError(f"{via_file}: no region with its folio in {folder}")
     return illustrations
+
+
+def detected_illustrations(folios: list[str | Path], *, detector=None, min_score: float | None = None
+                           ) -> list[Illustration]:
+    """Every illustration that ``detector`` finds on whole folio images: folios in the order given, then
+    reading order on each folio (``collation.detection.detect_illustrations``)."""
+    from .detection import detect_illustrations
+
+    illustrations = []
+    for path in map(Path, folios):
+        folio = open_image(path)
+        for r, d in enumerate(detect_illustrations(folio, detector=detector, min_score=min_score)):
+            illustrations.append(Illustration(f"{path.stem}_{r}", f"{path.stem} #{r}", crop_box(folio, d.xywh),
+                                              {"folio": path.name, "xywh": list(d.xywh), "score": d.score}))
+    return illustrations

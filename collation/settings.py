@@ -95,6 +95,11 @@ class Settings:
         "Default of the `backbone` option (`resnet50-conv4` is the paper's; it needs its weights)."))
     weights_dir: Path | None = field(default=None, metadata=_help(
         "Folder with `resnet50-0676ba61.pth` (else the torch cache)."))
+    detector_model: Path | None = field(default=None, metadata=_help(
+        "TorchScript illustration detector for pages without region annotations (contract in "
+        "docs/detection.md); unset: the built-in image-analysis detector."))
+    detector_min_score: float = field(default=0.5, metadata=_help(
+        "Detected illustrations scoring lower (0..1) are dropped."))
     allowed_hosts: tuple[str, ...] = field(default=(), metadata=_help(
         "Comma-separated hosts that may be fetched although they resolve to private or loopback addresses, "
         "e.g. `127.0.0.1` for a local image server. Everything else private is refused."))

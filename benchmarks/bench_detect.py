@@ -1,0 +1,139 @@
+"""Illustration detection on the shared Physiologus folios: recall, stray boxes, speed, collation.
+
+Every folio of P2 and P3 in the shared data (covers, flyleaves and pages of script included) is
+run through the detector. The authors' VIA boxes are the truth; folios without a VIA box are pages
+without illustrations. Prints recall at IoU >= 0.5, stray boxes per folio (detections matching no
+true box), seconds per folio, and, with ``--collate``, the P2 x P3 collation from the detected
+regions against the ground truth (the 15 usable pairs, as tests/test_physiologus.py).
+
+    .venv/bin/python benchmarks/bench_detect.py                   # detection figures
+    .venv/bin/python benchmarks/bench_detect.py --collate         # and the collation from detected regions
+    .venv/bin/python benchmarks/bench_detect.py --model det.pt    # a TorchScript detector instead
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from collation.detection import detect_illustrations, load_detector
+from collation.illustrations import list_images, open_image
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def data_dir() -> Path:
+    return Path(os.environ.get("COLLATION_TEST_DATA", REPO.parent / "shared" / "data" / "physiologus"))
+
+
+def iou(a, b) -> float:
+    ax, ay, aw, ah = a
+    bx, by, bw, bh = b
+    iw = max(0, min(ax + aw, bx + bw) - max(ax, bx))
+    ih = max(0, min(ay + ah, by + bh) - max(ay, by))
+    inter = iw * ih
+    return inter / (aw * ah + bw * bh - inter) if inter else 0.0
+
+
+def truth(root: Path, alias: str) -> dict[str, list[tuple[int, int, int, int]]]:
+    """Folio file name -> VIA boxes, for every folio image present (empty list: no illustration)."""
+    via = json.loads((root / "annotations" / f"{alias}.via.json").read_text())["_via_img_metadata"]
+    boxes = {e["filename"]: [tuple(int(r["shape_attributes"][k]) for k in ("x", "y", "width", "height"))
+                             for r in e["regions"]] for e in via.values()}
+    return {p.name: boxes.get(p.name, []) for p in list_images(root / alias / "folios")}
+
+
+def evaluate(root: Path, detector, *, threshold: float = 0.5, verbose: bool = False) -> dict:
+    """Recall, stray boxes and seconds per folio over the P2 and P3 folios."""
+    found = missed = stray = folios = 0
+    seconds = 0.0
+    per_folio = {}
+    for alias in ("P2", "P3"):
+        for name, boxes in truth(root, alias).items():
+            image = open_image(root / alias / "folios" / name)
+            start = time.perf_counter()
+            detections = detect_illustrations(image, detector=detector)
+            seconds += time.perf_counter() - start
+            folios += 1
+            hit = [any(iou(t, d.xywh) >= threshold for d in detections) for t in boxes]
+            extra = [d for d in detections if not any(iou(t, d.xywh) >= threshold for t in boxes)]
+            found, missed, stray = found + sum(hit), missed + hit.count(False), stray + len(extra)
+            per_folio[f"{alias}/{name}"] = [list(d.xywh) for d in detections]
+            if verbose and (not all(hit) or extra):
+                best = [max((round(iou(t, d.xywh), 2) for d in detections), default=0) for t in boxes]
+                print(f"{alias}/{name}: truth {boxes} best IoU {best}; detected "
+                      f"{[(d.xywh, d.score) for d in detections]}", file=sys.stderr)
+    return {"folios": folios, "true_boxes": found + missed, "recall": found / max(1, found + missed),
+            "stray_boxes": stray, "stray_per_folio": stray / max(1, folios), "seconds_per_folio": seconds / folios,
+            "detections": per_folio}
+
+
+def collate_detected(root: Path, detector, backbone: str) -> dict:
+    """P2 x P3 from the detected regions of the illustrated folios, scored against the ground truth."""
+    import numpy as np
+
+    from collation.evaluation import accuracy, check_ground_truth, load_ground_truth
+    from collation.illustrations import detected_illustrations
+    from collation.pipeline import Manuscript, run_collation
+
+    manuscripts, truth_index = [], []
+    for alias in ("P2", "P3"):
+        # The folios that hold illustrations 0-14: the regions the ground truth can be checked on.
+        folios = {name: boxes for name, boxes in truth(root, alias).items() if boxes}
+        ills = detected_illustrations([root / alias / "folios" / n for n in folios], detector=detector)
+        manuscripts.append(Manuscript(alias, ills))
+        # Each detected region stands for the annotated illustration it overlaps (IoU >= 0.5), if any.
+        order = [(name, box) for name, boxes in folios.items() for box in boxes]
+        index = {}
+        for i, ill in enumerate(ills):
+            hits = [k for k, (name, box) in enumerate(order)
+                    if name == ill.source["folio"] and iou(box, ill.source["xywh"]) >= 0.5]
+            if hits:
+                index[hits[0]] = i
+        truth_index.append(index)
+    result = run_collation(manuscripts, backbone=backbone, device="cpu")
+    pr = result.pairs[(0, 1)]
+    gt = check_ground_truth(load_ground_truth(root / "ground_truth" / "P2-P3.json"), (15, 15), restrict=True)
+    gt_detected = np.array([(truth_index[0][a], truth_index[1][b]) for a, b in np.asarray(gt).tolist()
+                            if a in truth_index[0] and b in truth_index[1]], dtype=np.int64)
+    n = [len(m.illustrations) for m in manuscripts]
+    scores = {name: accuracy(np.asarray(getattr(pr, name)), gt_detected) for name in ("S", "N_S", "P_S")}
+    return {"illustrations": n, "n_gt": len(gt_detected), "accuracy": scores}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=data_dir(), help="the Physiologus folder ($COLLATION_TEST_DATA)")
+    parser.add_argument("--model", help="a TorchScript detector (default: the built-in one)")
+    parser.add_argument("--collate", action="store_true", help="also collate P2 x P3 from the detected regions")
+    parser.add_argument("--backbone", default="efficientnet-lite0")
+    parser.add_argument("--verbose", action="store_true", help="print every folio with a miss or a stray box")
+    args = parser.parse_args()
+    if not (args.data / "annotations" / "P2.via.json").is_file():
+        sys.exit(f"no Physiologus data at {args.data} (set COLLATION_TEST_DATA)")
+    detector = load_detector(args.model)
+    print(f"load average before: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs, "
+          f"torch threads {__import__('torch').get_num_threads()}")
+    report = evaluate(args.data, detector, verbose=args.verbose)
+    print(f"detector {detector.name}: {report['folios']} folios, {report['true_boxes']} true boxes")
+    print(f"  recall at IoU >= 0.5   {report['recall']:.3f}")
+    print(f"  stray boxes            {report['stray_boxes']} ({report['stray_per_folio']:.3f} per folio)")
+    print(f"  seconds per folio      {report['seconds_per_folio']:.3f}")
+    if args.collate:
+        c = collate_detected(args.data, detector, args.backbone)
+        acc = c["accuracy"]
+        print(f"  P2 x P3 from detected regions ({c['illustrations'][0]} x {c['illustrations'][1]}, "
+              f"{c['n_gt']} of 15 ground-truth pairs detected): top-1 S {acc['S']:.3f}  N_S {acc['N_S']:.3f}  "
+              f"P_S {acc['P_S']:.3f}; over all 15 (a missed illustration counts as wrong): "
+              f"P_S {acc['P_S'] * c['n_gt'] / 15:.3f}")
+    print(f"load average after: {os.getloadavg()[0]:.2f} (1 min)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,233 @@
+"""The built-in illustration detector: image analysis of a folio, no model, no download.
+
+A folio is read at a fixed working size (long side ``conf.size`` pixels) and cut into square cells.
+The steps, each a free function:
+
+1. ``paper_colour``: the colour of the writing support, the most frequent bright colour of the
+   central part of the image (parchment, paper; on a cover, the leather).
+2. ``ink_maps``: per pixel, how far it departs from the paper: darker (ink, paint) or of another
+   hue (paint). Only pixels that differ strongly count, so stains and faint watermarks do not.
+3. ``cell_density``: per cell, the share of departing pixels and the share of coloured ones. Script
+   covers a text block thinly (thin strokes in rows, with parchment between lines and letters);
+   a miniature or a drawing covers its area densely or in colour.
+4. ``dense_components``: the cells that are dense (or coloured) over a neighbourhood larger than a
+   text line, opened so that thin bands (headpieces, ruling, the gutter, the edges of the page)
+   fall away, grouped in 8-connected components.
+5. ``accept``: components large enough, not too elongated, and not touching the edge of the image
+   (the scan's background, a binding seen around the page, a colour chart lying beside it).
+
+Boxes are returned in the pixel frame of the image given, with a score in (0, 1].
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from types import MappingProxyType, SimpleNamespace
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image
+
+default_conf = MappingProxyType({
+    "size": 512,  # long side of the working image, pixels
+    "cell": 8,  # side of one cell of the working image, pixels
+    "dark": 0.22,  # a pixel this much darker than the paper (0..1 of the paper's lightness) is ink or paint
+    "colour": 0.12,  # ... or this far from the paper's hue (chroma difference, 0..1)
+    "stroke": 5,  # areas of ink or paint narrower than this (working pixels) are strokes: script, lines
+    "solid": 0.35,  # a neighbourhood of cells this much covered by solid areas is part of a drawing
+    "weak": 0.16,  # ... and grows over neighbourhoods this much covered (hysteresis)
+    "margin": 2,  # ... but not within this many cells of the backdrop (the edges of the leaves)
+    "background": 0.15,  # cells this far from the paper's colour may be the scan's backdrop
+    "max_background": 0.85,  # largest share of backdrop around a drawing
+    "gap": 3,  # parts of a drawing this many cells apart are one drawing
+    "window": 5,  # side of the neighbourhood in cells (larger than a text line)
+    "open": 3,  # side of the opening in cells: thinner bands are not drawings
+    "min_area": 0.012,  # smallest drawing, as a share of the image's area
+    "min_side": 0.08,  # shortest side of a drawing, as a share of the image's long side
+    "max_aspect": 4.0,  # longest over shortest side
+    "border": 1,  # components this many cells from the image's edge are the scan's background
+    "min_score": 0.5,
+})
+
+
+def working_image(image: Image.Image, size: int) -> tuple[np.ndarray, float]:
+    """(H, W, 3) float32 RGB in 0..1 with long side ``size``, and the factor back to the image's pixels."""
+    scale = size / max(image.size)
+    w, h = max(1, round(image.width * scale)), max(1, round(image.height * scale))
+    small = image.convert("RGB").resize((w, h), Image.BILINEAR, reducing_gap=2.0)
+    return np.asarray(small, dtype=np.float32) / 255.0, 1.0 / scale
+
+
+def paper_colour(rgb: np.ndarray, grid: int = 8) -> np.ndarray:
+    """(3,) the colour of the support: of the light colours (16 levels a channel), the one that fills a
+    fifth or more of the most inner blocks of a grid x grid division of the image (paper shows all over a
+    page, between lines and in the margins; a painted sky or a backdrop fills only part of it)."""
+    h, w, _ = rgb.shape
+    q = np.clip((rgb * 16).astype(np.int64), 0, 15)
+    bins = (q[..., 0] * 256 + q[..., 1] * 16 + q[..., 2]).ravel()
+    rows = np.minimum(np.arange(h) * grid // h, grid - 1)
+    cols = np.minimum(np.arange(w) * grid // w, grid - 1)
+    block = (rows[:, None] * grid + cols[None, :]).ravel()
+    counts = np.bincount(block * 4096 + bins, minlength=grid * grid * 4096).reshape(grid * grid, 4096)
+    inner = np.arange(grid * grid)
+    inner = inner[(inner // grid > 0) & (inner // grid < grid - 1) & (inner % grid > 0) & (inner % grid < grid - 1)]
+    counts = counts[inner]  # the outer blocks may be the scan's backdrop
+    share = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
+    levels = np.arange(4096)
+    light = ((levels // 256) + (levels // 16 % 16) + (levels % 16)) / 45.0
+    spread = (share >= 0.2).sum(axis=0) + counts.sum(axis=0) / counts.sum()
+    if (spread[light >= 0.3] > 0).any():
+        spread[light < 0.3] = -1  # a black backdrop is not the paper (a dark cover may be)
+    wide = spread >= 0.5 * spread.max()  # of the colours spread nearly as wide, the lightest: paper, not a sky
+    mode = int(np.where(wide, light + spread / 1e4, -1).argmax())
+    return np.median(rgb.reshape(-1, 3)[bins == mode], axis=0)
+
+
+def departure(rgb: np.ndarray, paper: np.ndarray, conf: SimpleNamespace) -> np.ndarray:
+    """(H, W) bool: pixels that depart from the paper, darker (ink, paint) or of another hue (paint)."""
+    light = rgb.mean(axis=2)
+    paper_light = float(paper.mean())
+    darker = (paper_light - light) / max(paper_light, 1e-3)
+    chroma = np.linalg.norm((rgb - light[..., None]) - (paper - paper_light), axis=2)
+    return (darker > conf.dark) | (chroma > conf.colour)
+
+
+def erode(mask: np.ndarray, k: int) -> np.ndarray:
+    """Binary erosion of a (H, W) bool map with a k x k square: what is left of areas wider than strokes."""
+    t = torch.from_numpy(mask.astype(np.float32))[None, None]
+    return (-F.max_pool2d(-t, k, 1, k // 2))[0, 0].numpy() > 0.5
+
+
+def background_cells(rgb: np.ndarray, paper: np.ndarray, conf: SimpleNamespace) -> np.ndarray:
+    """(h, w) bool cells of the scan's background: connected to the image's edge, unlike the paper, and
+    either dark or uniform (a black or grey backdrop, a binding's edge, a board seen around the page)."""
+    t = torch.from_numpy(rgb).permute(2, 0, 1)[None]
+    mean = F.avg_pool2d(t, conf.cell, conf.cell)[0]
+    spread = (F.avg_pool2d(t * t, conf.cell, conf.cell)[0] - mean * mean).clamp(min=0).sqrt().mean(0)
+    mean = mean.permute(1, 2, 0).numpy()
+    far = np.linalg.norm(mean - paper, axis=2) > conf.background
+    eligible = far & ((mean.mean(axis=2) < 0.3) | (spread.numpy() < 0.04))
+    h, w = eligible.shape
+    seen = np.zeros_like(eligible)
+    queue = deque((r, c) for r in range(h) for c in range(w)
+                  if (r in (0, h - 1) or c in (0, w - 1)) and eligible[r, c])
+    for r, c in queue:
+        seen[r, c] = True
+    while queue:
+        r, c = queue.popleft()
+        for rr, cc in ((r - 1, c), (r + 1, c), (r, c - 1), (r, c + 1)):
+            if 0 <= rr < h and 0 <= cc < w and eligible[rr, cc] and not seen[rr, cc]:
+                seen[rr, cc] = True
+                queue.append((rr, cc))
+    return seen
+
+
+def cell_density(mask: np.ndarray, cell: int) -> torch.Tensor:
+    """(h, w) share of true pixels in each cell (partial cells at the edges are cut off)."""
+    t = torch.from_numpy(mask.astype(np.float32))[None, None]
+    return F.avg_pool2d(t, cell, cell)[0, 0]
+
+
+def _box_mean(x: torch.Tensor, k: int) -> torch.Tensor:
+    return F.avg_pool2d(x[None, None], k, 1, k // 2, count_include_pad=False)[0, 0]
+
+
+def _open(x: torch.Tensor, k: int) -> torch.Tensor:
+    """Binary opening of a (h, w) bool map with a k x k square."""
+    f = x.float()[None, None]
+    eroded = -F.max_pool2d(-f, k, 1, k // 2)
+    return F.max_pool2d(eroded, k, 1, k // 2)[0, 0] > 0.5
+
+
+def components(mask: np.ndarray) -> list[tuple[int, int, int, int]]:
+    """(row0, col0, row1, col1) bounds (end excluded) of the 8-connected components of a (h, w) bool map."""
+    seen = np.zeros_like(mask)
+    h, w = mask.shape
+    found = []
+    for r0, c0 in zip(*np.nonzero(mask), strict=True):
+        if seen[r0, c0]:
+            continue
+        seen[r0, c0] = True
+        queue, bounds = deque([(r0, c0)]), [r0, c0, r0 + 1, c0 + 1]
+        while queue:
+            r, c = queue.popleft()
+            bounds = [min(bounds[0], r), min(bounds[1], c), max(bounds[2], r + 1), max(bounds[3], c + 1)]
+            for rr in range(max(r - 1, 0), min(r + 2, h)):
+                for cc in range(max(c - 1, 0), min(c + 2, w)):
+                    if mask[rr, cc] and not seen[rr, cc]:
+                        seen[rr, cc] = True
+                        queue.append((rr, cc))
+        found.append(tuple(int(v) for v in bounds))
+    return found
+
+
+def merge_boxes(boxes: list[tuple[int, int, int, int]], gap: int) -> list[tuple[int, int, int, int]]:
+    """Boxes (row0, col0, row1, col1) that overlap or lie within ``gap`` cells of each other, merged."""
+    boxes = list(boxes)
+    merged = True
+    while merged:
+        merged = False
+        for i in range(len(boxes)):
+            for j in range(i + 1, len(boxes)):
+                a, b = boxes[i], boxes[j]
+                if a[0] - gap < b[2] and b[0] - gap < a[2] and a[1] - gap < b[3] and b[1] - gap < a[3]:
+                    boxes[i] = (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
+                    del boxes[j]
+                    merged = True
+                    break
+            if merged:
+                break
+    return boxes
+
+
+def accept(box: tuple[int, int, int, int], solid: torch.Tensor, background: np.ndarray,
+           conf: SimpleNamespace) -> float | None:
+    """The score of a candidate box (row0, col0, row1, col1) in cells, or None when it is not a drawing."""
+    r0, c0, r1, c1 = box
+    h, w = background.shape
+    b = conf.border
+    if (r0 < b) + (c0 < b) + (r1 > h - b) + (c1 > w - b) >= 2:
+        return None  # along two edges of the image: a binding, the scan's background (one edge: a cut page)
+    bh, bw = r1 - r0, c1 - c0
+    if bh * bw < conf.min_area * h * w or min(bh, bw) < conf.min_side * max(h, w):
+        return None
+    if max(bh, bw) > conf.max_aspect * min(bh, bw):
+        return None
+    ring = np.ones((h, w), dtype=bool)
+    ring[max(r0 - 2, 0): r1 + 2, max(c0 - 2, 0): c1 + 2] = False
+    ring[max(r0 - 4, 0): r1 + 4, max(c0 - 4, 0): c1 + 4] &= True
+    outer = np.zeros((h, w), dtype=bool)
+    outer[max(r0 - 4, 0): r1 + 4, max(c0 - 4, 0): c1 + 4] = True
+    ring &= outer
+    if background[ring].mean() > conf.max_background:
+        return None  # lying on the backdrop, not on the page: a colour chart, a ruler, a label
+    return min(1.0, float(solid[r0:r1, c0:c1].mean()) / conf.solid)
+
+
+def detect(image: Image.Image, conf: SimpleNamespace) -> list[tuple[tuple[int, int, int, int], float]]:
+    """(x, y, w, h) in the image's pixels and a score for each illustration found, best first."""
+    rgb, back = working_image(image, conf.size)
+    background = background_cells(rgb, paper_colour(rgb), conf)
+    cells = np.repeat(np.repeat(~background, conf.cell, 0), conf.cell, 1)
+    h, w = cells.shape
+    paper = paper_colour(np.where(cells[..., None], rgb[:h, :w], 0.0)) if cells.any() else paper_colour(rgb)
+    solid = cell_density(erode(departure(rgb, paper, conf), conf.stroke), conf.cell)
+    solid[torch.from_numpy(background)] = 0.0
+    cover = _box_mean(solid, conf.window)
+    strong = _open(cover > conf.solid, conf.open).numpy()
+    page = ~(F.max_pool2d(torch.from_numpy(background).float()[None, None], 1 + 2 * conf.margin, 1,
+                          conf.margin)[0, 0].numpy() > 0.5)
+    weak = ((cover > conf.weak).numpy() & page) | strong
+    grown = [box for box in components(weak) if strong[box[0]:box[2], box[1]:box[3]].any() and
+             max(box[2] - box[0], box[3] - box[1]) <= conf.max_aspect * min(box[2] - box[0], box[3] - box[1])]
+    found = []
+    for r0, c0, r1, c1 in merge_boxes(grown, conf.gap):
+        score = accept((r0, c0, r1, c1), solid, background, conf)
+        if score is None or score < conf.min_score:
+            continue
+        k = conf.cell * back
+        x0, y0 = round(c0 * k), round(r0 * k)
+        x1, y1 = min(round(c1 * k), image.width), min(round(r1 * k), image.height)
+        found.append(((x0, y0, x1 - x0, y1 - y0), score))
+    return sorted(found, key=lambda f: -f[1])

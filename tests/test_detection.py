@@ -1,0 +1,257 @@
+"""Illustration detection on synthetic pages that the tests draw, the model-file contract, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image, ImageDraw
+
+from collation.cli import main
+from collation.detection import BuiltinDetector, Detection, Detector, detect_illustrations, load_detector, reading_order
+from collation.detection.model import ModelDetector
+from collation.errors import InputError
+
+PAPER = (226, 214, 184)
+SCRIPTING = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:FutureWarning",
+                                       "ignore:`torch.jit.save` is deprecated:FutureWarning")
+"""The tests script their detectors; loading a TorchScript file does not warn."""
+
+
+def iou(a, b) -> float:
+    ax, ay, aw, ah = a
+    bx, by, bw, bh = b
+    iw, ih = max(0, min(ax + aw, bx + bw) - max(ax, bx)), max(0, min(ay + ah, by + bh) - max(ay, by))
+    return iw * ih / (aw * ah + bw * bh - iw * ih)
+
+
+def text_lines(draw: ImageDraw.ImageDraw, rng, x0: int, y0: int, x1: int, y1: int, line: int = 26,
+               ink=(60, 40, 30), rubric: bool = True) -> None:
+    """Rows of small dark glyph blobs, a red initial at the start of some rows."""
+    for y in range(y0, y1 - line, line):
+        x = x0
+        if rubric and rng.random() < 0.2:
+            draw.rectangle([x, y, x + 14, y + 16], fill=(170, 40, 30))
+            x += 20
+        while x < x1 - 12:
+            w = int(rng.integers(4, 11))
+            top, bottom = y + int(rng.integers(0, 4)), y + 10 + int(rng.integers(0, 5))
+            draw.ellipse([x, top, x + w, bottom], outline=ink, width=2)
+            x += w + int(rng.integers(2, 6)) + (12 if rng.random() < 0.15 else 0)
+
+
+def drawing(draw: ImageDraw.ImageDraw, rng, box) -> None:
+    """A painted miniature: a framed ground, a sky, figures in colour, outlines."""
+    x, y, w, h = box
+    draw.rectangle([x, y, x + w, y + h], fill=(150, 175, 190), outline=(150, 30, 30), width=4)
+    draw.rectangle([x + 4, y + h * 2 // 3, x + w - 4, y + h - 4], fill=(90, 130, 60))
+    for _ in range(6):
+        cx, cy = x + int(rng.integers(w // 6, 5 * w // 6)), y + int(rng.integers(h // 5, 4 * h // 5))
+        r = int(rng.integers(min(w, h) // 10, min(w, h) // 5))
+        colour = tuple(int(v) for v in rng.integers(60, 200, 3))
+        draw.ellipse([cx - r, cy - r // 2, cx + r, cy + r // 2], fill=colour, outline=(40, 30, 20), width=2)
+
+
+def page(size=(760, 1060), *, drawings=(), text=((90, 80, 670, 980),), ruling=True, border=0, chart=False,
+         stain=False, seed=0) -> Image.Image:
+    """A synthetic folio: text blocks, drawings (x, y, w, h), ruling, a dark scan border, a colour chart."""
+    rng = np.random.default_rng(seed)
+    w, h = size
+    image = Image.new("RGB", (w + 2 * border, h + 2 * border + (90 if chart else 0)), (20, 20, 22))
+    folio = Image.new("RGB", (w, h), PAPER)
+    draw = ImageDraw.Draw(folio)
+    if stain:
+        draw.ellipse([w // 2, h // 3, w // 2 + 200, h // 3 + 160], fill=(205, 190, 155))
+    if ruling:
+        for y in range(80, h - 60, 26):
+            draw.line([60, y + 12, w - 60, y + 12], fill=(200, 186, 160), width=1)
+    for block in text:
+        text_lines(draw, rng, *block)
+    for box in drawings:
+        draw.rectangle([box[0], box[1], box[0] + box[2], box[1] + box[3]], fill=PAPER)
+        drawing(draw, rng, box)
+    image.paste(folio, (border, border))
+    if chart:
+        d = ImageDraw.Draw(image)
+        colours = [(255, 255, 255), (0, 0, 0), (200, 30, 30), (30, 160, 40), (30, 60, 200), (230, 200, 30),
+                   (120, 120, 120), (200, 80, 160)]
+        for i, colour in enumerate(colours):
+            d.rectangle([border + 40 + i * 60, h + 2 * border + 20, border + 95 + i * 60, h + 2 * border + 75],
+                        fill=colour)
+    return image
+
+
+def matched(found: list[Detection], truth: list[tuple], offset=(0, 0)) -> bool:
+    truth = [(x + offset[0], y + offset[1], w, h) for x, y, w, h in truth]
+    return len(found) == len(truth) and all(any(iou(t, d.xywh) >= 0.7 for d in found) for t in truth)
+
+
+def test_one_miniature_in_a_text_page():
+    box = (120, 300, 520, 400)
+    found = detect_illustrations(page(drawings=[box], text=[(90, 80, 670, 290), (90, 720, 670, 980)]))
+    assert matched(found, [box]), found
+    assert 0.5 <= found[0].score <= 1.0 and found[0].label == "illustration"
+
+
+def test_script_ruling_initials_and_stains_are_not_illustrations():
+    assert detect_illustrations(page(stain=True)) == []
+    assert detect_illustrations(page(text=[(90, 80, 670, 980)], ruling=False, seed=3)) == []
+
+
+def test_blank_flyleaf_and_dark_cover():
+    assert detect_illustrations(page(text=[])) == []
+    cover = Image.new("RGB", (760, 1060), (110, 40, 30))
+    ImageDraw.Draw(cover).rectangle([40, 40, 720, 1020], outline=(190, 150, 60), width=3)
+    assert detect_illustrations(cover) == []
+
+
+def test_drawing_beside_a_text_column():
+    box = (400, 200, 300, 360)
+    found = detect_illustrations(page(drawings=[box], text=[(60, 80, 370, 980), (400, 600, 700, 980)]))
+    assert matched(found, [box]), found
+
+
+def test_two_drawings_come_in_reading_order():
+    top, bottom = (100, 90, 540, 330), (150, 620, 460, 330)
+    found = detect_illustrations(page(drawings=[bottom, top], text=[(90, 440, 670, 600)]))
+    assert matched(found, [top, bottom]), found
+    assert [d.xywh[1] < 400 for d in found] == [True, False]
+
+
+def test_scan_border_and_colour_chart_are_not_illustrations():
+    box = (120, 300, 520, 400)
+    image = page(drawings=[box], text=[(90, 80, 670, 290), (90, 720, 670, 980)], border=60, chart=True)
+    found = detect_illustrations(image)
+    assert matched(found, [box], offset=(60, 60)), found
+
+
+def test_boxes_are_in_the_pixels_of_the_image_given():
+    box = (120, 300, 520, 400)
+    image = page(drawings=[box], text=[])
+    small = image.resize((image.width // 2, image.height // 2))
+    found = detect_illustrations(small)
+    assert matched(found, [tuple(v // 2 for v in box)]), found
+
+
+def test_reading_order_rows_then_columns():
+    d = [Detection((400, 100, 200, 200), 1.0), Detection((50, 120, 200, 200), 1.0), Detection((50, 600, 200, 99), 1.0)]
+    assert [x.xywh[0:2] for x in reading_order(d)] == [(50, 120), (400, 100), (50, 600)]
+
+
+def test_builtin_settings_are_checked():
+    assert isinstance(BuiltinDetector(), Detector)
+    with pytest.raises(ValueError, match="unknown"):
+        BuiltinDetector(sise=3)
+
+
+# -- the model-file contract ----------------------------------------------------------------------
+
+
+class FixedBoxes(torch.nn.Module):
+    """Returns fixed boxes in the input tensor's pixels, scaled to its size: x0, y0, x1, y1, score, class."""
+
+    def __init__(self):
+        super().__init__()
+        self.labels = ["miniature", "diagram"]
+        self.input_size = 320
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        assert x.dim() == 4 and x.shape[1] == 3
+        h, w = float(x.shape[2]), float(x.shape[3])
+        rel = torch.tensor([[0.1, 0.2, 0.6, 0.5, 0.9, 0.0],   # kept
+                            [0.12, 0.21, 0.6, 0.5, 0.8, 1.0],  # suppressed by NMS
+                            [0.5, 0.6, 0.9, 0.9, 0.7, 1.0],   # kept, second class
+                            [0.0, 0.0, 0.2, 0.2, 0.1, 0.0]])  # below the minimum score
+        scale = torch.tensor([w, h, w, h, 1.0, 1.0])
+        return rel * scale, x.mean().reshape(1)
+
+
+@pytest.fixture
+def model_file(tmp_path):
+    path = tmp_path / "detector.pt"
+    torch.jit.save(torch.jit.script(FixedBoxes()), str(path))
+    return path
+
+
+@SCRIPTING
+def test_a_torchscript_detector_behind_the_same_interface(model_file):
+    detector = load_detector(model_file, min_score=0.5)
+    assert isinstance(detector, ModelDetector) and isinstance(detector, Detector)
+    image = Image.new("RGB", (800, 1000), PAPER)
+    found = detect_illustrations(image, detector=detector)
+    assert [(d.xywh, d.label) for d in found] == [((80, 200, 400, 300), "miniature"),
+                                                  ((400, 600, 320, 300), "diagram")]
+    assert [d.score for d in found] == [0.9, 0.7]
+    assert detect_illustrations(image, detector=detector, min_score=0.8)[0].score == 0.9
+
+
+@SCRIPTING
+def test_bad_model_files_are_input_errors(tmp_path):
+    with pytest.raises(InputError, match="no such"):
+        load_detector(tmp_path / "absent.pt")
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a model")
+    with pytest.raises(InputError, match="TorchScript"):
+        load_detector(bad)
+
+    class Wrong(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x.mean().reshape(1, 1)
+
+    wrong = tmp_path / "wrong.pt"
+    torch.jit.save(torch.jit.script(Wrong()), str(wrong))
+    with pytest.raises(InputError, match=r"\(N, 5\)"):
+        detect_illustrations(Image.new("RGB", (100, 100)), detector=load_detector(wrong))
+
+
+# -- the command line -----------------------------------------------------------------------------
+
+
+@SCRIPTING
+def test_collate_detect_prints_boxes(tmp_path, capsys, model_file):
+    folder = tmp_path / "folios"
+    folder.mkdir()
+    page(drawings=[(120, 300, 520, 400)], text=[(90, 80, 670, 290)]).save(folder / "f2.png")
+    page().save(folder / "f10.png")
+    assert main(["detect", str(folder), "--json"]) == 0
+    pages = json.loads(capsys.readouterr().out)
+    assert [p["image"].rsplit("/", 1)[1] for p in pages] == ["f2.png", "f10.png"]
+    assert len(pages[0]["illustrations"]) == 1 and pages[1]["illustrations"] == []
+    assert iou(pages[0]["illustrations"][0]["xywh"], (120, 300, 520, 400)) >= 0.7
+    assert main(["detect", str(folder / "f2.png"), "--model", str(model_file)]) == 0
+    assert capsys.readouterr().out.count("\t2\t") == 1
+    assert main(["detect", str(tmp_path / "absent.png")]) == 2
+
+
+def test_collate_match_detect_on_folders_of_folios(tmp_path, capsys, monkeypatch):
+    for name, seed in (("A", 0), ("B", 1)):
+        folder = tmp_path / name
+        folder.mkdir()
+        page(drawings=[(100, 90, 540, 330), (150, 620, 460, 330)], text=[(90, 440, 670, 600)],
+             seed=seed).save(folder / "f1.png")
+        page(seed=seed + 5).save(folder / "f2.png")
+    out = tmp_path / "out"
+    assert main(["match", f"A={tmp_path / 'A'}", f"B={tmp_path / 'B'}", "--detect", "--out", str(out),
+                 "--backbone", "efficientnet-lite0", "--device", "cpu"]) == 0
+    record = json.loads((out / "collation.json").read_text())
+    ills = record["manuscripts"][0]["illustrations"]
+    assert [i["id"] for i in ills] == ["f1_0", "f1_1"]
+    assert ills[0]["folio"] == "f1.png" and ills[0]["xywh"][1] < ills[1]["xywh"][1]
+
+
+@pytest.mark.slow
+def test_recall_and_stray_boxes_on_the_physiologus_folios(physiologus):
+    """Every P2 and P3 folio of the shared data; the authors' VIA boxes are the truth (benchmarks/bench_detect.py)."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_detect", Path(__file__).resolve().parent.parent / "benchmarks" / "bench_detect.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    report = bench.evaluate(physiologus, load_detector(None))
+    assert report["folios"] == 126 and report["true_boxes"] == 30
+    assert report["recall"] >= 0.95
+    assert report["stray_per_folio"] <= 0.1
