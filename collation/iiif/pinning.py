@@ -96,24 +96,24 @@ class Deadlines:
             current.attach(connection)
 
 
-class _WatchedHTTPConnection(HTTPConnection):
+class _Watched:
+    """A connection that puts itself under the request's deadline when it starts a request."""
+
     def __init__(self, *args: Any, deadlines: Deadlines, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.deadlines = deadlines
 
-    def request(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        self.deadlines.attach(self)
-        super().request(*args, **kwargs)
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        self.deadlines.attach(self)  # type: ignore[arg-type]
+        super().request(*args, **kwargs)  # type: ignore[misc]
 
 
-class _WatchedHTTPSConnection(HTTPSConnection):
-    def __init__(self, *args: Any, deadlines: Deadlines, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.deadlines = deadlines
+class _WatchedHTTPConnection(_Watched, HTTPConnection):
+    pass
 
-    def request(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        self.deadlines.attach(self)
-        super().request(*args, **kwargs)
+
+class _WatchedHTTPSConnection(_Watched, HTTPSConnection):
+    pass
 
 
 class _HTTPPool(HTTPConnectionPool):
