@@ -8,11 +8,24 @@ synthetic manuscripts of ``tests/service/conftest.py`` on a loopback site. Each 
 
 from __future__ import annotations
 
+import errno
+import os
+import signal
 import time
+from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pytest
+from redis import Redis
 from service_fixtures import app, client, openapi, redis_server, redis_url, settings, site, synthetic, workers
-from service_helpers import wait_for
+from service_helpers import WorkerProcesses, drain, wait_for
+
+from collation.service import create_app
+from collation.service.local import free_port, start_redis, stop
+from collation.service.state import service_state
+from collation.settings import Settings
+from collation.store.datastore import DataStore
 
 __all__ = ["app", "client", "openapi", "redis_server", "redis_url", "settings", "site", "synthetic", "workers"]
 
@@ -27,7 +40,7 @@ def request_body(synthetic: Any, seed: int = 0) -> dict[str, Any]:
 def test_post_delete_churn_keeps_the_worker_alive(client: Any, synthetic: Any, workers: Any) -> None:
     worker = workers.start(threads=1)
     wait_for(lambda: client.get(f"{API}/readyz").status_code == 200, 60, "the worker to register")
-    deadline = time.monotonic() + 12
+    deadline = time.monotonic() + 8
     n = 0
     while time.monotonic() < deadline:
         r = client.post(f"{API}/collations", json=request_body(synthetic, seed=n % 3))
@@ -43,3 +56,98 @@ def test_post_delete_churn_keeps_the_worker_alive(client: Any, synthetic: Any, w
     wait_for(lambda: client.get(f"{API}/collations/{cid}").get_json()["status"] == "finished", 120,
              "the last collation to finish", interval=0.25)
     assert client.get(f"{API}/readyz").status_code == 200
+
+
+def fault_settings(tmp_path: Path, redis_url: str) -> Settings:
+    return Settings.from_env({}, redis_url=redis_url, data_dir=tmp_path / "data", allowed_hosts=("127.0.0.1",),
+                             backbone="efficientnet-lite0", device="cpu", chunk_pairs=4, heartbeat_ttl=3,
+                             job_retries=2, sweep_interval=1, public_url="http://collation.test")
+
+
+def test_a_worker_survives_a_10_s_redis_outage_and_finishes(synthetic: Any, tmp_path: Path) -> None:
+    """Issue 12 item 5: the worker's loop is built again, as often as needed, until Redis is back."""
+    port = free_port()
+    redis_process, url = start_redis(tmp_path / "redis", port=port)
+    config = fault_settings(tmp_path, url)
+    app = create_app(config, TESTING=True)
+    service_state(app).sweeper.start()  # re-enqueues from the store what the restarted Redis lost
+    client = app.test_client()
+    processes = WorkerProcesses(config, tmp_path)
+    try:
+        worker = processes.start(threads=1)
+        wait_for(lambda: client.get(f"{API}/readyz").status_code == 200, 60, "the worker to register")
+        stop(redis_process)
+        time.sleep(10)
+        assert worker.poll() is None, processes.logs()
+        redis_process, _ = start_redis(tmp_path / "redis", port=port)
+        cid = client.post(f"{API}/collations", json=request_body(synthetic)).get_json()["id"]
+        wait_for(lambda: client.get(f"{API}/collations/{cid}").get_json()["status"] == "finished", 120,
+                 "the collation to finish after the outage", interval=0.25)
+        assert worker.poll() is None
+        assert client.get(f"{API}/readyz").status_code == 200
+    finally:
+        processes.stop_all()
+        service_state(app).close()
+        stop(redis_process)
+
+
+def test_a_worker_killed_at_each_stage_is_replaced(synthetic: Any, tmp_path: Path, redis_url: str) -> None:
+    """SIGKILL whenever the collation is seen in a new stage; a new worker takes over each time and the
+    collation finishes with the scores of an undisturbed run (features and scores do not depend on
+    which worker computed them)."""
+    config = fault_settings(tmp_path, redis_url)
+    app = create_app(config, TESTING=True)
+    service_state(app).sweeper.start()
+    client = app.test_client()
+    processes = WorkerProcesses(config, tmp_path)
+    killed: list[str] = []
+    try:
+        cid = client.post(f"{API}/collations", json=request_body(synthetic, seed=3)).get_json()["id"]
+        worker = processes.start(threads=1)
+        deadline = time.monotonic() + 150
+        while (doc := client.get(f"{API}/collations/{cid}").get_json())["status"] != "finished":
+            assert doc["status"] not in ("failed", "cancelled") and time.monotonic() < deadline, (doc, processes.logs())
+            stage = doc["progress"]["stage"]
+            if stage in ("preparing", "features", "scoring") and stage not in killed:
+                worker.send_signal(signal.SIGKILL)
+                worker.wait()
+                killed.append(stage)
+                worker = processes.start(threads=1)
+            time.sleep(0.05)
+        print(f"\nkilled with SIGKILL in stages {killed}")
+        assert killed  # at least one kill landed
+        got = DataStore(config.data_dir).load_results(cid, 0, 1)
+        reference = tmp_path / "reference"
+        ref_config = fault_settings(reference, redis_url.rsplit("/", 1)[0] + "/4")
+        Redis.from_url(ref_config.redis_url).flushdb()
+        ref_app = create_app(ref_config, TESTING=True)
+        try:
+            r = ref_app.test_client().post(f"{API}/collations", json=request_body(synthetic, seed=3))
+            ref_cid = r.get_json()["id"]
+            drain(ref_config)
+            want = DataStore(ref_config.data_dir).load_results(ref_cid, 0, 1)
+        finally:
+            service_state(ref_app).close()
+        for name in ("S", "N_S", "P_S"):
+            np.testing.assert_array_equal(got[name], want[name])
+    finally:
+        processes.stop_all()
+        service_state(app).close()
+
+
+@pytest.mark.parametrize("code", [errno.EROFS, errno.ENOSPC, errno.EACCES])
+def test_a_data_directory_that_cannot_be_written_is_503(client: Any, synthetic: Any, monkeypatch: pytest.MonkeyPatch,
+                                                        code: int) -> None:
+    """Read-only, full or forbidden (the tests run as root, so chmod cannot make it read-only): every
+    write of the store fails with that OSError; the API answers a 503 problem, not a 500."""
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr("collation.store.datastore.write_json", refuse)
+    monkeypatch.setattr("collation.store.datastore.replace_in_folder", refuse)
+    r = client.post(f"{API}/collations", json=request_body(synthetic))
+    assert r.status_code == 503 and r.headers["Content-Type"].startswith("application/problem+json"), r.data
+    assert "data store" in r.get_json()["detail"]
+    monkeypatch.undo()
+    assert client.post(f"{API}/collations", json=request_body(synthetic)).status_code == 202
