@@ -97,9 +97,10 @@ def test_a_job_remnant_does_not_stop_the_worker(client: Any, synthetic: Any, set
     redis = Redis.from_url(settings.redis_url)
     redis.hset(Job.key_for("remnant"), "status", "ready_to_enqueue")
     redis.zadd(ReadyJobRegistry(settings.queue_io, connection=redis).key, {"remnant": 1})
-    cid = client.post(f"{API}/collations", json=body(synthetic)).get_json()["id"]
-    run_jobs()
-    assert client.get(f"{API}/collations/{cid}").get_json()["status"] == "finished"
+    broken = [synthetic.broken, synthetic.broken.replace("manifest.json", "other.json")]  # no features to compute
+    cid = client.post(f"{API}/collations", json={"manifests": broken}).get_json()["id"]
+    run_jobs()  # before: maintenance raised NoSuchJobError at the start and the worker quit with nothing done
+    assert client.get(f"{API}/collations/{cid}").get_json()["status"] == "failed"
     assert not redis.exists(Job.key_for("remnant"))
     redis.close()
 
@@ -209,7 +210,7 @@ def test_a_body_nested_100k_deep_is_400(client: Any) -> None:
 
 @pytest.mark.parametrize("field", ["manifests.0", "callback_url", "regions.1.0.label", "options.backbone"])
 def test_a_lone_surrogate_is_400(client: Any, synthetic: Any, field: str) -> None:
-    doc: dict[str, Any] = body(synthetic)
+    doc: dict[str, Any] = json.loads(json.dumps(body(synthetic)))  # a copy: the fixture is the session's
     marker = "http://127.0.0.1/\udc80" if field in ("manifests.0", "callback_url") else "\udc80"
     if field == "manifests.0":
         doc["manifests"][0] = marker
@@ -280,7 +281,10 @@ def test_three_cycles_needs_three_manifests_in_the_contract_too(openapi: dict[st
     from referencing import Registry, Resource
 
     doc = {"manifests": [synthetic.a, synthetic.b, synthetic.c][:manifests], "options": {"propagation": "3-cycles"}}
-    registry = Registry().with_resource("urn:openapi", Resource.from_contents(openapi))
+    from referencing.jsonschema import DRAFT202012
+
+    resource = Resource.from_contents(openapi, default_specification=DRAFT202012)
+    registry = Registry().with_resource("urn:openapi", resource)
     validator = Draft202012Validator({"$ref": "urn:openapi#/components/schemas/CollationRequest"}, registry=registry)
     assert validator.is_valid(doc) is valid
     assert (client.post(f"{API}/collations", json=doc).status_code == 202) is valid
