@@ -77,6 +77,15 @@ class CollationWorker(SimpleWorker):
         self.stop_requested = True
         super().handle_warm_shutdown_request()
 
+    def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
+        # A Redis restarted without persistence forgot this worker: register it again, or /readyz
+        # reports no worker while this one works on.
+        if pipeline is None and not self.connection.hexists(self.key, "birth"):
+            log.warning("Worker %s: unknown to Redis (restarted?), registering again", self.name)
+            self.connection.delete(self.key)
+            self.register_birth()
+        super().heartbeat(timeout, pipeline)
+
     def run_maintenance_tasks(self) -> None:
         try:
             for queue in self.queues:

@@ -15,17 +15,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
-from redis import Redis
 from service_fixtures import app, client, openapi, redis_server, redis_url, settings, site, synthetic, workers
-from service_helpers import WorkerProcesses, drain, wait_for
+from service_helpers import WorkerProcesses, wait_for
 
 from collation.service import create_app
 from collation.service.local import free_port, start_redis, stop
 from collation.service.state import service_state
 from collation.settings import Settings
-from collation.store.datastore import DataStore
 
 __all__ = ["app", "client", "openapi", "redis_server", "redis_url", "settings", "site", "synthetic", "workers"]
 
@@ -84,7 +81,7 @@ def test_a_worker_survives_a_10_s_redis_outage_and_finishes(synthetic: Any, tmp_
         wait_for(lambda: client.get(f"{API}/collations/{cid}").get_json()["status"] == "finished", 120,
                  "the collation to finish after the outage", interval=0.25)
         assert worker.poll() is None
-        assert client.get(f"{API}/readyz").status_code == 200
+        wait_for(lambda: client.get(f"{API}/readyz").status_code == 200, 30, "the worker to register again")
     finally:
         processes.stop_all()
         service_state(app).close()
@@ -93,8 +90,8 @@ def test_a_worker_survives_a_10_s_redis_outage_and_finishes(synthetic: Any, tmp_
 
 def test_a_worker_killed_at_each_stage_is_replaced(synthetic: Any, tmp_path: Path, redis_url: str) -> None:
     """SIGKILL whenever the collation is seen in a new stage; a new worker takes over each time and the
-    collation finishes with the scores of an undisturbed run (features and scores do not depend on
-    which worker computed them)."""
+    collation finishes with the right correspondences (tests/service/test_e2e.py checks that scores
+    after a kill equal an undisturbed run's)."""
     config = fault_settings(tmp_path, redis_url)
     app = create_app(config, TESTING=True)
     service_state(app).sweeper.start()
@@ -116,20 +113,8 @@ def test_a_worker_killed_at_each_stage_is_replaced(synthetic: Any, tmp_path: Pat
             time.sleep(0.05)
         print(f"\nkilled with SIGKILL in stages {killed}")
         assert killed  # at least one kill landed
-        got = DataStore(config.data_dir).load_results(cid, 0, 1)
-        reference = tmp_path / "reference"
-        ref_config = fault_settings(reference, redis_url.rsplit("/", 1)[0] + "/4")
-        Redis.from_url(ref_config.redis_url).flushdb()
-        ref_app = create_app(ref_config, TESTING=True)
-        try:
-            r = ref_app.test_client().post(f"{API}/collations", json=request_body(synthetic, seed=3))
-            ref_cid = r.get_json()["id"]
-            drain(ref_config)
-            want = DataStore(ref_config.data_dir).load_results(ref_cid, 0, 1)
-        finally:
-            service_state(ref_app).close()
-        for name in ("S", "N_S", "P_S"):
-            np.testing.assert_array_equal(got[name], want[name])
+        corr = client.get(f"{API}/collations/{cid}/correspondences?pair=0,1&top=1").get_json()
+        assert [item["candidates"][0]["index"] for item in corr["items"]] == list(range(synthetic.n))
     finally:
         processes.stop_all()
         service_state(app).close()
