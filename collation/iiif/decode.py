@@ -31,6 +31,27 @@ IMAGE_MAGIC = (
     b"\xff\x4f\xff\x51",  # JPEG 2000 codestream
 )
 
+MAX_JSON_DEPTH = 100
+"""Nesting of a JSON document beyond which it is refused: real manifests nest about 15 levels, and
+copying or serving a document nested near the interpreter's recursion limit fails."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def json_depth(doc: Any) -> int:
+    """Nesting depth of a parsed JSON value (a scalar is 0), computed without recursion."""
+    deepest, stack = 0, [(doc, 0)]
+    while stack:
+        value, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+    return deepest
+
 
 def looks_like_image(content: bytes) -> bool:
     """Whether ``content`` starts like an image file (JPEG, PNG, GIF, TIFF, WebP, JPEG 2000)."""
@@ -49,11 +70,14 @@ def parse_json_bytes(content: bytes, *, url: str, what: str = "document", conten
     except UnicodeDecodeError:
         raise ManifestError(f"{what} {url} is not UTF-8 text, so not JSON", url=url) from None
     try:
-        return json.loads(text)
+        doc = json.loads(text, parse_constant=_refuse_constant)  # NaN, Infinity: not JSON, not served back
     except RecursionError:
         raise ManifestError(f"{what} {url} is nested too deeply to read", url=url) from None
     except ValueError as exc:
         raise ManifestError(f"{what} {url} is not valid JSON: {exc}", url=url) from None
+    if json_depth(doc) > MAX_JSON_DEPTH:
+        raise ManifestError(f"{what} {url} is nested more than {MAX_JSON_DEPTH} levels deep", url=url)
+    return doc
 
 
 def decode_image(

@@ -22,6 +22,7 @@ from typing import Any
 from redis import Redis
 from rq import Callback, Queue, Retry
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
+from rq.executions import Execution, ExecutionRegistry
 from rq.job import Dependency, Job, JobStatus
 from rq.registry import StartedJobRegistry
 from rq.timeouts import TimerDeathPenalty
@@ -29,7 +30,7 @@ from rq.timeouts import TimerDeathPenalty
 from ..runtime import Runtime, activate, current
 from ..settings import Settings
 from ..store.datastore import CollationNotFound, DataStore, RedisKeys
-from ..store.records import is_terminal
+from ..store.records import CollationStatus, is_terminal
 from ..store.steps import Step, StepKind
 from ..store.transitions import cancel as mark_cancelled
 from ..store.transitions import fail, reopen, set_progress
@@ -78,6 +79,46 @@ def update_scoring_progress(store: DataStore, cid: str) -> None:
     docs = [store.load_manuscript(cid, m) for m in range(len(record["request"]["manifests"]))]
     done, total = scoring_progress(record, docs, store.load_failures(cid), store.has_scores, store.has_chunk)
     set_progress(store, cid, "scoring", done, total)
+
+
+# --------------------------------------------------------------------------------------------------
+# Deleting jobs
+
+
+def drop_dangling_executions(connection: Redis, job: Job) -> int:
+    """Removes the executions of a job whose data expired but whose registry entries did not.
+
+    RQ keeps an execution's hash for its heartbeat TTL but its entry in the job's execution registry
+    a minute longer; a job retried after its worker died (abandoned) keeps such an entry, and RQ's
+    ``Job.delete`` then fails with "Execution ... not found". Returns how many were dropped.
+    """
+    registry = ExecutionRegistry(job_id=job.id, connection=connection)
+    started = StartedJobRegistry(job.origin, connection=connection)
+    dropped = 0
+    for raw in connection.zrange(registry.key, 0, -1):
+        execution = Execution(id=raw.decode() if isinstance(raw, bytes) else raw, job_id=job.id,
+                              connection=connection)
+        if not connection.exists(execution.key):
+            connection.zrem(registry.key, execution.id)
+            connection.zrem(started.key, execution.composite_key)
+            dropped += 1
+    return dropped
+
+
+def delete_job(connection: Redis, job: Job) -> None:
+    """Deletes a job that is not running, and its id from its parents' dependents, in one transaction.
+
+    Removing the id from the parents' dependents sets makes a parent that is finishing right now
+    (RQ watches that set while it moves dependents to ready) start again without it, instead of
+    writing ``status`` into the deleted job's hash: such a remnant (a hash with a status and no
+    data) made every worker's registry maintenance fail with NoSuchJobError.
+    """
+    drop_dangling_executions(connection, job)
+    with connection.pipeline() as pipe:
+        for parent in job.dependency_ids:
+            pipe.srem(Job.dependents_key_for(parent), job.id)
+        job.delete(pipeline=pipe, remove_from_queue=True)
+        pipe.execute()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -139,14 +180,19 @@ class Scheduler:
     def submit(self, record: dict) -> tuple[dict, bool]:
         """Stores a new collation (or finds the same one) and enqueues its first steps.
 
-        A collation that failed is tried again: its recorded step failures are dropped.
+        A collation that failed is tried again: its recorded step failures are dropped. One left
+        cancelled (a DELETE that did not get to the end, e.g. Redis failed meanwhile) is deleted and
+        created again.
 
         Returns:
             (record, created)
         """
         created = self.store.create_collation(record)
-        if not created:
-            reopen(self.store, record["id"])
+        if not created and reopen(self.store, record["id"])["status"] == CollationStatus.CANCELLED:
+            self.store.delete_collation(record["id"])
+            created = self.store.create_collation(record)
+            if not created:  # another request re-created it meanwhile: the same collation
+                reopen(self.store, record["id"])
         self.advance(record["id"])
         return self.store.load_record(record["id"]), created
 
@@ -162,7 +208,7 @@ class Scheduler:
             except NoSuchJobError:
                 continue
             if job.get_status(refresh=False) != JobStatus.STARTED:
-                job.delete(remove_from_queue=True)
+                delete_job(self.connection, job)
         self.connection.delete(RedisKeys.jobs(cid))
         return self.store.delete_collation(cid)
 
@@ -244,7 +290,7 @@ class Scheduler:
                 if job.get_status(refresh=False) == JobStatus.DEFERRED:
                     job.register_dependency()  # idempotent; needed when a parent was enqueued again
                 return job
-            job.delete(remove_from_queue=True)
+            delete_job(self.connection, job)
         except (NoSuchJobError, InvalidJobOperation):
             pass
         job = self._enqueue(queue, cid, step, jid, depends_on)

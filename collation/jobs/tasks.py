@@ -16,19 +16,21 @@ from typing import Any
 from rq import get_current_job
 
 from ..runtime import current
+from ..store.datastore import CollationNotFound
 from . import steps
 
 log = logging.getLogger("collation.jobs")
 
 
 def _quietly_gone(func: Callable[..., str]) -> Callable[..., str]:
-    """Turns ``steps.Gone`` into a normal return: a cancelled collation is not a failed job."""
+    """Turns ``steps.Gone`` (and ``CollationNotFound``: the collation was deleted while the step wrote
+    into it) into a normal return: a cancelled collation is not a failed job."""
 
     @functools.wraps(func)
     def wrapper(cid: str, *args: Any) -> str:
         try:
             return func(cid, *args)
-        except steps.Gone:
+        except (steps.Gone, CollationNotFound):
             log.info("Collation %s: gone, %s stops", cid, func.__name__)
             return "gone"
 

@@ -9,7 +9,12 @@ inside ``activate(runtime)``, whose runtime caches the backbone and features) wi
   and never renews it), so the job of a worker killed with SIGKILL is abandoned after at most
   ``heartbeat_ttl`` seconds instead of an hour;
 - registry maintenance (which hands abandoned jobs back to their queue, using their retries) runs
-  every ``heartbeat_ttl`` seconds, and an idle worker wakes up that often to do it.
+  every ``heartbeat_ttl`` seconds, and an idle worker wakes up that often to do it; it first drops
+  job remnants (a hash with no data, from a job deleted while its parent finished), and an error in
+  it is logged, never the end of the work loop.
+
+``work`` runs the worker in a loop that is started again (with a capped back-off) whatever ended it
+short of a requested stop: Redis down for any length of time, or an error in RQ's own loop.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ import redis
 from rq import Queue, SimpleWorker
 from rq.executions import Execution
 from rq.job import Job
+from rq.registry import DeferredJobRegistry, ReadyJobRegistry
+from rq.utils import now as utcnow
 from rq.worker import WorkerStatus
 
 from ..runtime import Runtime, activate
@@ -31,8 +38,12 @@ from ..settings import Settings
 
 log = logging.getLogger("collation.jobs.worker")
 
-RESTART_DELAY = 2.0
-"""Seconds before a worker loop that ended on a Redis error starts again."""
+RESTART_DELAY = 1.0
+"""Seconds before a worker loop that ended on an error starts again, doubled at each failed start."""
+MAX_RESTART_DELAY = 4.0
+"""Longest wait between two starts of the worker loop (Redis down for long)."""
+STABLE_AFTER = 30.0
+"""Seconds a loop must have run for the next restart to wait ``RESTART_DELAY`` again."""
 
 
 class CollationWorker(SimpleWorker):
@@ -66,6 +77,26 @@ class CollationWorker(SimpleWorker):
         self.stop_requested = True
         super().handle_warm_shutdown_request()
 
+    def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
+        # A Redis restarted without persistence forgot this worker: register it again, or /readyz
+        # reports no worker while this one works on.
+        if pipeline is None and not self.connection.hexists(self.key, "birth"):
+            log.warning("Worker %s: unknown to Redis (restarted?), registering again", self.name)
+            self.connection.delete(self.key)
+            self.register_birth()
+        super().heartbeat(timeout, pipeline)
+
+    def run_maintenance_tasks(self) -> None:
+        try:
+            for queue in self.queues:
+                drop_job_remnants(self.connection, queue)
+            super().run_maintenance_tasks()
+        except redis.exceptions.ConnectionError:
+            raise
+        except Exception as exc:  # a bad registry entry must not end the work loop; the next run retries
+            log.warning("Worker %s: registry maintenance failed: %s: %s", self.name, type(exc).__name__, exc)
+            self.last_cleaned_at = utcnow()
+
     def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
         return self.heartbeat_ttl
 
@@ -91,6 +122,27 @@ class CollationWorker(SimpleWorker):
                 log.warning("Job %s: heartbeat from worker %s failed: %s", job.id, self.name, exc)
 
 
+def drop_job_remnants(connection: redis.Redis, queue: Queue) -> int:
+    """Removes from a queue's ready and deferred registries the jobs whose hash holds no data.
+
+    Such a remnant is left when a job is deleted while another process writes its status (RQ moving
+    the dependents of a finished job to ready); RQ cannot load it, and its maintenance, which tries,
+    fails on it. Returns how many were removed.
+    """
+    dropped = 0
+    for registry in (ReadyJobRegistry(queue.name, connection=connection),
+                     DeferredJobRegistry(queue.name, connection=connection)):
+        for raw in connection.zrange(registry.key, 0, -1):
+            jid = raw.decode() if isinstance(raw, bytes) else raw
+            key = Job.key_for(jid)
+            if connection.exists(key) and not connection.hexists(key, "data"):
+                connection.zrem(registry.key, raw)
+                connection.delete(key)
+                log.warning("Job %s: a remnant without data removed from %s", jid, registry.key)
+                dropped += 1
+    return dropped
+
+
 def queue_names(settings: Settings, which: Sequence[str] = ("io", "compute")) -> list[str]:
     """RQ queue names for ``which`` ("io", "compute").
 
@@ -109,7 +161,9 @@ def work(settings: Settings, which: Sequence[str] = ("io", "compute"), *, burst:
     """Runs a worker on the collation queues until stopped (or, with ``burst``, until they are empty).
 
     Builds the process's runtime once (the backbone stays loaded between jobs). A worker whose loop
-    ends on a Redis error (a Redis restart) is started again, unless ``burst``.
+    ends other than on request (Redis unreachable, for however long; an error in RQ's loop) is built
+    and started again after ``RESTART_DELAY`` seconds, doubled up to ``MAX_RESTART_DELAY`` while it
+    keeps failing, unless ``burst``.
 
     Args:
         settings: the process's settings (``redis_url`` is required; ``log_level`` sets RQ's logging).
@@ -122,17 +176,22 @@ def work(settings: Settings, which: Sequence[str] = ("io", "compute"), *, burst:
     """
     runtime = Runtime.create(settings)
     names = queue_names(settings, which)
+    delay = RESTART_DELAY
     try:
         while True:
-            worker = CollationWorker(names, connection=runtime.connection(), name=name, runtime=runtime)
-            name = None  # a restarted loop registers under a new name: the old one may still be in Redis
-            try:
+            started, worker = time.monotonic(), None
+            try:  # building the worker talks to Redis too: inside the retry loop
+                worker = CollationWorker(names, connection=runtime.connection(), name=name, runtime=runtime)
+                name = None  # a restarted loop registers under a new name: the old one may still be in Redis
                 worker.work(burst=burst, logging_level=settings.log_level.upper())
-            except redis.exceptions.ConnectionError as exc:
-                log.error("Worker %s: Redis unreachable (%s)", worker.name, exc)
-            if burst or worker.stop_requested:
+            except redis.exceptions.RedisError as exc:
+                log.error("Worker %s: Redis unreachable (%s)", worker.name if worker else "-", exc)
+            except Exception:
+                log.exception("Worker %s: the work loop failed", worker.name if worker else "-")
+            if burst or (worker is not None and worker.stop_requested):
                 return
-            log.warning("Worker %s: restarting its loop in %s s", worker.name, RESTART_DELAY)
-            time.sleep(RESTART_DELAY)
+            delay = RESTART_DELAY if time.monotonic() - started > STABLE_AFTER else min(delay * 2, MAX_RESTART_DELAY)
+            log.warning("Worker: restarting its loop in %s s", delay)
+            time.sleep(delay)
     finally:
         runtime.close()

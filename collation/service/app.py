@@ -59,7 +59,9 @@ def require_token() -> None:
         return
     header = request.headers.get("Authorization", "")
     scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not any(hmac.compare_digest(token.strip(), t) for t in tokens):
+    # Bytes: compare_digest refuses str with non-ASCII characters, and a header may hold any.
+    given = token.strip().encode("utf-8", "surrogateescape")
+    if scheme.lower() != "bearer" or not any(hmac.compare_digest(given, t.encode("utf-8")) for t in tokens):
         raise problems.Unauthorized("this request needs a valid bearer token", field="Authorization")
 
 

@@ -2,12 +2,14 @@
 
 One error handler maps the project's ``CollationError`` (with its ``http_status`` and ``field``),
 marshmallow's ``ValidationError`` (400, every bad field named), redis's ``RedisError`` (503: Redis is
-not reachable) and werkzeug's ``HTTPException`` (404, 405, ...); anything else becomes a 500 with no
+not reachable), an ``OSError`` of a data store that cannot be written (503: read-only, full) and
+werkzeug's ``HTTPException`` (404, 405, ...); anything else becomes a 500 with no
 stack trace in the body (the traceback is logged).
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -81,6 +83,17 @@ def handle_redis_error(exc: RedisError) -> Response:
     return problem(503, "Unavailable", f"Redis is not reachable: {exc}")
 
 
+STORE_ERRORS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EIO})
+"""errno values of a data store that cannot be written (read-only, full, forbidden, failing): a 503."""
+
+
+def handle_os_error(exc: OSError) -> Response:
+    if exc.errno not in STORE_ERRORS:
+        return handle_unexpected(exc)
+    log.error("The data store cannot be written on %s %s: %s", request.method, request.path, exc)
+    return problem(503, "Unavailable", f"the data store cannot be written: {exc.strerror or exc}")
+
+
 def handle_http_exception(exc: HTTPException) -> Response:
     headers = {}
     if exc.code == 405 and exc.valid_methods:
@@ -99,6 +112,7 @@ def init_app(app: Flask) -> None:
     app.register_error_handler(CollationError, handle_collation_error)
     app.register_error_handler(RedisError, handle_redis_error)
     app.register_error_handler(HTTPException, handle_http_exception)
+    app.register_error_handler(OSError, handle_os_error)
     app.register_error_handler(Exception, handle_unexpected)
 
 

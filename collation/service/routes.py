@@ -17,7 +17,13 @@ from . import collations, layers
 from .health import readiness
 from .problems import problem
 from .results import check_id
-from .schemas import AssessmentSchema, CollationRequestSchema, CorrespondenceQuerySchema, PageQuerySchema
+from .schemas import (
+    AssessmentSchema,
+    CollationRequestSchema,
+    CorrespondenceQuerySchema,
+    PageQuerySchema,
+    check_json_tree,
+)
 from .state import current_runtime, service_state
 from .urls import base_url, collation_url
 
@@ -30,12 +36,20 @@ OPENAPI_YAML = Path(__file__).resolve().parents[2] / "openapi.yaml"
 
 
 def json_body() -> dict[str, Any]:
-    """The request's JSON object; a 400 problem naming ``body`` otherwise."""
-    body = request.get_json(silent=True)
+    """The request's JSON object; a 400 problem naming ``body`` (or the bad field) otherwise.
+
+    A body nested too deeply for the parser, or holding a string that is not Unicode text (a lone
+    surrogate escape such as ``"\\udc80"``), is a 400 like any malformed body.
+    """
+    try:
+        body = request.get_json(silent=True)
+    except RecursionError:
+        raise ValidationError({"body": ["is nested too deeply"]}) from None
     if body is None:
         raise ValidationError({"body": ["must be a JSON document (Content-Type: application/json)"]})
     if not isinstance(body, dict):
         raise ValidationError({"body": ["must be a JSON object"]})
+    check_json_tree(body)
     return body
 
 

@@ -6,6 +6,7 @@ names the field rather than a silently ignored setting.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -23,13 +24,60 @@ VERDICTS = ("confirmed", "rejected")
 BACKBONES = ("efficientnet-lite0", "resnet50-conv4")
 """The names of ``collation.features.BACKBONES``, repeated so that the API process needs no torch."""
 
+MAX_BODY_DEPTH = 32
+"""Nesting of a request body beyond which it is refused (the deepest valid body has 5 levels)."""
+INDEX = re.compile(r"0|[1-9][0-9]{0,8}")
+"""A manuscript index as written in a regions key or a query: ASCII digits only (``str.isdigit``
+also accepts superscripts and other scripts' digits, which ``int`` then refuses or reads), no
+leading zero (``"01"`` would name manuscript 1 under another key)."""
+PAIR = re.compile(r"(0|[1-9][0-9]{0,8}),(0|[1-9][0-9]{0,8})")
+"""``pair=a,b``: two indices as ``INDEX`` (openapi.yaml's pattern says the same, and that a != b)."""
+
+
+def check_json_tree(doc: Any, max_depth: int = MAX_BODY_DEPTH) -> None:
+    """Refuses a parsed JSON document nested deeper than ``max_depth`` or holding a key or string that
+    is not Unicode text (a lone surrogate, which no file or hash can encode). Iterative: a deep
+    document cannot exhaust the stack here.
+
+    Raises:
+        ValidationError: naming the field at fault (dotted path).
+    """
+    stack: list[tuple[Any, str, int]] = [(doc, "", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if depth > max_depth:
+            raise ValidationError({path or "body": [f"is nested more than {max_depth} levels deep"]})
+        if isinstance(value, dict):
+            items = list(value.items())
+        elif isinstance(value, list):
+            items = [(str(i), v) for i, v in enumerate(value)]
+        else:
+            if isinstance(value, str) and not _is_text(value):
+                raise ValidationError({path or "body": ["is not valid Unicode text (a lone surrogate)"]})
+            continue
+        for key, item in items:
+            if not _is_text(key):
+                raise ValidationError({path or "body": ["has a key that is not valid Unicode text"]})
+            stack.append((item, f"{path}.{key}" if path else key, depth + 1))
+
+
+def _is_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
 
 class HttpUrl(fields.String):
     """An absolute http(s) URL (the address policy is applied when it is fetched)."""
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
         text = super()._deserialize(value, attr, data, **kwargs).strip()
-        parts = urlsplit(text)
+        try:
+            parts = urlsplit(text)
+        except ValueError:  # e.g. "http://[::1": an unbalanced IPv6 bracket
+            raise ValidationError("must be an absolute http or https URL") from None
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValidationError("must be an absolute http or https URL")
         if len(text) > 2048:
@@ -113,7 +161,7 @@ class CollationRequestSchema(Schema):
         if len(manifests) > self.max_manifests:
             raise ValidationError(f"at most {self.max_manifests} manifests per collation", "manifests")
         for key in data.get("regions") or {}:
-            if not key.isdigit() or int(key) >= len(manifests):
+            if not INDEX.fullmatch(key) or int(key) >= len(manifests):
                 raise ValidationError(f"key {key!r} is not the index of a manifest (0..{len(manifests) - 1})",
                                       "regions")
         if (data.get("options") or {}).get("propagation") == "3-cycles" and len(manifests) < 3:
@@ -142,10 +190,10 @@ class PairParam(fields.String):
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> tuple[int, int]:
         text = super()._deserialize(value, attr, data, **kwargs)
-        parts = text.split(",")
-        if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
-            raise ValidationError("must be two manuscript indices, as in pair=0,1")
-        a, b = (int(p) for p in parts)
+        match = PAIR.fullmatch(text)
+        if match is None:
+            raise ValidationError("must be two manuscript indices (ASCII digits), as in pair=0,1")
+        a, b = (int(p) for p in match.groups())
         if a == b:
             raise ValidationError("must name two different manuscripts")
         return a, b

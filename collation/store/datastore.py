@@ -26,6 +26,7 @@ two already compared reuses their features and their pair's scores.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import io
@@ -72,11 +73,36 @@ def read_json(path: Path) -> Any:
         return None
 
 
-def write_npz(path: Path, **arrays: np.ndarray) -> None:
-    """Writes several arrays in one .npz, atomically."""
+def npz_bytes(**arrays: np.ndarray) -> bytes:
+    """Several arrays as the bytes of one .npz file."""
     buf = io.BytesIO()
     np.savez(buf, **arrays)
-    write_bytes(path, buf.getvalue())
+    return buf.getvalue()
+
+
+def json_bytes(obj: Any) -> bytes:
+    """``obj`` as the JSON of ``collation.atomic.write_json``."""
+    return json.dumps(obj, indent=1, ensure_ascii=False).encode()
+
+
+def replace_in_folder(path: Path, data: bytes) -> None:
+    """Writes ``data`` to ``path`` atomically, in a folder that must exist: unlike ``write_bytes`` it
+    never creates folders, so a writer never brings back a collation deleted meanwhile.
+
+    Raises:
+        FileNotFoundError: the folder does not exist (any more).
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(tmp, "xb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 class DataStore:
@@ -93,15 +119,32 @@ class DataStore:
         return self.root / "collations" / cid
 
     def create_collation(self, record: dict) -> bool:
-        """Creates a collation from its first record; False when it already exists (same inputs)."""
-        cdir = self.collation_dir(record["id"])
+        """Creates a collation from its first record; False when it already exists (same inputs).
+
+        The folder is built aside with its record and renamed into place, so a collation folder
+        never exists without its record (concurrent identical requests all find the record). A
+        folder without a record (left by an older version) is moved away and replaced.
+        """
+        cid = record["id"]
+        cdir = self.collation_dir(cid)
         cdir.parent.mkdir(parents=True, exist_ok=True)
+        staging = self.root / "staging" / f"{cid}.{uuid.uuid4().hex[:8]}"
+        staging.mkdir(parents=True)
+        write_json(staging / "record.json", record)
         try:
-            cdir.mkdir()
-        except FileExistsError:
+            for _attempt in range(2):
+                try:
+                    os.rename(staging, cdir)  # atomic; fails when cdir exists and is not empty
+                    return True
+                except OSError as exc:
+                    if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                        raise
+                if (cdir / "record.json").is_file():
+                    return False
+                self.delete_collation(cid)  # a folder without its record: nobody's collation
             return False
-        write_json(cdir / "record.json", record)
-        return True
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
 
     def exists(self, cid: str) -> bool:
         return (self.collation_dir(cid) / "record.json").is_file()
@@ -141,9 +184,27 @@ class DataStore:
         """Read-modify-write of the record under the collation's lock; returns the new record."""
         with self.locked(cid) as cdir:
             record = read_json(cdir / "record.json")
+            if record is None:
+                raise CollationNotFound(f"no collation {cid!r}", field="id")
             change(record)
-            write_json(cdir / "record.json", record)
+            self.write_in_collation(cid, "record.json", json_bytes(record))
             return record
+
+    def write_in_collation(self, cid: str, relative: str, data: bytes) -> None:
+        """Writes a file of a collation atomically (``relative`` to its folder, one sub-folder deep at
+        most), creating the sub-folder but never the collation's folder itself.
+
+        Raises:
+            CollationNotFound: the collation was deleted (before or during the write).
+        """
+        cdir = self.collation_dir(cid)
+        path = cdir / relative
+        try:
+            if path.parent != cdir:
+                path.parent.mkdir(exist_ok=True)  # no parents: a deleted collation stays deleted
+            replace_in_folder(path, data)
+        except FileNotFoundError:
+            raise CollationNotFound(f"no collation {cid!r} (deleted meanwhile)", field="id") from None
 
     def list_collations(self) -> list[str]:
         folder = self.root / "collations"
@@ -172,8 +233,8 @@ class DataStore:
     def save_manuscript(self, cid: str, m: int, doc: dict, manifest: dict | None = None) -> None:
         """Writes a prepared manuscript (its manifest first, so the doc's presence means both)."""
         if manifest is not None:
-            write_json(self.collation_dir(cid) / "manuscripts" / f"{m}.manifest.json", manifest)
-        write_json(self.manuscript_path(cid, m), doc)
+            self.write_in_collation(cid, f"manuscripts/{m}.manifest.json", json_bytes(manifest))
+        self.write_in_collation(cid, f"manuscripts/{m}.json", json_bytes(doc))
 
     def load_manuscript(self, cid: str, m: int) -> dict | None:
         return read_json(self.manuscript_path(cid, m))
@@ -189,8 +250,9 @@ class DataStore:
 
     def record_failure(self, cid: str, step: Step, message: str) -> None:
         """Records that ``step`` failed for good (no-op when the collation is gone)."""
-        if self.exists(cid):
-            write_json(self.failure_path(cid, step), {"step": step.name, "message": message})
+        with contextlib.suppress(CollationNotFound):
+            self.write_in_collation(cid, f"failures/{step.name}.json",
+                                    json_bytes({"step": step.name, "message": message}))
 
     def load_failures(self, cid: str) -> dict[Step, str]:
         """The steps of a collation that failed for good, with their messages."""
@@ -267,7 +329,7 @@ class DataStore:
         return self.collation_dir(cid) / "results" / f"{a}-{b}.npz"
 
     def save_results(self, cid: str, a: int, b: int, **arrays: np.ndarray) -> None:
-        write_npz(self.results_path(cid, a, b), **arrays)
+        self.write_in_collation(cid, f"results/{a}-{b}.npz", npz_bytes(**arrays))
 
     def load_results(self, cid: str, a: int, b: int) -> dict[str, np.ndarray] | None:
         try:
@@ -280,7 +342,7 @@ class DataStore:
         return read_json(self.collation_dir(cid) / "assessments.json") or []
 
     def save_assessments(self, cid: str, items: list[dict]) -> None:
-        write_json(self.collation_dir(cid) / "assessments.json", items)
+        self.write_in_collation(cid, "assessments.json", json_bytes(items))
 
 
 class RedisKeys:

@@ -36,7 +36,7 @@ class ViewQuerySchema(Schema):
     accepted and ignored, so a ``UrlScheme.viewer`` template may pass it."""
 
     pair = PairParam(load_default=(0, 1))
-    link = fields.String(validate=validate.Regexp(r"^\d{1,6}-\d{1,6}-\d{1,9}-\d{1,9}$",
+    link = fields.String(validate=validate.Regexp(r"^(0|[1-9][0-9]{0,5})-(0|[1-9][0-9]{0,5})-[0-9]{1,9}-[0-9]{1,9}$",
                                                   error="must be a correspondence id a-b-i-j"))
     side = fields.String(validate=validate.OneOf(("a", "b")))
     mirador = fields.String(load_default="4", validate=validate.OneOf(tuple(MIRADOR_VERSIONS)))

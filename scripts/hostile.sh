@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The hostile harness, long version: schemathesis with many examples per operation, then every
+# fault and load test of tests/hostile, printing their figures (-s). Usage:
+#   scripts/hostile.sh [examples per operation, default 200]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-.venv/bin/python}
+export PYTHONPATH=$PWD HOSTILE_EXAMPLES=${1:-200}
+"$PYTHON" -m pytest tests/hostile/test_api_contract.py tests/hostile/test_faults.py tests/hostile/test_load.py \
+    -p no:cacheprovider -q -s

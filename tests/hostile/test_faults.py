@@ -1,0 +1,138 @@
+"""Fault injection against the running service: POST/DELETE churn under a live worker, collations
+deleted while their jobs write, a worker that loses Redis for 10 s, a worker killed with SIGKILL at
+each stage, a data directory that cannot be written.
+
+Real Redis on a private port, real worker subprocesses (``python -m collation.service worker``), the
+synthetic manuscripts of ``tests/service/conftest.py`` on a loopback site. Each test is bounded.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from service_fixtures import app, client, openapi, redis_server, redis_url, settings, site, synthetic, workers
+from service_helpers import WorkerProcesses, wait_for
+
+from collation.service import create_app
+from collation.service.local import free_port, start_redis, stop
+from collation.service.state import service_state
+from collation.settings import Settings
+
+__all__ = ["app", "client", "openapi", "redis_server", "redis_url", "settings", "site", "synthetic", "workers"]
+
+API = "/api/v1"
+
+
+def request_body(synthetic: Any, seed: int = 0) -> dict[str, Any]:
+    return {"manifests": [synthetic.a, synthetic.b], "regions": {"1": synthetic.b_regions},
+            "options": {"seed": seed}}
+
+
+def test_post_delete_churn_keeps_the_worker_alive(client: Any, synthetic: Any, workers: Any) -> None:
+    worker = workers.start(threads=1)
+    wait_for(lambda: client.get(f"{API}/readyz").status_code == 200, 60, "the worker to register")
+    deadline = time.monotonic() + 8
+    n = 0
+    while time.monotonic() < deadline:
+        r = client.post(f"{API}/collations", json=request_body(synthetic, seed=n % 3))
+        assert r.status_code == 202, r.get_json()
+        time.sleep(0.05 * (n % 4))
+        r = client.delete(f"{API}/collations/{r.get_json()['id']}")
+        assert r.status_code in (204, 404), r.get_json()
+        n += 1
+    assert worker.poll() is None, workers.logs()
+    assert "Traceback" not in workers.logs(), workers.logs()
+    r = client.post(f"{API}/collations", json=request_body(synthetic, seed=7))
+    cid = r.get_json()["id"]
+    wait_for(lambda: client.get(f"{API}/collations/{cid}").get_json()["status"] == "finished", 120,
+             "the last collation to finish", interval=0.25)
+    assert client.get(f"{API}/readyz").status_code == 200
+
+
+def fault_settings(tmp_path: Path, redis_url: str) -> Settings:
+    return Settings.from_env({}, redis_url=redis_url, data_dir=tmp_path / "data", allowed_hosts=("127.0.0.1",),
+                             backbone="efficientnet-lite0", device="cpu", chunk_pairs=4, heartbeat_ttl=3,
+                             job_retries=2, sweep_interval=1, public_url="http://collation.test")
+
+
+def test_a_worker_survives_a_10_s_redis_outage_and_finishes(synthetic: Any, tmp_path: Path) -> None:
+    """Issue 12 item 5: the worker's loop is built again, as often as needed, until Redis is back."""
+    port = free_port()
+    redis_process, url = start_redis(tmp_path / "redis", port=port)
+    config = fault_settings(tmp_path, url)
+    app = create_app(config, TESTING=True)
+    service_state(app).sweeper.start()  # re-enqueues from the store what the restarted Redis lost
+    client = app.test_client()
+    processes = WorkerProcesses(config, tmp_path)
+    try:
+        worker = processes.start(threads=1)
+        wait_for(lambda: client.get(f"{API}/readyz").status_code == 200, 60, "the worker to register")
+        stop(redis_process)
+        time.sleep(10)
+        assert worker.poll() is None, processes.logs()
+        redis_process, _ = start_redis(tmp_path / "redis", port=port)
+        cid = client.post(f"{API}/collations", json=request_body(synthetic)).get_json()["id"]
+        wait_for(lambda: client.get(f"{API}/collations/{cid}").get_json()["status"] == "finished", 120,
+                 "the collation to finish after the outage", interval=0.25)
+        assert worker.poll() is None
+        wait_for(lambda: client.get(f"{API}/readyz").status_code == 200, 30, "the worker to register again")
+    finally:
+        processes.stop_all()
+        service_state(app).close()
+        stop(redis_process)
+
+
+def test_a_worker_killed_at_each_stage_is_replaced(synthetic: Any, tmp_path: Path, redis_url: str) -> None:
+    """SIGKILL whenever the collation is seen in a new stage; a new worker takes over each time and the
+    collation finishes with the right correspondences (tests/service/test_e2e.py checks that scores
+    after a kill equal an undisturbed run's)."""
+    config = fault_settings(tmp_path, redis_url)
+    app = create_app(config, TESTING=True)
+    service_state(app).sweeper.start()
+    client = app.test_client()
+    processes = WorkerProcesses(config, tmp_path)
+    killed: list[str] = []
+    try:
+        cid = client.post(f"{API}/collations", json=request_body(synthetic, seed=3)).get_json()["id"]
+        worker = processes.start(threads=1)
+        deadline = time.monotonic() + 150
+        while (doc := client.get(f"{API}/collations/{cid}").get_json())["status"] != "finished":
+            assert doc["status"] not in ("failed", "cancelled") and time.monotonic() < deadline, (doc, processes.logs())
+            stage = doc["progress"]["stage"]
+            if stage in ("preparing", "features", "scoring") and stage not in killed:
+                worker.send_signal(signal.SIGKILL)
+                worker.wait()
+                killed.append(stage)
+                worker = processes.start(threads=1)
+            time.sleep(0.05)
+        print(f"\nkilled with SIGKILL in stages {killed}")
+        assert killed  # at least one kill landed
+        corr = client.get(f"{API}/collations/{cid}/correspondences?pair=0,1&top=1").get_json()
+        assert [item["candidates"][0]["index"] for item in corr["items"]] == list(range(synthetic.n))
+    finally:
+        processes.stop_all()
+        service_state(app).close()
+
+
+@pytest.mark.parametrize("code", [errno.EROFS, errno.ENOSPC, errno.EACCES])
+def test_a_data_directory_that_cannot_be_written_is_503(client: Any, synthetic: Any, monkeypatch: pytest.MonkeyPatch,
+                                                        code: int) -> None:
+    """Read-only, full or forbidden (the tests run as root, so chmod cannot make it read-only): every
+    write of the store fails with that OSError; the API answers a 503 problem, not a 500."""
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr("collation.store.datastore.write_json", refuse)
+    monkeypatch.setattr("collation.store.datastore.replace_in_folder", refuse)
+    r = client.post(f"{API}/collations", json=request_body(synthetic))
+    assert r.status_code == 503 and r.headers["Content-Type"].startswith("application/problem+json"), r.data
+    assert "data store" in r.get_json()["detail"]
+    monkeypatch.undo()
+    assert client.post(f"{API}/collations", json=request_body(synthetic)).status_code == 202
