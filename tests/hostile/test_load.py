@@ -1,6 +1,6 @@
 """Load, bounded: concurrent POSTs of distinct collations and status polls while a worker computes.
-Every answer is 2xx and the latency percentiles are printed (``benchmarks/hostile_load.py`` runs
-the long version over HTTP)."""
+Every answer is 2xx and the latency percentiles are printed (``scripts/hostile.sh`` runs it with
+``-s`` to show them)."""
 
 from __future__ import annotations
 
