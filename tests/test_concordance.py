@@ -127,3 +127,23 @@ def test_csv_has_one_row_per_group_and_the_cells_of_each_witness() -> None:
     assert table[0][:4] == ["group", "size", "confidence", "A index"] and len(table[0]) == 3 + 2 * 7
     assert table[1][:9] == ["0-0", "2", "0.5000", "0", "f. 1r", "c0", "1,2,3,4", "http://i/0", "0.5000"]
     assert table[1][10:] == [""] * 7
+
+
+def test_collate_match_writes_the_same_concordance_csv(tmp_path) -> None:
+    from PIL import Image
+
+    from collation.illustrations import Illustration
+    from collation.pipeline import CollationResult, Manuscript, write_results
+
+    def witness(name: str, n: int) -> Manuscript:
+        image = Image.new("RGB", (8, 8))
+        return Manuscript(name, [Illustration(f"{name}-{k}.png", f"{k}", image, {"file": f"/crops/{name}/{k}.png"})
+                                 for k in range(n)])
+
+    scores = {(0, 1): diagonal(3, 3), (0, 2): diagonal(3, 2, -1), (1, 2): diagonal(3, 2, -1)}
+    result = CollationResult([witness("A", 3), witness("B", 3), witness("C", 2)], {"similarity": "s_trans"},
+                             collate(scores, propagation="3-cycles"))
+    table = list(csv.reader(io.StringIO((write_results(result, tmp_path) / "concordance.csv").read_text())))
+    assert table[0][:4] == ["group", "size", "confidence", "A index"] and len(table[0]) == 3 + 3 * 7
+    assert [row[:3] for row in table[1:]] == [["0-0", "2", "1.0000"], ["0-1", "3", "1.0000"], ["0-2", "3", "1.0000"]]
+    assert table[2][3:6] == ["1", "A-1.png", "/crops/A/1.png"] and table[2][17:19] == ["0", "C-0.png"]
