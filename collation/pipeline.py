@@ -160,9 +160,9 @@ def concordance_rows(result: CollationResult) -> list[dict]:
                 continue
             ill = manuscript.illustrations[member.position]
             source = ill.source or {}
-            cells.append({"index": member.position, "label": ill.id, "canvas": source.get("folio") or source.get("file"),
-                          "xywh": source.get("xywh"), "image": source.get("file"), "confidence": member.confidence,
-                          "verdict": None})
+            cells.append({"index": member.position, "label": ill.id,
+                          "canvas": source.get("folio") or source.get("file"), "xywh": source.get("xywh"),
+                          "image": source.get("file"), "confidence": member.confidence, "verdict": None})
         first = group.members[0]
         rows.append({"id": f"{first.manuscript}-{first.position}", "size": len(group.members),
                      "confidence": group.confidence, "cells": cells})
