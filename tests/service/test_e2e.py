@@ -300,7 +300,7 @@ def test_three_witnesses_concordance_and_verdict_categories(baseline: tuple[Run,
 
     table = list(csv.reader(io.StringIO(run.api.get(f"{root}/concordance.csv").get_data(as_text=True))))
     assert len(table) == 1 + K and len(table[0]) == 3 + 3 * 7
-    assert table[4][3:5] == ["3", doc["rows"][3]["cells"][0]["label"]] and table[4][-4] == cell["image"]
+    assert table[4][3:5] == ["3", doc["rows"][3]["cells"][0]["label"]] and table[4][-3] == cell["image"]
 
     def p_s(i: int, j: int) -> dict[str, Any]:
         items = run.api.get(f"{root}/correspondences?pair=0,1&top={K}").get_json()["items"]
@@ -309,14 +309,20 @@ def test_three_witnesses_concordance_and_verdict_categories(baseline: tuple[Run,
     before = p_s(5, 5)["P_S"]
     r = run.api.post(f"{root}/assessments", json={"pair": [0, 1], "source": 5, "target": 5, "verdict": "none"})
     assert r.status_code == 201 and r.get_json()["annotation"]["body"]["value"] == "none"
-    assert p_s(5, 5)["category"] == "none" and p_s(5, 5)["P_S"] < before  # no longer a seed
+    split_p_s = p_s(5, 5)["P_S"]
+    assert p_s(5, 5)["category"] == "none" and split_p_s < before  # no longer a seed
     split = run.api.get(f"{root}/concordance").get_json()
-    assert [5, None, None] in rows(split) and [None, 5, 2] in rows(split) and split["unmatched"] == 1
+    # P2 5 and P3 5 part; P3b 2 stays with the one whose link to it scores higher, the other is alone
+    assert ([5, None, 2] in rows(split) and [None, 5, None] in rows(split)) or (
+        [5, None, None] in rows(split) and [None, 5, 2] in rows(split))
+    assert split["unmatched"] == 1 and split["matched"] == K
 
     members = [{"manuscript": 0, "index": 5}, {"manuscript": 1, "index": 5}, {"manuscript": 2, "index": 2}]
     r = run.api.post(f"{root}/assessments/batch", json={"members": members, "verdict": "partial"})
     assert [i["category"] for i in r.get_json()["items"]] == ["partial"] * 3
     assert p_s(5, 5)["category"] == "partial" and p_s(5, 5)["P_S"] == pytest.approx(before)  # a seed again
+    print(f"3-witness concordance: {K} rows, {doc['matched']} matched; P_S(P2 5, P3 5): {before:.3f} proposed, "
+          f"{split_p_s:.3f} after none, {p_s(5, 5)['P_S']:.3f} after partial")
     joined = run.api.get(f"{root}/concordance").get_json()
     assert rows(joined) == expected
     assert [(c["verdict"], c["confidence"]) for c in joined["rows"][5]["cells"]] == [("partial", 1.0)] * 3
