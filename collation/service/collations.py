@@ -138,7 +138,7 @@ def add_assessment(store: DataStore, cid: str, body: dict[str, Any], base: str) 
     """
     record = finished_record(store, check_id(cid))
     a, b = body["pair"]
-    _check_regions(store, record, a, b, body["source"], body["target"], ("source", "target"))
+    _check_regions(store, record, a, b, body["source"], body["target"], "pair", ("source", "target"))
     return with_links(_store(store, cid, [(a, b, body["source"], body["target"])], body)[0], cid, base)
 
 
@@ -150,13 +150,15 @@ def add_batch(store: DataStore, cid: str, body: dict[str, Any], base: str) -> di
     pairs = []
     for k, (a, i) in enumerate(members):
         for b, j in members[k + 1:]:
-            _check_regions(store, record, a, b, i, j, ("members", "members"))
+            _check_regions(store, record, a, b, i, j, "members", ("members", "members"))
             pairs.append((a, b, i, j))
     return {"id": cid, "items": [with_links(item, cid, base) for item in _store(store, cid, pairs, body)]}
 
 
-def _check_regions(store: DataStore, record: dict, a: int, b: int, i: int, j: int, fields: tuple[str, str]) -> None:
-    res = pair_results(store, record, a, b, field="members" if fields[0] == "members" else "pair")
+def _check_regions(store: DataStore, record: dict, a: int, b: int, i: int, j: int, pair_field: str,
+                   fields: tuple[str, str]) -> None:
+    """Raises the 400 problem naming ``fields`` when region i of a or region j of b does not exist."""
+    res = pair_results(store, record, a, b, field=pair_field)
     for name, m, regions, value in ((fields[0], a, res["regions0"], i), (fields[1], b, res["regions1"], j)):
         if value not in {r["index"] for r in regions}:
             raise InputError(f"manuscript {m} has no region {value}", field=name)
