@@ -10,12 +10,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from . import __version__, defaults
-from .atomic import write_json, write_npy
+from .atomic import write_bytes, write_json, write_npy
 from .backbones import BACKBONES, load_backbone, resolve_device
 from .checks import check_integer, check_option
+from .concordance import PairEvidence, build_groups, concordance_csv
 from .correspondences import NORMALIZATIONS, ORIENTATIONS, PROPAGATIONS, PairResult, collate
 from .errors import InputError
 from .features import extract_features, extract_square_features
@@ -141,8 +143,35 @@ def correspondences(result: CollationResult, a: int, b: int) -> list[dict]:
     return rows
 
 
+def concordance_rows(result: CollationResult) -> list[dict]:
+    """The concordance of all manuscripts (``collation.concordance``, P_S and the 2- and 3-cycles), one row
+    per group in the order of the first manuscript, cells as in the service's ``concordance.csv``:
+    label = the illustration's id, canvas = its folio or file, image = its file when it has one."""
+    sizes = {m: len(ms.illustrations) for m, ms in enumerate(result.manuscripts)}
+    evidence = {pair: PairEvidence(pr.P_S, np.concatenate([pr.two_cycles, pr.three_cycles]), {})
+                for pair, pr in result.pairs.items()}
+    rows = []
+    for group in build_groups(sizes, evidence):
+        cells: list[dict | None] = []
+        for m, manuscript in enumerate(result.manuscripts):
+            member = group.member(m)
+            if member is None:
+                cells.append(None)
+                continue
+            ill = manuscript.illustrations[member.position]
+            source = ill.source or {}
+            cells.append({"index": member.position, "label": ill.id,
+                          "canvas": source.get("folio") or source.get("file"), "xywh": source.get("xywh"),
+                          "image": source.get("file"), "confidence": member.confidence, "verdict": None})
+        first = group.members[0]
+        rows.append({"id": f"{first.manuscript}-{first.position}", "size": len(group.members),
+                     "confidence": group.confidence, "cells": cells})
+    return rows
+
+
 def write_results(result: CollationResult, out_dir: str | Path) -> Path:
-    """Writes each pair's matrices as .npy under ``A-B/``, ``collation.json`` and ``correspondences.json``."""
+    """Writes each pair's matrices as .npy under ``A-B/``, ``collation.json``, ``correspondences.json`` and
+    ``concordance.csv`` (one row per group of corresponding illustrations, one column group per manuscript)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for (a, b), pr in result.pairs.items():
@@ -170,4 +199,6 @@ def write_results(result: CollationResult, out_dir: str | Path) -> Path:
             "matches": correspondences(result, a, b),
         } for (a, b), pr in result.pairs.items()],
     })
+    text = concordance_csv(concordance_rows(result), [m.name for m in result.manuscripts])
+    write_bytes(out / "concordance.csv", text.encode("utf-8"))
     return out

@@ -2,7 +2,8 @@
 
 Results of a manuscript pair (a < b) are one .npz: ``S``, ``N_S``, ``P_S`` (n_a, n_b), the
 automatic seeds of the propagation (``auto_seeds``), the seeds used (``seeds``: automatic plus
-confirmed minus rejected), and the ``two_cycles`` / ``three_cycles`` as (k, 2) region positions.
+the pairs of a match verdict, minus those of a "no match" verdict), and the ``two_cycles`` /
+``three_cycles`` as (k, 2) region positions.
 """
 
 from __future__ import annotations
@@ -33,9 +34,12 @@ def compute_results(scores: dict[tuple[int, int], np.ndarray], options: dict[str
 def apply_assessments(store: DataStore, cid: str) -> list[tuple[int, int]]:
     """Recomputes P_S of every assessed pair from its stored N_S and seeds; returns those pairs.
 
-    Confirmed correspondences are added to the automatic seeds, rejected ones removed. The caller
-    holds the collation's lock (or owns the collation, as ``finalize`` does).
+    Pairs with a verdict of a match category (``exact``, ``partial``, ``semantic``; ``confirmed`` is
+    ``exact``) are added to the automatic seeds: the propagation is a prior on the order of the text,
+    which a same-subject illustration follows as much as a copy does. Pairs with ``none`` (``rejected``)
+    are removed. The caller holds the collation's lock (or owns the collation, as ``finalize`` does).
     """
+    from ..concordance import is_match
     from ..correspondences import adjust_seeds, propagate
 
     verdicts: dict[tuple[int, int], dict[tuple[int, int], str]] = {}
@@ -53,8 +57,8 @@ def apply_assessments(store: DataStore, cid: str) -> list[tuple[int, int]]:
         rows = {r["index"]: k for k, r in enumerate(store.load_manuscript(cid, a)["regions"])}
         cols = {r["index"]: k for k, r in enumerate(store.load_manuscript(cid, b)["regions"])}
         known = {(rows[i], cols[j]): v for (i, j), v in by_region.items() if i in rows and j in cols}
-        confirmed = [p for p, v in known.items() if v == "confirmed"]
-        rejected = [p for p, v in known.items() if v != "confirmed"]
+        confirmed = [p for p, v in known.items() if is_match(v)]
+        rejected = [p for p, v in known.items() if not is_match(v)]
         seed_array = adjust_seeds(res["auto_seeds"], confirmed, rejected)
         p_s = propagate(res["N_S"], seed_array)
         res.update(P_S=p_s, seeds=seed_array)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..concordance import verdict_category
 from ..errors import InputError
 from ..iiif.annotations import build_assessment
 from ..runtime import Runtime
@@ -17,7 +18,7 @@ from ..store.records import collation_id, new_record, now, resolve_options, usab
 from ..store.steps import Step
 from . import urls
 from .jobs_bridge import apply_assessments, scheduler
-from .results import SCORE_ARRAYS, assessment_verdicts, check_id, finished_record, pair_results, top_candidates
+from .results import SCORE_ARRAYS, assessment_items, check_id, finished_record, pair_results, top_candidates
 
 
 def submit(runtime: Runtime, body: dict[str, Any], base: str) -> tuple[dict, bool]:
@@ -93,27 +94,35 @@ def _region(region: dict) -> dict[str, Any]:
     return {"index": region["index"], "canvas": region["canvas_id"], "xywh": [int(v) for v in region["xywh"]]}
 
 
-def correspondences(store: DataStore, cid: str, pair: tuple[int, int], score: str, top: int) -> dict[str, Any]:
+def correspondences(store: DataStore, cid: str, pair: tuple[int, int], score: str, top: int,
+                    min_score: float | None = None) -> dict[str, Any]:
     """``GET /collations/{id}/correspondences``: for each region of ``pair[0]``, its best ``top``
-    candidates in ``pair[1]`` by the chosen score."""
+    candidates in ``pair[1]`` by the chosen score, those below ``min_score`` left out (a region
+    may then have no candidate; ranks stay those of the full list)."""
     record = finished_record(store, cid)
     a, b = pair
     res = pair_results(store, record, a, b)
-    verdicts = assessment_verdicts(store, cid, a, b)
+    verdicts = assessment_items(store, cid, a, b)
     matrix = res[SCORE_ARRAYS[score]]
     items = []
     for r, (region, order) in enumerate(zip(res["regions0"], top_candidates(matrix, top).tolist(), strict=True)):
         candidates = []
         for rank, c in enumerate(order, start=1):
+            if min_score is not None and not matrix[r, c] >= min_score:
+                continue
             other = res["regions1"][c]
             candidate = {**_region(other), "S": float(res["S"][r, c]), "N_S": float(res["N_S"][r, c]),
                          "P_S": float(res["P_S"][r, c]), "rank": rank, "cycle_consistent": (r, c) in res["cycles"]}
-            verdict = verdicts.get((region["index"], other["index"]))
-            if verdict:
-                candidate["assessment"] = verdict
+            assessed = verdicts.get((region["index"], other["index"]))
+            if assessed:
+                candidate["assessment"] = assessed["verdict"]  # as the expert gave it (aliases included)
+                candidate["category"] = verdict_category(assessed["verdict"])
             candidates.append(candidate)
         items.append({"source": _region(region), "candidates": candidates})
-    return {"id": cid, "pair": [a, b], "score": score, "top": top, "items": items}
+    doc = {"id": cid, "pair": [a, b], "score": score, "top": top, "items": items}
+    if min_score is not None:
+        doc["min_score"] = min_score
+    return doc
 
 
 # --------------------------------------------------------------------------------------------------
@@ -123,37 +132,58 @@ def correspondences(store: DataStore, cid: str, pair: tuple[int, int], score: st
 def add_assessment(store: DataStore, cid: str, body: dict[str, Any], base: str) -> dict[str, Any]:
     """Stores an expert's verdict and recomputes the pair's propagated scores at once.
 
-    Confirmed correspondences become propagation seeds and rejected ones stop being seeds; P_S is
-    recomputed from the stored N_S, so nothing is rescored.
+    Verdicts of a match category (exact, partial, semantic; ``confirmed`` is exact) become propagation
+    seeds and ``none`` (``rejected``) ones stop being seeds (``collation.jobs.results.apply_assessments``);
+    P_S is recomputed from the stored N_S, so nothing is rescored.
     """
     record = finished_record(store, check_id(cid))
     a, b = body["pair"]
-    res = pair_results(store, record, a, b, field="pair")
-    for name, regions, value in (("source", res["regions0"], body["source"]),
-                                 ("target", res["regions1"], body["target"])):
+    _check_regions(store, record, a, b, body["source"], body["target"], "pair", ("source", "target"))
+    return with_links(_store(store, cid, [(a, b, body["source"], body["target"])], body)[0], cid, base)
+
+
+def add_batch(store: DataStore, cid: str, body: dict[str, Any], base: str) -> dict[str, Any]:
+    """``POST /collations/{id}/assessments/batch``: one verdict on every pair of ``members`` (a group of
+    the concordance, or any regions of different manuscripts), stored together, P_S recomputed once."""
+    record = finished_record(store, check_id(cid))
+    members = sorted((m["manuscript"], m["index"]) for m in body["members"])
+    pairs = []
+    for k, (a, i) in enumerate(members):
+        for b, j in members[k + 1:]:
+            _check_regions(store, record, a, b, i, j, "members", ("members", "members"))
+            pairs.append((a, b, i, j))
+    return {"id": cid, "items": [with_links(item, cid, base) for item in _store(store, cid, pairs, body)]}
+
+
+def _check_regions(store: DataStore, record: dict, a: int, b: int, i: int, j: int, pair_field: str,
+                   fields: tuple[str, str]) -> None:
+    """Raises the 400 problem naming ``fields`` when region i of a or region j of b does not exist."""
+    res = pair_results(store, record, a, b, field=pair_field)
+    for name, m, regions, value in ((fields[0], a, res["regions0"], i), (fields[1], b, res["regions1"], j)):
         if value not in {r["index"] for r in regions}:
-            m = a if name == "source" else b
             raise InputError(f"manuscript {m} has no region {value}", field=name)
+
+
+def _store(store: DataStore, cid: str, pairs: list[tuple[int, int, int, int]], body: dict[str, Any]) -> list[dict]:
+    """Appends one assessment per (a, b, source, target) with the body's verdict, then recomputes P_S."""
     with store.locked(cid):
         items = store.load_assessments(cid)
-        item = {
-            "id": f"{len(items) + 1}",
-            "pair": [a, b],
-            "source": body["source"],
-            "target": body["target"],
-            "verdict": body["verdict"],
-            "creator": body.get("creator"),
-            "note": body.get("note"),
-            "created": now(),
-        }
-        items.append(item)
-        store.save_assessments(cid, items)
+        added = []
+        for a, b, i, j in pairs:
+            added.append({
+                "id": f"{len(items) + len(added) + 1}",
+                "pair": [a, b],
+                "source": i,
+                "target": j,
+                "verdict": body["verdict"],
+                "category": verdict_category(body["verdict"]),
+                "creator": body.get("creator"),
+                "note": body.get("note"),
+                "created": now(),
+            })
+        store.save_assessments(cid, items + added)
         apply_assessments(store, cid)
-    return with_links(item, cid, base)
-
-
-VERDICT_VALUES = {"confirmed": "exact", "rejected": "none"}
-"""Our verdicts in the vocabulary of the ``assessing`` annotations (docs/annotations.md)."""
+    return added
 
 
 def with_links(item: dict[str, Any], cid: str, base: str) -> dict[str, Any]:
@@ -165,9 +195,10 @@ def with_links(item: dict[str, Any], cid: str, base: str) -> dict[str, Any]:
     self_url = urls.assessment_url(base, cid, item["id"])
     link = urls.url_scheme(cid, base).render("link", link=f"{a}-{b}-{source}-{target}")
     assessor = {"type": "Person", "name": item.get("creator") or "anonymous expert"}
-    annotation = build_assessment(link, VERDICT_VALUES[item["verdict"]], assessor=assessor, id=self_url,
+    category = verdict_category(item["verdict"])  # items stored before categories have none
+    annotation = build_assessment(link, category, assessor=assessor, id=self_url,
                                   created=item.get("created"), note=item.get("note"))
-    return {**item, "annotation": annotation, "links": {
+    return {**item, "category": category, "annotation": annotation, "links": {
         "self": self_url,
         "correspondences": urls.correspondences_url(base, cid, a, b),
     }}

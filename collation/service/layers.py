@@ -8,7 +8,9 @@ client used (or ``COLLATION_PUBLIC_URL``). Every URL comes from ``urls.url_schem
 
 Correspondences shown: for every pair of manuscripts and both directions, each region's ``top``
 best candidates by propagated score, each unordered pair of regions once (its best rank), plus
-every confirmed correspondence; rejected ones are kept with ``imcol:status`` ``rejected``.
+every correspondence with a verdict of a match category (exact, partial, semantic: ``imcol:status``
+``confirmed``); those with ``none`` are kept with ``imcol:status`` ``rejected``. The verdict's
+category is ``imcol:verdict``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any
 
+from ..concordance import MATCH_CATEGORIES
 from ..iiif.annotations import (
     IMCOL_CONTEXT,
     UrlScheme,
@@ -28,7 +31,7 @@ from ..iiif.regions import Region
 from ..store.datastore import CollationNotFound, DataStore
 from .cache import DocumentCache
 from .problems import Conflict
-from .results import assessment_verdicts, check_id, finished_record, pair_results, top_candidates
+from .results import assessment_categories, check_id, finished_record, pair_results, top_candidates
 from .urls import url_scheme
 
 TOP = 3
@@ -69,7 +72,7 @@ def correspondence_list(store: DataStore, record: dict, top: int = TOP) -> list[
     candidates: list[tuple[int, int, dict[str, Any]]] = []
     for a, b in combinations(record.get("usable", []), 2):
         res = pair_results(store, record, a, b)
-        verdicts = assessment_verdicts(store, cid, a, b)
+        verdicts = assessment_categories(store, cid, a, b)
         rows, cols = res["regions0"], res["regions1"]
         for forward in (True, False):
             p_s = res["P_S"] if forward else res["P_S"].T
@@ -78,7 +81,7 @@ def correspondence_list(store: DataStore, record: dict, top: int = TOP) -> list[
                     i, j = (r, c) if forward else (c, r)
                     candidates.append((rank, len(candidates), _entry(a, b, i, j, rank, res, rows, cols, verdicts)))
         for (ri, ci), verdict in verdicts.items():
-            if verdict == "confirmed":
+            if verdict in MATCH_CATEGORIES:
                 i = next((k for k, x in enumerate(rows) if x["index"] == ri), None)
                 j = next((k for k, x in enumerate(cols) if x["index"] == ci), None)
                 if i is not None and j is not None:
@@ -105,8 +108,12 @@ def _entry(a: int, b: int, i: int, j: int, rank: int | None, res: dict, rows: li
         "N_S": float(res["N_S"][i, j]),
         "P_S": float(res["P_S"][i, j]),
         "cycle_consistent": (i, j) in res["cycles"],
-        "status": verdicts.get((ri, cj), "proposed"),
+        "status": "proposed",
     }
+    verdict = verdicts.get((ri, cj))
+    if verdict is not None:
+        entry["status"] = "confirmed" if verdict in MATCH_CATEGORIES else "rejected"
+        entry["verdict"] = verdict
     if rank is not None:
         entry["rank"] = rank
     return entry

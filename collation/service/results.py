@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..concordance import verdict_category
 from ..errors import InputError
 from ..store.datastore import CollationNotFound, DataStore
 from ..store.records import CollationStatus
@@ -84,13 +85,24 @@ def top_candidates(matrix: np.ndarray, top: int) -> np.ndarray:
     return np.argsort(-matrix, axis=1, kind="stable")[:, :top]
 
 
-def assessment_verdicts(store: DataStore, cid: str, a: int, b: int) -> dict[tuple[int, int], str]:
-    """The latest verdict on each (region index in a, region index in b)."""
+def assessment_items(store: DataStore, cid: str, a: int, b: int) -> dict[tuple[int, int], dict[str, Any]]:
+    """The latest assessment on each (region index in a, region index in b)."""
     out = {}
     for item in store.load_assessments(cid):
         p, q = item["pair"]
         if (p, q) == (a, b):
-            out[(item["source"], item["target"])] = item["verdict"]
+            out[(item["source"], item["target"])] = item
         elif (p, q) == (b, a):
-            out[(item["target"], item["source"])] = item["verdict"]
+            out[(item["target"], item["source"])] = item
     return out
+
+
+def assessment_verdicts(store: DataStore, cid: str, a: int, b: int) -> dict[tuple[int, int], str]:
+    """The latest verdict on each (region index in a, region index in b), as the expert gave it."""
+    return {key: item["verdict"] for key, item in assessment_items(store, cid, a, b).items()}
+
+
+def assessment_categories(store: DataStore, cid: str, a: int, b: int) -> dict[tuple[int, int], str]:
+    """The category of the latest verdict on each (region index in a, region index in b): ``exact``,
+    ``partial``, ``semantic`` or ``none`` (``confirmed`` and ``rejected`` are read as ``exact`` and ``none``)."""
+    return {key: verdict_category(item["verdict"]) for key, item in assessment_items(store, cid, a, b).items()}

@@ -14,12 +14,15 @@ from flask import Blueprint, Response, jsonify, request
 from marshmallow import ValidationError
 
 from . import collations, layers
+from .concordance import concordance, concordance_text
 from .health import readiness
 from .problems import problem
 from .results import check_id
 from .schemas import (
     AssessmentSchema,
+    BatchAssessmentSchema,
     CollationRequestSchema,
+    ConcordanceQuerySchema,
     CorrespondenceQuerySchema,
     PageQuerySchema,
     check_json_tree,
@@ -87,7 +90,22 @@ def delete_collation(cid: str) -> Response:
 def get_correspondences(cid: str) -> Response:
     query = CorrespondenceQuerySchema().load(request.args.to_dict())
     return jsonify(collations.correspondences(current_runtime().store, cid, query["pair"], query["score"],
-                                              query["top"]))
+                                              query["top"], query["min_score"]))
+
+
+@bp.route("/collations/<cid>/concordance", methods=["GET"])
+def get_concordance(cid: str) -> Response:
+    query = ConcordanceQuerySchema().load(request.args.to_dict())
+    return jsonify(concordance(current_runtime().store, cid, base_url(), **query))
+
+
+@bp.route("/collations/<cid>/concordance.csv", methods=["GET"])
+def get_concordance_csv(cid: str) -> Response:
+    query = ConcordanceQuerySchema().load(request.args.to_dict())
+    text = concordance_text(concordance(current_runtime().store, cid, base_url(), **query))
+    response = Response(text, mimetype="text/csv")
+    response.headers["Content-Disposition"] = f'attachment; filename="concordance-{cid}.csv"'
+    return response
 
 
 @bp.route("/collations/<cid>/assessments", methods=["GET"])
@@ -100,6 +118,15 @@ def post_assessment(cid: str) -> Response:
     check_id(cid)  # an unknown id is a 404 before the body is looked at
     body = AssessmentSchema().load(json_body())
     response = jsonify(collations.add_assessment(current_runtime().store, cid, body, base_url()))
+    response.status_code = 201
+    return response
+
+
+@bp.route("/collations/<cid>/assessments/batch", methods=["POST"])
+def post_assessments_batch(cid: str) -> Response:
+    check_id(cid)
+    body = BatchAssessmentSchema().load(json_body())
+    response = jsonify(collations.add_batch(current_runtime().store, cid, body, base_url()))
     response.status_code = 201
     return response
 

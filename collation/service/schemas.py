@@ -19,7 +19,8 @@ NORMALIZATIONS = ("none", "softmax", "avg", "max", "softmax-avg", "softmax-max")
 """``collation.correspondences.NORMALIZATIONS``, repeated so that the API process needs no engine import."""
 PROPAGATIONS = ("2-cycles", "3-cycles", "none")
 SCORES = ("raw", "normalized", "propagated")
-VERDICTS = ("confirmed", "rejected")
+VERDICTS = ("exact", "partial", "semantic", "none", "confirmed", "rejected")
+"""``collation.concordance.VERDICTS``: the categories, then the first API's aliases of exact and none."""
 
 BACKBONES = ("efficientnet-lite0", "resnet50-conv4")
 """The names of ``collation.features.BACKBONES``, repeated so that the API process needs no torch."""
@@ -185,6 +186,26 @@ class AssessmentSchema(Schema):
             raise ValidationError("must name two different manuscripts")
 
 
+class MemberSchema(Schema):
+    manuscript = fields.Integer(strict=True, required=True, validate=validate.Range(min=0))
+    index = fields.Integer(strict=True, required=True, validate=validate.Range(min=0))
+
+
+class BatchAssessmentSchema(Schema):
+    """Body of ``POST /collations/{id}/assessments/batch``: one verdict on every pair of ``members``."""
+
+    members = fields.List(fields.Nested(MemberSchema), required=True, validate=validate.Length(min=2, max=64))
+    verdict = fields.String(required=True, validate=validate.OneOf(VERDICTS))
+    creator = fields.String(validate=validate.Length(max=500))
+    note = fields.String(validate=validate.Length(max=5000))
+
+    @validates_schema(skip_on_field_errors=True)  # members must be valid before they are compared
+    def _different_manuscripts(self, data: dict, **kwargs: Any) -> None:
+        manuscripts = [m["manuscript"] for m in data["members"]]
+        if len(set(manuscripts)) != len(manuscripts):
+            raise ValidationError("must name regions of different manuscripts (one per manuscript)", "members")
+
+
 class PairParam(fields.String):
     """``pair=a,b``: two different manuscript indices."""
 
@@ -205,6 +226,15 @@ class CorrespondenceQuerySchema(Schema):
     pair = PairParam(load_default=(0, 1))
     score = fields.String(load_default="propagated", validate=validate.OneOf(SCORES))
     top = fields.Integer(load_default=5, validate=validate.Range(min=1, max=1000))
+    min_score = fields.Float(load_default=None, allow_nan=False)
+
+
+class ConcordanceQuerySchema(Schema):
+    """Query of ``GET /collations/{id}/concordance`` and ``.csv``."""
+
+    score = fields.String(load_default="propagated", validate=validate.OneOf(SCORES))
+    min_score = fields.Float(load_default=None, allow_nan=False)
+    sort = fields.Integer(load_default=None, validate=validate.Range(min=0))
 
 
 class PageQuerySchema(Schema):

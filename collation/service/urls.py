@@ -55,6 +55,8 @@ def status_links(base: str, cid: str, usable: list[int]) -> dict[str, Any]:
         "assessments": f"{root}/assessments",
         "manifests": [manifest_url(base, cid, m) for m in usable],
         "view": f"{root}/view",
+        "concordance": f"{root}/concordance",
+        "concordance_view": f"{root}/concordance/view",
         "matrix": f"{root}/matrix.png?pair=0,1",
     }
 

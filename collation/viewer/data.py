@@ -15,41 +15,19 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..concordance import MATCH_CATEGORIES
 from ..evaluation import load_ground_truth as read_ground_truth
-from ..iiif.manifests import Canvas, canvas_to_image, parse_manifest
-from ..service.results import SCORE_ARRAYS, assessment_verdicts, check_id, finished_record, pair_results
+from ..iiif.manifests import Canvas, parse_manifest
+from ..service.images import THUMBNAIL_WIDTH, region_image_url
+from ..service.results import SCORE_ARRAYS, assessment_categories, check_id, finished_record, pair_results
 from ..service.urls import manifest_url
 from ..store.datastore import DataStore
 from .matrix import MatrixMarks
 
-THUMBNAIL_WIDTH = 160
-"""Width requested for list thumbnails (never more than the region's own width: no upscaling)."""
-
 
 def thumbnail_url(canvas: Canvas, xywh: Sequence[int], width: int = THUMBNAIL_WIDTH) -> str | None:
-    """An Image API request for a canvas region, or None when the canvas's image cannot cut regions.
-
-    The region is in canvas units; the request is in image pixels (the canvas may be larger than
-    the image, as at the Vatican, or painted by a cropped image), so it goes through
-    ``canvas_to_image``. Level-0 services and plain images cannot cut regions, so they get None
-    rather than a whole folio.
-    """
-    image = canvas.image
-    if image is None or not image.service_id or image.level == 0:
-        return None
-    try:
-        x, y, w, h = canvas_to_image(tuple(float(v) for v in xywh), canvas)  # type: ignore[arg-type]
-    except InputError:
-        return None
-    x0, y0 = max(0, round(x)), max(0, round(y))
-    x1, y1 = round(x + w), round(y + h)
-    if image.width and image.height:
-        x1, y1 = min(image.width, x1), min(image.height, y1)
-    if x1 <= x0 or y1 <= y0:
-        return None
-    quality = "native" if image.service_version == 1 else "default"
-    return f"{image.service_id}/{x0},{y0},{x1 - x0},{y1 - y0}/{min(width, x1 - x0)},/0/{quality}.jpg"
+    """An Image API request for a canvas region (``collation.service.images.region_image_url``)."""
+    return region_image_url(canvas, xywh, width)
 
 
 def pair_view(store: DataStore, cid: str, pair: tuple[int, int], base: str) -> dict[str, Any]:
@@ -133,13 +111,13 @@ def matrix_data(store: DataStore, cid: str, pair: tuple[int, int], score: str) -
     def positions(pairs: Any) -> list[tuple[int, int]]:
         return [(rows[i], cols[j]) for i, j in pairs if i in rows and j in cols]
 
-    verdicts = assessment_verdicts(store, cid, a, b)
+    verdicts = assessment_categories(store, cid, a, b)
     truth = load_ground_truth(store, cid, a, b)
     marks = MatrixMarks(
         two_cycles=cycles("two_cycles"),
         three_cycles=cycles("three_cycles"),
-        confirmed=positions(k for k, v in verdicts.items() if v == "confirmed"),
-        rejected=positions(k for k, v in verdicts.items() if v == "rejected"),
+        confirmed=positions(k for k, v in verdicts.items() if v in MATCH_CATEGORIES),
+        rejected=positions(k for k, v in verdicts.items() if v == "none"),
         ground_truth=positions(truth) if truth is not None else None,
     )
     return matrix, marks

@@ -96,6 +96,18 @@ def view(cid: str) -> Response:
     return Response(html, mimetype="text/html")
 
 
+@bp.route("/collations/<cid>/concordance/view", methods=["GET"])
+def concordance_view(cid: str) -> Response:
+    """The concordance page: a row per group of corresponding illustrations, a column per witness."""
+    runtime = current_runtime()
+    runtime.store.load_record(check_id(cid))  # 404 before rendering anything
+    config = {"id": cid, "api": base_url()}
+    html = render_template("viewer/concordance.html", cid=cid, config=config,
+                           view_url=url_for("viewer.view", cid=cid),
+                           tokens_required=bool(runtime.settings.api_tokens))
+    return Response(html, mimetype="text/html")
+
+
 @bp.route("/collations/<cid>/view.json", methods=["GET"])
 def view_json(cid: str) -> Response:
     """Manuscripts, derived manifest URLs and the regions of a pair (canvas, box, thumbnail URL)."""

@@ -10,6 +10,8 @@ the middle, the collation finishes with the same scores.
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import re
 import shutil
@@ -259,3 +261,68 @@ def test_collate_serve_runs_everything_on_one_machine(synthetic: Any, tmp_path: 
             process.stdout.close()
     with pytest.raises(requests.ConnectionError):
         requests.get(f"{url}/healthz", timeout=2)
+
+
+def p3_second_manifest(site: Any, iipsrv: Any) -> str:
+    """A third witness: P3's illustrations 3..14 published again in a manifest of their own (own canvas ids)."""
+    doc, _ = physiologus_v3(f"{site.url}/e2e/P3b/manifest.json", "Marc. gr. IV.35 (P3), from illustration 3",
+                            iipsrv.boxes["P3"][3:K], iipsrv, tagging=True)
+    return site.write_json("e2e/P3b/manifest.json", doc)
+
+
+def test_three_witnesses_concordance_and_verdict_categories(baseline: tuple[Run, str], site: Any, iipsrv: Any,
+                                                           physiologus_manifests: tuple[str, str]) -> None:
+    """P2, P3 and P3's illustrations 3..14 again: one row per illustration of P2, three witnesses wide from
+    illustration 3 on; a "no match" verdict splits a row and P_S falls, a batch "partial" joins it again."""
+    run, _ = baseline
+    cid = run.submit((*physiologus_manifests, p3_second_manifest(site, iipsrv)))
+    run.workers.start(threads=1)
+    run.workers.start(threads=1)
+    try:
+        run.wait_finished(cid)
+    finally:
+        run.workers.stop_all()
+    root = f"{API}/collations/{cid}"
+    doc = run.api.get(f"{root}/concordance").get_json()
+    assert [w["regions"] for w in doc["witnesses"]] == [K, K, K - 3]
+
+    def rows(doc: dict[str, Any]) -> list[list[int | None]]:
+        return [[c["index"] if c else None for c in row["cells"]] for row in doc["rows"]]
+
+    expected = [[k, k, k - 3 if k >= 3 else None] for k in range(K)]
+    assert rows(doc) == expected and (doc["matched"], doc["unmatched"]) == (K, 0)
+    assert all(c["confidence"] > 0.5 for row in doc["rows"] for c in row["cells"] if c)
+    cell = doc["rows"][3]["cells"][2]  # P3b's first illustration, cut by iipsrv
+    region = requests.get(cell["image"], timeout=30)
+    assert region.status_code == 200 and region.headers["Content-Type"].startswith("image/jpeg")
+    assert cell["view"].startswith("http://collation.test/api/v1/collations/")
+    assert rows(run.api.get(f"{root}/concordance?sort=2").get_json()) == expected[3:] + expected[:3]
+
+    table = list(csv.reader(io.StringIO(run.api.get(f"{root}/concordance.csv").get_data(as_text=True))))
+    assert len(table) == 1 + K and len(table[0]) == 3 + 3 * 7
+    assert table[4][3:5] == ["3", doc["rows"][3]["cells"][0]["label"]] and table[4][-3] == cell["image"]
+
+    def p_s(i: int, j: int) -> dict[str, Any]:
+        items = run.api.get(f"{root}/correspondences?pair=0,1&top={K}").get_json()["items"]
+        return next(c for c in items[i]["candidates"] if c["index"] == j)
+
+    before = p_s(5, 5)["P_S"]
+    r = run.api.post(f"{root}/assessments", json={"pair": [0, 1], "source": 5, "target": 5, "verdict": "none"})
+    assert r.status_code == 201 and r.get_json()["annotation"]["body"]["value"] == "none"
+    split_p_s = p_s(5, 5)["P_S"]
+    assert p_s(5, 5)["category"] == "none" and split_p_s < before  # no longer a seed
+    split = run.api.get(f"{root}/concordance").get_json()
+    # P2 5 and P3 5 part; P3b 2 stays with the one whose link to it scores higher, the other is alone
+    assert ([5, None, 2] in rows(split) and [None, 5, None] in rows(split)) or (
+        [5, None, None] in rows(split) and [None, 5, 2] in rows(split))
+    assert split["unmatched"] == 1 and split["matched"] == K
+
+    members = [{"manuscript": 0, "index": 5}, {"manuscript": 1, "index": 5}, {"manuscript": 2, "index": 2}]
+    r = run.api.post(f"{root}/assessments/batch", json={"members": members, "verdict": "partial"})
+    assert [i["category"] for i in r.get_json()["items"]] == ["partial"] * 3
+    assert p_s(5, 5)["category"] == "partial" and p_s(5, 5)["P_S"] == pytest.approx(before)  # a seed again
+    print(f"3-witness concordance: {K} rows, {doc['matched']} matched; P_S(P2 5, P3 5): {before:.3f} proposed, "
+          f"{split_p_s:.3f} after none, {p_s(5, 5)['P_S']:.3f} after partial")
+    joined = run.api.get(f"{root}/concordance").get_json()
+    assert rows(joined) == expected
+    assert [(c["verdict"], c["confidence"]) for c in joined["rows"][5]["cells"]] == [("partial", 1.0)] * 3

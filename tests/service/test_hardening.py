@@ -288,3 +288,10 @@ def test_three_cycles_needs_three_manifests_in_the_contract_too(openapi: dict[st
     validator = Draft202012Validator({"$ref": "urn:openapi#/components/schemas/CollationRequest"}, registry=registry)
     assert validator.is_valid(doc) is valid
     assert (client.post(f"{API}/collations", json=doc).status_code == 202) is valid
+
+
+def test_batch_verdicts_with_incomplete_members_are_400(api: Any) -> None:
+    """Found by schemathesis: a member without ``manuscript`` reached the cross-member check (500)."""
+    r = api.post(f"{API}/collations/0123456789abcdef/assessments/batch",
+                 json={"members": [{"index": 0}, {"manuscript": 1, "index": 0}], "verdict": "exact"})
+    assert r.status_code == 400 and "members" in r.get_json()["detail"] + str(r.get_json().get("field"))

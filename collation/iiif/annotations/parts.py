@@ -40,6 +40,7 @@ IMCOL_CONTEXT: dict[str, Any] = {
         "imcol:rank": {"@type": "xsd:integer"},
         "imcol:mutualBest": {"@type": "xsd:boolean"},
         "imcol:status": {"@type": "xsd:string"},
+        "imcol:verdict": {"@type": "xsd:string"},
         "imcol:method": {"@type": "xsd:string"},
         "imcol:correspondence": {"@type": "@id"},
         "imcol:counterpart": {"@type": "@id"},
@@ -50,6 +51,10 @@ before the IIIF context. Documented in docs/annotations.md."""
 
 STATUSES = ("proposed", "confirmed", "rejected")
 VERDICTS = ("exact", "partial", "semantic", "none")
+"""Expert verdicts (body value of ``assessing`` annotations, ``imcol:verdict`` of links): exact copy,
+partial copy, same subject (different composition), no match."""
+VERDICT_LABELS = {"exact": "exact copy", "partial": "partial copy",
+                  "semantic": "same subject (different composition)", "none": "no match"}
 
 Template = str | Callable[..., str]
 
@@ -162,6 +167,8 @@ def score_properties(data: dict[str, Any]) -> dict[str, Any]:
     if isinstance(data.get("cycle_consistent"), bool):
         out["imcol:mutualBest"] = data["cycle_consistent"]
     out["imcol:status"] = data.get("status", "proposed")
+    if data.get("verdict") in VERDICTS:
+        out["imcol:verdict"] = data["verdict"]
     return out
 
 

@@ -17,6 +17,7 @@ from collation.errors import InputError
 from collation.iiif.annotations.parts import (
     PRESENTATION_2,
     PRESENTATION_3,
+    VERDICT_LABELS,
     End,
     Link,
     UrlScheme,
@@ -71,6 +72,8 @@ def _summary_html(link: Link, mine: End, other: End, urls: UrlScheme) -> str:
     if data.get("cycle_consistent") is True:
         numbers.append("mutual best")
     numbers.append(html.escape(str(data.get("status", "proposed"))))
+    if data.get("verdict") in VERDICT_LABELS:
+        numbers.append(f"expert: {VERDICT_LABELS[data['verdict']]}")
     links = []
     image_url = _region_image_url(other)
     if image_url:

@@ -162,29 +162,36 @@
     return 'No. ' + index + (r && r.canvas_label ? ' · ' + r.canvas_label : '');
   }
 
+  var CATEGORY_TEXT = { exact: '✓ exact copy', partial: '✓ partial copy', semantic: '≈ same subject', none: '✕ no match' };
+
   function candidateNode(source, c) {
     var verdict = c.assessment || null;
+    var category = c.category || (verdict === 'confirmed' ? 'exact' : verdict === 'rejected' ? 'none' : verdict);
+    var look = category ? (category === 'none' ? 'rejected' : 'confirmed') : '';
     var badges = [];
     if (c.cycle_consistent) badges.push(el('span', { className: 'badge cycle', text: '⟲ cycle-consistent' }));
-    if (verdict) badges.push(el('span', { className: 'badge ' + verdict, text: verdict === 'confirmed' ? '✓ confirmed' : '✕ rejected' }));
-    var confirm = el('button', { type: 'button', text: 'Confirm', 'data-verdict': 'confirmed' });
-    var reject = el('button', { type: 'button', text: 'Reject', 'data-verdict': 'rejected' });
-    [confirm, reject].forEach(function (button) {
+    if (category) badges.push(el('span', { className: 'badge ' + look, text: CATEGORY_TEXT[category] || category }));
+    // Confirm and Reject send the first API's verdicts (aliases of exact and none)
+    var buttons = [['Confirm', 'confirmed', 'exact copy'], ['Partial', 'partial', 'partial copy'],
+                   ['Same subject', 'semantic', 'same subject, different composition'], ['Reject', 'rejected', 'no match']]
+      .map(function (b) { return el('button', { type: 'button', text: b[0], title: b[2], 'data-verdict': b[1] }); });
+    buttons.forEach(function (button) {
       button.addEventListener('click', function (event) {
         event.stopPropagation();
         assess(source.index, c.index, button.getAttribute('data-verdict'));
       });
     });
     var node = el('div', {
-      className: 'candidate' + (verdict ? ' ' + verdict : ''),
+      className: 'candidate' + (look ? ' ' + look : ''),
       'data-source': source.index, 'data-target': c.index, 'data-rank': c.rank,
-      'data-cycle': c.cycle_consistent ? 'true' : 'false', 'data-assessment': verdict || ''
+      'data-cycle': c.cycle_consistent ? 'true' : 'false', 'data-assessment': verdict || '',
+      'data-category': category || ''
     }, [
       thumb(state.pair[1], c.index),
       el('div', { text: '#' + c.rank + ' → ' + where(state.pair[1], c.index) }),
       el('div', { className: 'scores', text: 'P_S ' + fmt(c.P_S, 3) + ' · N_S ' + fmt(c.N_S, 3) + ' · S ' + fmt(c.S, 3) }),
       el('div', {}, badges),
-      el('div', { className: 'actions' }, [confirm, reject])
+      el('div', { className: 'actions' }, buttons)
     ]);
     node.addEventListener('click', function (event) {
       event.stopPropagation();

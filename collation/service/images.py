@@ -1,0 +1,43 @@
+"""Where to see a region: an Image API request that the library's own server cuts.
+
+Shared by the API (the concordance's region links) and the viewer (thumbnails), so that no image is
+copied into our responses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import InputError
+from ..iiif.manifests import Canvas, canvas_to_image
+
+THUMBNAIL_WIDTH = 160
+"""Width requested for list thumbnails (never more than the region's own width: no upscaling)."""
+
+FULL_WIDTH = 10**6
+"""A width no region reaches: ``region_image_url(..., FULL_WIDTH)`` asks for the region at full size."""
+
+
+def region_image_url(canvas: Canvas, xywh: Sequence[int], width: int = THUMBNAIL_WIDTH) -> str | None:
+    """An Image API request for a canvas region, or None when the canvas's image cannot cut regions.
+
+    The region is in canvas units; the request is in image pixels (the canvas may be larger than
+    the image, as at the Vatican, or painted by a cropped image), so it goes through
+    ``canvas_to_image``. Level-0 services and plain images cannot cut regions, so they get None
+    rather than a whole folio. The width is at most the region's own (no upscaling).
+    """
+    image = canvas.image
+    if image is None or not image.service_id or image.level == 0:
+        return None
+    try:
+        x, y, w, h = canvas_to_image(tuple(float(v) for v in xywh), canvas)  # type: ignore[arg-type]
+    except InputError:
+        return None
+    x0, y0 = max(0, round(x)), max(0, round(y))
+    x1, y1 = round(x + w), round(y + h)
+    if image.width and image.height:
+        x1, y1 = min(image.width, x1), min(image.height, y1)
+    if x1 <= x0 or y1 <= y0:
+        return None
+    quality = "native" if image.service_version == 1 else "default"
+    return f"{image.service_id}/{x0},{y0},{x1 - x0},{y1 - y0}/{min(width, x1 - x0)},/0/{quality}.jpg"

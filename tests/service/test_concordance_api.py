@@ -1,0 +1,174 @@
+"""The concordance routes and the verdict categories against a finished three-witness collation
+written straight into a data store (no Redis, no workers). Every response is checked against
+``openapi.yaml``."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from service_helpers import OpenAPIClient
+
+from collation.jobs.results import compute_results
+from collation.service import create_app
+from collation.service.state import service_state
+from collation.settings import Settings
+from collation.store.datastore import DataStore
+from collation.store.records import new_record, resolve_options
+
+CID = "00112233445566aa"
+API = f"/api/v1/collations/{CID}"
+SIZES = {0: 5, 1: 5, 2: 4}
+"""Witness 2 lacks the others' illustration 0: its illustration k is their k + 1."""
+
+
+def manifest(m: int, n: int) -> dict[str, Any]:
+    """Presentation 3, one 1000 x 800 canvas per illustration, level-1 image service."""
+    canvases = []
+    for k in range(n):
+        cid = f"http://lib.test/{m}/canvas/{k}"
+        service = f"http://images.test/iiif/{m}-{k}"
+        body = {"id": f"{service}/full/max/0/default.jpg", "type": "Image", "format": "image/jpeg",
+                "width": 1000, "height": 800,
+                "service": [{"id": service, "type": "ImageService2", "profile": "http://iiif.io/api/image/2/level1.json"}]}
+        canvases.append({"id": cid, "type": "Canvas", "label": {"none": [f"f. {k + 1}r"]}, "width": 1000,
+                         "height": 800, "items": [{"id": f"{cid}/p", "type": "AnnotationPage", "items": [
+                             {"id": f"{cid}/a", "type": "Annotation", "motivation": "painting", "body": body,
+                              "target": cid}]}]})
+    return {"@context": "http://iiif.io/api/presentation/3/context.json", "id": f"http://lib.test/{m}/manifest",
+            "type": "Manifest", "label": {"en": [f"Codex {'ABC'[m]}"]}, "items": canvases}
+
+
+def diagonal(n0: int, n1: int, shift: int) -> np.ndarray:
+    s = np.full((n0, n1), 0.1)
+    for i in range(n0):
+        if 0 <= i + shift < n1:
+            s[i, i + shift] = 0.9
+    return s
+
+
+def write_collation(root: Path) -> DataStore:
+    store = DataStore(root)
+    request = {"manifests": [f"http://lib.test/{m}/manifest" for m in SIZES], "regions": {}, "options": {},
+               "callback_url": None}
+    settings = Settings.from_env({}, backbone="efficientnet-lite0", chunk_pairs=8)
+    record = new_record(CID, request, resolve_options(None, settings), settings)
+    record.update(status="finished", usable=[0, 1, 2])
+    store.create_collation(record)
+    for m, n in SIZES.items():
+        regions = [{"index": k, "canvas_id": f"http://lib.test/{m}/canvas/{k}", "canvas_index": k,
+                    "xywh": [100, 100, 400, 300], "label": "", "annotation_id": None, "digest": f"{m}{k:063d}"}
+                   for k in range(n)]
+        store.save_manuscript(CID, m, {"index": m, "label": f"Codex {'ABC'[m]}", "regions": regions, "errors": [],
+                                       "features_key": str(m)}, manifest(m, n))
+    scores = {(0, 1): diagonal(5, 5, 0), (0, 2): diagonal(5, 4, -1), (1, 2): diagonal(5, 4, -1)}
+    scores[(0, 1)][4, 4] = 0.3  # the last pair of A and B is weak
+    for pair, arrays in compute_results(scores, record["options"]).items():
+        store.save_results(CID, *pair, **arrays)
+    return store
+
+
+@pytest.fixture
+def api(tmp_path: Path, openapi: dict[str, Any]) -> Any:
+    store = write_collation(tmp_path / "data")
+    app = create_app(Settings.from_env({}, data_dir=store.root, public_url="http://collation.test"), TESTING=True)
+    yield OpenAPIClient(app.test_client(), openapi)
+    service_state(app).close()
+
+
+def members(doc: dict[str, Any]) -> list[list[tuple[int, int] | None]]:
+    return [[(c["manuscript"], c["index"]) if c else None for c in row["cells"]] for row in doc["rows"]]
+
+
+def test_concordance_groups_three_witnesses(api: Any) -> None:
+    doc = api.get(f"{API}/concordance").get_json()
+    assert [w["label"] for w in doc["witnesses"]] == ["Codex A", "Codex B", "Codex C"]
+    assert members(doc) == [[(0, 0), (1, 0), None]] + [[(0, k), (1, k), (2, k - 1)] for k in range(1, 5)]
+    assert (doc["total"], doc["matched"], doc["unmatched"], doc["sort"]) == (5, 5, 0, 0)
+    cell = doc["rows"][1]["cells"][2]
+    assert cell["canvas"] == "http://lib.test/2/canvas/0" and cell["label"] == "f. 1r"
+    assert cell["xywh"] == [100, 100, 400, 300]
+    assert cell["image"] == "http://images.test/iiif/2-0/100,100,400,300/400,/0/default.jpg"
+    assert cell["thumbnail"] == "http://images.test/iiif/2-0/100,100,400,300/160,/0/default.jpg"
+    assert cell["view"].startswith(f"http://collation.test{API}/view?link=2-")
+    assert 0 < cell["confidence"] <= 1 and cell["verdict"] is None
+
+
+def test_sort_and_min_score(api: Any) -> None:
+    by_c = api.get(f"{API}/concordance?sort=2").get_json()
+    assert members(by_c)[-1] == [(0, 0), (1, 0), None]  # no illustration of C: after C's order
+    strict = api.get(f"{API}/concordance?min_score=0.5&score=raw").get_json()
+    # A4-B4 (raw 0.3) is dropped, but A4-C3 and B4-C3 hold: the group stays whole through C
+    assert [(0, 4), (1, 4), (2, 3)] in members(strict)
+    stricter = api.get(f"{API}/concordance?min_score=100").get_json()
+    assert stricter["matched"] == 0 and stricter["unmatched"] == 14
+    assert api.get(f"{API}/concordance?sort=7").status_code == 400
+    assert api.get(f"{API}/concordance?min_score=abc").status_code == 400
+
+
+def test_concordance_csv(api: Any) -> None:
+    r = api.get(f"{API}/concordance.csv?sort=1")
+    assert r.mimetype == "text/csv" and "attachment" in r.headers["Content-Disposition"]
+    table = list(csv.reader(io.StringIO(r.get_data(as_text=True))))
+    assert table[0][:4] == ["group", "size", "confidence", "0:Codex A index"] and len(table) == 6
+    assert table[1][:2] == ["0-0", "2"] and table[2][1] == "3"
+    assert table[2][3 + 7 * 2 + 3] == "100,100,400,300"  # C's xywh
+
+
+def test_correspondences_min_score(api: Any) -> None:
+    doc = api.get(f"{API}/correspondences?pair=0,1&score=raw&top=3&min_score=0.5").get_json()
+    assert doc["min_score"] == 0.5
+    assert [[c["index"] for c in i["candidates"]] for i in doc["items"]] == [[0], [1], [2], [3], []]
+
+
+def p_s(api: Any, pair: str, source: int, target: int) -> dict[str, Any]:
+    doc = api.get(f"{API}/correspondences?pair={pair}&top=5").get_json()
+    return next(c for c in doc["items"][source]["candidates"] if c["index"] == target)
+
+
+def test_verdict_categories_are_stored_shown_and_used(api: Any) -> None:
+    before_diag, before_off = p_s(api, "0,1", 2, 2), p_s(api, "0,1", 2, 3)
+    # no match on an automatic seed: it stops being one (P_S falls) and splits the group
+    r = api.post(f"{API}/assessments", json={"pair": [0, 1], "source": 2, "target": 2, "verdict": "none"})
+    assert r.status_code == 201 and r.get_json()["category"] == "none"
+    assert r.get_json()["annotation"]["body"]["value"] == "none"
+    after = p_s(api, "0,1", 2, 2)
+    assert after["category"] == "none" and after["assessment"] == "none" and after["P_S"] < before_diag["P_S"]
+    doc = api.get(f"{API}/concordance").get_json()
+    assert not any(row[0] == (0, 2) and row[1] == (1, 2) for row in members(doc))
+    # semantic (same subject) on a pair that is no cycle: it becomes a seed (P_S rises) and links groups
+    r = api.post(f"{API}/assessments", json={"pair": [1, 0], "source": 3, "target": 2, "verdict": "semantic"})
+    assert r.get_json()["annotation"]["body"]["value"] == "semantic"
+    assert p_s(api, "0,1", 2, 3)["P_S"] > before_off["P_S"] and p_s(api, "0,1", 2, 3)["category"] == "semantic"
+    # the old vocabulary still works: rejected is none, confirmed is exact
+    r = api.post(f"{API}/assessments", json={"pair": [0, 2], "source": 1, "target": 0, "verdict": "confirmed"})
+    assert r.get_json()["verdict"] == "confirmed" and r.get_json()["category"] == "exact"
+    items = api.get(f"{API}/assessments").get_json()["items"]
+    assert [i["category"] for i in items] == ["none", "semantic", "exact"]
+    # annotations show the category
+    page = api.get(f"{API}/annotations?page=1").get_json()
+    verdicts = {a["id"].rsplit("/", 1)[-1]: a.get("imcol:verdict") for a in page["items"]}
+    assert verdicts["0-1-2-3"] == "semantic" and verdicts["0-1-2-2"] == "none"
+
+
+def test_batch_verdict_on_a_group(api: Any) -> None:
+    group = [{"manuscript": 0, "index": 0}, {"manuscript": 1, "index": 1}, {"manuscript": 2, "index": 1}]
+    r = api.post(f"{API}/assessments/batch", json={"members": group, "verdict": "partial", "creator": "J. Doe"})
+    assert r.status_code == 201
+    items = r.get_json()["items"]
+    assert [(i["pair"], i["source"], i["target"], i["category"]) for i in items] == [
+        ([0, 1], 0, 1, "partial"), ([0, 2], 0, 1, "partial"), ([1, 2], 1, 1, "partial")]
+    doc = api.get(f"{API}/concordance").get_json()
+    row = next(row for row in doc["rows"] if row["cells"][0] and row["cells"][0]["index"] == 0)
+    assert [(c["index"], c["verdict"], c["confidence"]) for c in row["cells"]] == [(0, "partial", 1.0),
+                                                                                   (1, "partial", 1.0),
+                                                                                   (1, "partial", 1.0)]
+    bad = api.post(f"{API}/assessments/batch", json={"members": group[:1] * 2, "verdict": "exact"})
+    assert bad.status_code == 400
+    bad = api.post(f"{API}/assessments/batch", json={"members": [{"manuscript": 0, "index": 9}, group[1]],
+                                                     "verdict": "exact"})
+    assert bad.status_code == 400

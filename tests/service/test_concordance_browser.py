@@ -1,0 +1,100 @@
+"""The concordance page in a real browser (Debian's Chromium driven by Playwright), served over a
+loopback port from a three-witness collation written straight into a data store: a row per group,
+a cell per witness, sorting by a witness, a verdict on a whole row, and a click that opens the
+Mirador compare view on the illustration. Everything stays on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_concordance_api import CID, write_collation
+
+from collation.service import create_app
+from collation.service.state import service_state
+from collation.settings import Settings
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+TIMEOUT_MS = 20_000
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> Iterator[str]:
+    from werkzeug.serving import make_server
+
+    store = write_collation(tmp_path / "data")
+    app = create_app(Settings.from_env({}, data_dir=store.root), TESTING=True)
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, name="concordance-test-server", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/api/v1/collations/{CID}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+        service_state(app).close()
+
+
+@pytest.fixture
+def page(tmp_path: Path) -> Iterator[Any]:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
+    if not CHROMIUM.exists() or shutil.which("chromium") is None:
+        pytest.skip("Debian chromium is not installed (apt-get install chromium; scripts/setup.sh does it)")
+    with sync_api.sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(tmp_path / "chromium-profile"), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
+            viewport={"width": 1400, "height": 1000})
+        # the thumbnails' image server does not exist: answer its requests locally
+        context.route("http://images.test/**", lambda route: route.fulfill(status=404, body=""))
+        try:
+            page = context.new_page()
+            page.errors = []
+            page.on("pageerror", lambda exc: page.errors.append(str(exc)))
+            yield page
+        finally:
+            context.close()
+
+
+def row_members(page: Any) -> list[list[str]]:
+    return page.eval_on_selector_all("#concordance tbody tr.group-row", """rows => rows.map(r =>
+        Array.from(r.querySelectorAll('td.member')).map(td => td.dataset.manuscript === undefined ? '-'
+            : td.dataset.manuscript + ':' + td.dataset.index))""")
+
+
+def test_concordance_page_lists_groups_sorts_and_takes_row_verdicts(page: Any, url: str) -> None:
+    page.goto(f"{url}/concordance/view")
+    page.wait_for_function("window.collationConcordance && window.collationConcordance.loaded", timeout=TIMEOUT_MS)
+    headers = page.eval_on_selector_all("#concordance thead th", "ths => ths.map(t => t.textContent)")
+    assert headers == ["Group", "Codex A", "Codex B", "Codex C", "Verdict"]
+    assert row_members(page) == [["0:0", "1:0", "-"]] + [[f"0:{k}", f"1:{k}", f"2:{k - 1}"] for k in range(1, 5)]
+    thumb = page.get_attribute('td.member[data-manuscript="2"][data-index="0"] img', "src")
+    assert thumb == "http://images.test/iiif/2-0/100,100,400,300/160,/0/default.jpg"
+    assert "5 groups, 0 illustrations alone" in page.inner_text("#status")
+
+    page.select_option("#sort", "2")  # C's order: the group without C goes last
+    page.wait_for_function("document.querySelector('#concordance tbody tr').dataset.group !== '0-0'",
+                           timeout=TIMEOUT_MS)
+    assert row_members(page)[-1] == ["0:0", "1:0", "-"]
+    assert "sort=2" in page.get_attribute("#csv", "href")
+
+    row = page.locator('#concordance tbody tr[data-group="0-0"]')
+    row.locator("select").select_option("none")  # no match on the whole row: two illustrations alone
+    row.get_by_role("button", name="Apply to row").click()
+    page.wait_for_function("window.collationConcordance.doc.unmatched === 2", timeout=TIMEOUT_MS)
+    assert page.locator("tr.group-row.alone").count() == 2
+    assert page.inner_text("#message").startswith("none: 1 verdicts stored")
+
+    page.click('td.member[data-manuscript="1"][data-index="2"] a')  # Mirador on B2 and its partner
+    page.wait_for_url("**/view?link=1-*", timeout=TIMEOUT_MS)
+    assert "link=1-0-2-2" in page.url or "link=1-2-2-1" in page.url
+    assert page.errors == []
