@@ -24,8 +24,8 @@ from ..errors import CollationError
 from ..iiif.http import Fetcher
 from ..iiif.info import read_info
 from ..iiif.manifests import Canvas, Manifest, parse_manifest
-from ..service import layers
 from ..service.cache import DocumentCache
+from ..service.layers import canvas_page, derived_manifest
 from ..service.results import check_id
 from ..service.urls import collation_url
 from ..store.datastore import DataStore
@@ -44,7 +44,7 @@ def viewer_page_url(base: str, cid: str, m: int, canvas_number: int) -> str:
 
 def viewer_manifest(store: DataStore, cache: DocumentCache, cid: str, m: int, base: str) -> dict[str, Any]:
     """The derived manifest of manuscript ``m`` with its page references pointing to ``viewer_page``."""
-    doc = copy.deepcopy(layers.derived_manifest(store, cache, cid, m, base))
+    doc = copy.deepcopy(derived_manifest(store, cache, cid, m, base))
     canonical = f"{collation_url(base, cid)}/pages/{m}/"
     for canvas in _canvases(doc):
         for key in ("annotations", "otherContent"):
@@ -60,7 +60,7 @@ def viewer_manifest(store: DataStore, cache: DocumentCache, cid: str, m: int, ba
 def viewer_page(store: DataStore, cache: DocumentCache, cid: str, m: int, canvas_number: int, base: str,
                 fetcher: Fetcher) -> dict[str, Any]:
     """The annotation page of canvas ``canvas_number`` (1-based) with its fragments in Mirador's image space."""
-    page = copy.deepcopy(layers.canvas_page(store, cache, cid, m, canvas_number, base))
+    page = copy.deepcopy(canvas_page(store, cache, cid, m, canvas_number, base))
     page["@id" if "@id" in page else "id"] = viewer_page_url(base, cid, m, canvas_number)
     manifest = _manifest(store, cache, cid, m)
     factor = mirador_factor(manifest.canvases[canvas_number - 1], fetcher)
