@@ -234,7 +234,8 @@ def _from_service(image: ImageSource, region: Region, canvas: Canvas, long_side:
         info = read_info(image.service_id, fetcher=fetcher, version_hint=image.service_version)
     except FetchError as exc:
         if exc.status in (401, 403):  # IIIF Auth: say where to log in, never read the HTML page
-            where = image.login or "the library's login page (no IIIF Auth service declared)"
+            where = (image.login or getattr(exc, "login", None)
+                     or "the library's login page (no IIIF Auth service declared)")
             raise FetchError(f"image service {image.service_id}: login required at {where} (HTTP {exc.status})",
                              url=exc.url, status=exc.status) from None
         raise

@@ -15,8 +15,13 @@ goes through ``Fetcher.get``, which:
   a server that trickles bytes is cut off), retries 429 and 5xx with exponential back-off honouring
   ``Retry-After`` (up to a cap), and retries connection errors;
 - caps the bytes read (manifests, images) and the pixels decoded (decompression bombs, ``decode``);
+  keeps the body of a 401/403 (up to ``max_json_bytes``) as ``FetchError.body``: IIIF Auth servers
+  answer the info.json there, naming the login service;
 - caches successful bodies on disk (``cache``) and accepted JSON documents in memory (bounded in
   bytes), so nothing is fetched twice, even by threads asking at the same moment.
+
+The module is longer than 400 lines because the request loop, its policy, caps and retries are one
+path that reads best in one place.
 
 Every option is a field of ``collation.settings.FetchSettings`` (one default each, one
 ``COLLATION_IIIF_<NAME>`` variable each); nothing here reads the environment. API::
@@ -305,7 +310,7 @@ class Fetcher:
                             body = None
                         elif status >= 400:
                             location = None
-                            body = None
+                            body = self._auth_body(raw, status, current, what)
                         else:
                             location = None
                             body = self._read_body(raw, current, what=what, max_bytes=max_bytes)
@@ -338,7 +343,9 @@ class Fetcher:
                 self.sleep(delay)
                 continue
             if status >= 400 or body is None:
-                raise FetchError(f"{what} {current}: HTTP {status}", url=current, status=status)
+                error = FetchError(f"{what} {current}: HTTP {status}", url=current, status=status)
+                error.body = body  # a 401/403's own body (IIIF Auth: the info.json naming its login service)
+                raise error
             if status != 200:
                 raise FetchError(f"{what} {current}: unexpected HTTP {status}", url=current, status=status)
             return Response(
@@ -361,6 +368,15 @@ class Fetcher:
                 status=status,
             )
         return delay
+
+    def _auth_body(self, raw: requests.Response, status: int, url: str, what: str) -> bytes | None:
+        """The body of a 401/403, up to ``max_json_bytes`` (None for other errors or when unreadable)."""
+        if status not in (401, 403):
+            return None
+        try:
+            return self._read_body(raw, url, what=what, max_bytes=self.conf.max_json_bytes)
+        except (LimitError, FetchError, requests.RequestException, OSError, ValueError, http.client.HTTPException):
+            return None
 
     def _read_body(self, raw: requests.Response, url: str, *, what: str, max_bytes: int) -> bytes:
         length = raw.headers.get("Content-Length")

@@ -10,13 +10,14 @@ count as declared. API::
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from collation.iiif.errors import ManifestError
+from collation.iiif.errors import FetchError, ManifestError
 from collation.iiif.model import MAX_SIDE, as_list, json_id, json_type, service_base
 
 if TYPE_CHECKING:
@@ -157,11 +158,33 @@ def parse_info(doc: Any, *, url: str, version_hint: int | None = None) -> Servic
 
 
 def read_info(service_id: str, *, fetcher: Fetcher, version_hint: int | None = None) -> ServiceInfo:
-    """Fetch (once per fetcher) and parse ``{service_id}/info.json``."""
+    """Fetch (once per fetcher) and parse ``{service_id}/info.json``.
+
+    A 401 or 403 whose body is an info.json declaring a IIIF Auth service raises ``FetchError``
+    "login required at <login URL>" with that URL as ``login``; any other failure is re-raised.
+    """
     base = service_base(service_id)
-    doc, _final = fetcher.get_json(f"{base}/info.json", what="info.json",
-                                   accept=lambda d: parse_info(d, url=base, version_hint=version_hint))
+    try:
+        doc, _final = fetcher.get_json(f"{base}/info.json", what="info.json",
+                                       accept=lambda d: parse_info(d, url=base, version_hint=version_hint))
+    except FetchError as exc:
+        login = _login_in(getattr(exc, "body", None)) if exc.status in (401, 403) else None
+        if login is None:
+            raise
+        error = FetchError(f"image service {base}: login required at {login} (HTTP {exc.status})",
+                           url=exc.url, status=exc.status)
+        error.login = login
+        raise error from None
     return parse_info(doc, url=base, version_hint=version_hint)
+
+
+def _login_in(body: bytes | None) -> str | None:
+    """The login service named by the info.json of a 401/403 body, or None."""
+    try:
+        doc = json.loads(body) if body else None
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return auth_login(doc)
 
 
 _AUTH_LOGIN = re.compile(r"iiif\.io/api/auth/[01]/(login|clickthrough|kiosk|external)")

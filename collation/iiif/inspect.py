@@ -129,7 +129,8 @@ def _read(service: str, entry: dict[str, Any], fetcher: Fetcher, problems: list[
     except CollationError as exc:
         status = getattr(exc, "status", None)
         if status in (401, 403):
-            where = entry["login"] or "the library's login page (no IIIF Auth service declared)"
+            where = (entry["login"] or getattr(exc, "login", None)
+                     or "the library's login page (no IIIF Auth service declared)")
             problems.append(RegionProblem(f"image service {service}: login required at {where} (HTTP {status})",
                                           canvas_id, service))
         else:

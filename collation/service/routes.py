@@ -1,8 +1,8 @@
 """The API's routes (blueprint ``api``, mounted at ``/api/v1``): parse, call a plain function, answer.
 
-Documents come from ``collations`` (status, correspondences, assessments) and ``layers`` (Web
-Annotations); every URL from ``urls``; errors are raised as exceptions and answered as problem
-documents by ``problems``.
+Documents come from ``collations`` (status, correspondences, assessments), ``layers`` (Web
+Annotations) and ``inspection`` (the dry run of a manifest); every URL from ``urls``; errors are
+raised as exceptions and answered as problem documents by ``problems``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request
 from marshmallow import ValidationError
 
-from . import collations, layers
+from . import collations, inspection, layers
 from .concordance import concordance, concordance_text
 from .health import readiness
 from .problems import problem
@@ -150,6 +150,13 @@ def get_manifest(cid: str, m: int) -> Response:
 def get_canvas_page(cid: str, m: int, canvas_number: int) -> Response:
     state = service_state()
     return jsonld(layers.canvas_page(state.runtime.store, state.documents, cid, m, canvas_number, base_url()))
+
+
+@bp.route("/inspect", methods=["GET"])
+def get_inspection() -> Response:
+    """The dry run of a manifest: what it holds and the regions a collation would use (no job)."""
+    query = inspection.InspectQuerySchema().load(request.args.to_dict())
+    return jsonify(inspection.inspect(current_runtime(), query))
 
 
 @bp.route("/ns/imcol/1/context.json", methods=["GET"])

@@ -22,6 +22,7 @@ from ..service.images import THUMBNAIL_WIDTH, region_image_url
 from ..service.results import SCORE_ARRAYS, assessment_categories, check_id, finished_record, pair_results
 from ..service.urls import manifest_url
 from ..store.datastore import DataStore
+from .imagespace import viewer_manifest_url
 from .matrix import MatrixMarks
 
 
@@ -34,9 +35,10 @@ def pair_view(store: DataStore, cid: str, pair: tuple[int, int], base: str) -> d
     """``GET /collations/{id}/view.json``: manuscripts, derived manifests and the regions of a pair.
 
     Returns:
-        ``{"id", "pair", "manuscripts": [{"index", "label", "manifest", "usable"}],
+        ``{"id", "pair", "manuscripts": [{"index", "label", "manifest", "viewer_manifest", "usable"}],
         "regions": {"<m>": {"<region index>": {"canvas", "canvas_label", "xywh", "thumbnail"}}}}``
-        for both manuscripts of the pair. 404 for an unknown collation, 409 while it is unfinished.
+        for both manuscripts of the pair (``viewer_manifest``: the variant for Mirador versions affected
+        by mirador#4533, see ``imagespace``). 404 for an unknown collation, 409 while it is unfinished.
     """
     record = finished_record(store, check_id(cid))
     a, b = pair
@@ -49,6 +51,7 @@ def pair_view(store: DataStore, cid: str, pair: tuple[int, int], base: str) -> d
             "index": m,
             "label": (doc or {}).get("label") or f"Manuscript {m}",
             "manifest": manifest_url(base, cid, m) if m in usable else None,
+            "viewer_manifest": viewer_manifest_url(base, cid, m) if m in usable else None,
             "usable": m in usable,
         })
     regions: dict[str, dict[str, Any]] = {}

@@ -15,9 +15,10 @@ from marshmallow import Schema, ValidationError, fields, validate, validates_sch
 
 from ..service.results import check_id
 from ..service.schemas import SCORES, PairParam
-from ..service.state import current_runtime
+from ..service.state import current_runtime, service_state
 from ..service.urls import base_url
 from .data import matrix_data, pair_view
+from .imagespace import SCALES_BY_IMAGE, viewer_manifest, viewer_page
 from .matrix import MAX_SIDE, render_matrix_png
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -83,6 +84,7 @@ def view(cid: str) -> Response:
         "focus": focus,
         "top": 3,
         "mirador": {"version": MIRADOR_VERSIONS[query["mirador"]], "installed": installed},
+        "image_space_targets": MIRADOR_VERSIONS[query["mirador"]] in SCALES_BY_IMAGE,  # mirador#4533
     }
     html = render_template(
         "viewer/view.html",
@@ -113,6 +115,27 @@ def view_json(cid: str) -> Response:
     """Manuscripts, derived manifest URLs and the regions of a pair (canvas, box, thumbnail URL)."""
     query = PairQuerySchema().load(request.args.to_dict())
     return jsonify(pair_view(current_runtime().store, cid, query["pair"], base_url()))
+
+
+def jsonld(doc: dict) -> Response:
+    response = jsonify(doc)
+    response.headers["Content-Type"] = "application/ld+json"
+    return response
+
+
+@bp.route("/collations/<cid>/view/manifests/<int:m>", methods=["GET"])
+def view_manifest(cid: str, m: int) -> Response:
+    """The derived manifest for the built-in Mirador: its pages are the ``view/pages`` variants."""
+    state = service_state()
+    return jsonld(viewer_manifest(state.runtime.store, state.documents, cid, m, base_url()))
+
+
+@bp.route("/collations/<cid>/view/pages/<int:m>/<int:canvas_number>", methods=["GET"])
+def view_page(cid: str, m: int, canvas_number: int) -> Response:
+    """A viewer-layer page with its boxes in the image space Mirador 3.4.3 / 4.0.0 draw in (mirador#4533)."""
+    state = service_state()
+    return jsonld(viewer_page(state.runtime.store, state.documents, cid, m, canvas_number, base_url(),
+                              state.runtime.fetcher))
 
 
 @bp.route("/collations/<cid>/matrix.png", methods=["GET"])

@@ -271,8 +271,17 @@
   // -- Mirador ---------------------------------------------------------------------------------
 
   function manifestOf(m) {
+    // Mirador 3.4.3 and 4.0.0 scale #xywh by the image's pixels (mirador#4533): they open the
+    // viewer-only variant whose boxes are in that space; any other version opens the derived manifest.
     var ms = (state.view && state.view.manuscripts) || [];
-    return ms[m] ? ms[m].manifest : null;
+    if (!ms[m]) return null;
+    return (config.image_space_targets && ms[m].viewer_manifest) || ms[m].manifest;
+  }
+
+  function fragmentOf(annotation) {
+    // the box in canvas units: kept as imcol:canvasFragment where the viewer variant rescaled it
+    var target = annotation.target || annotation.on || {};
+    return annotation['imcol:canvasFragment'] || (target.selector && target.selector.value) || '';
   }
 
   function startMirador(source, target) {
@@ -348,7 +357,7 @@
       var candidates = annotationsOn(regionA.canvas).filter(function (a) { return onB[a['imcol:counterpart']]; });
       if (!candidates.length) return;
       var box = 'xywh=' + regionA.xywh.join(',');
-      var match = candidates.find(function (a) { return JSON.stringify(a).indexOf(box) >= 0; }) || candidates[0];
+      var match = candidates.find(function (a) { return fragmentOf(a) === box; }) || candidates[0];
       state.selecting = null;
       unsubscribe();
       var windows = store.getState().windows || {};
