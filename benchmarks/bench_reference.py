@@ -30,7 +30,7 @@ from bench_engine import synthetic_illustrations
 from bench_scale import backbone_for
 
 from collation import defaults
-from collation.features import cells_for_scale, cell_positions, extract_features
+from collation.features import cell_positions, cells_for_scale, extract_features
 from collation.similarity import all_pairs, score_pairs
 
 TOL = defaults.RANSAC_TOLERANCE

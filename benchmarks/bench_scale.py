@@ -191,11 +191,13 @@ def main() -> None:
         print(f"  {name:<28} {seconds:8.1f} s")
     timed = sum(v for key, v in stages.items() if not key.startswith("make"))
     print(f"  {'total (images to P_S)':<28} {timed:8.1f} s")
-    print(f"  features: {(n0 + n1) / stages['features']:.1f} images/s; S_trans: {len(candidates[k])} pairs "
-          f"({len(candidates[k]) / (n0 * n1):.1%} of {n0 * n1}) at {len(candidates[k]) / stages['S_trans']:.1f} pairs/s")
+    scored = len(candidates[k])
+    print(f"  features: {(n0 + n1) / stages['features']:.1f} images/s; S_trans: {scored} pairs "
+          f"({scored / (n0 * n1):.1%} of {n0 * n1}) at {scored / stages['S_trans']:.1f} pairs/s")
     for kk, pairs in candidates.items():
         print(f"  candidates K={kk:<3} {len(pairs):7d} pairs, recall of ground truth {recall(pairs, gt):.4f}")
-    print("  top-1 accuracy, pruned (K=%d): " % k + ", ".join(f"{m} {accuracy(v, gt):.4f}" for m, v in matrices.items()))
+    print(f"  top-1 accuracy, pruned (K={k}): "
+          + ", ".join(f"{m} {accuracy(v, gt):.4f}" for m, v in matrices.items()))
     print(f"  peak RSS {peak_rss_gb():.2f} GB", flush=True)
     if args.unpruned:
         t = time.perf_counter()

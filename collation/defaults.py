@@ -17,7 +17,7 @@ FEATURES_BUCKET = 4
 most 2 x 6 frame shapes per scale, so convolutions are compiled a bounded number of times, and at most
 3 padded cells per row (measured: docs/benchmarks.md)."""
 
-FEATURES_BATCH_CPU = 4
+FEATURES_BATCH_CPU = 1
 """Images per forward pass on a CPU (measured: docs/benchmarks.md)."""
 
 FEATURES_SIZE = 256

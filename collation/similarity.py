@@ -11,13 +11,15 @@ Batches hold pairs and both directions together; nothing loops over pairs in Pyt
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import torch
 
 from . import defaults
 from .checks import as_index_pairs, check_dtype, check_integer, check_option, check_positive_int, check_shape
 from .errors import InputError
-from .features import MultiScaleFeatures, Progress, pad_cells
+from .features import MultiScaleFeatures, Progress
 from .ransac import KERNELS, cell_scores, compact_matches, ransac_scores, uniform_draws
 
 SIMILARITIES = ("s_trans", "s_matching", "s_features")
@@ -183,7 +185,7 @@ def directional_pairs(
     out = torch.zeros(len(pairs), dtype=torch.float32, device=device)
     order = torch.argsort(pairs[:, 0] * (len(queries) + 1) + pairs[:, 1], stable=True)
     t_sorted = pairs[order, 0].cpu()
-    starts = torch.searchsorted(t_sorted, torch.unique_consecutive(t_sorted)).tolist() + [len(order)]
+    starts = [*torch.searchsorted(t_sorted, torch.unique_consecutive(t_sorted)).tolist(), len(order)]
     pending: list[tuple[torch.Tensor, ...]] = []
     pending_size, done = 0, 0
 
@@ -196,7 +198,7 @@ def directional_pairs(
         out[index] = total / query_cells[pairs[index, 1]].clamp(min=1)
         pending.clear()
 
-    for a, b in zip(starts[:-1], starts[1:], strict=True):
+    for a, b in itertools.pairwise(starts):
         t = int(t_sorted[a])
         lengths = [int(c) for c in counts[t]]
         real = targets.mask[t]
