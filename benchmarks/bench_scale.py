@@ -172,6 +172,7 @@ def main() -> None:
     t = time.perf_counter()
     feats0, feats1 = extract_features(images0, model, dtype=dtype), extract_features(images1, model, dtype=dtype)
     stages["features"] = time.perf_counter() - t
+    print(f"  features done: {stages['features']:.1f} s, {(n0 + n1) / stages['features']:.1f} images/s", flush=True)
     del model
 
     t = time.perf_counter()
