@@ -21,20 +21,85 @@ from .errors import InputError, OptionError, WeightsNotFoundError
 
 
 class Backbone(nn.Module):
-    """A stride-16 feature extractor with the input normalization it was trained with."""
+    """A stride-16 feature extractor with the input normalization it was trained with.
+
+    Built for inference: batch norms that follow a convolution are folded into it, and on a CPU the
+    weights are laid out channels-last (oneDNN's fast path, about 1.5x on 2 cores). ``forward`` can
+    run a batch of images padded to one shape and still give each image the features of its own,
+    unpadded shape (``valid``): see ``forward``.
+    """
 
     def __init__(self, name: str, body: nn.Module, channels: int, mean: Sequence[float], std: Sequence[float]):
         super().__init__()
         self.name = name
-        self.body = body.eval()
+        self.body = fold_batch_norms(body.eval())
         self.channels = channels
         self.register_buffer("mean", torch.tensor(mean).view(1, 3, 1, 1), persistent=False)
         self.register_buffer("std", torch.tensor(std).view(1, 3, 1, 1), persistent=False)
+        self._masks: dict[tuple[int, int], torch.Tensor] | None = None  # per call: padded images only
+        self._valid: torch.Tensor | None = None
+        self._input_size = (1, 1)
+        for module in self.body.modules():
+            if (isinstance(module, nn.Conv2d) and max(module.kernel_size) > 1) or isinstance(module, nn.MaxPool2d):
+                module.register_forward_pre_hook(self._mask_padding)
+
+    def _mask_padding(self, module: nn.Module, args: tuple) -> tuple | None:
+        """Zeroes what lies outside each image before every spatial window (convolution, pooling)."""
+        if self._valid is None or self._masks is None:
+            return None
+        x = args[0]
+        size = (x.shape[2], x.shape[3])
+        if size not in self._masks:
+            rows = torch.arange(size[0], device=x.device).view(1, -1, 1)
+            cols = torch.arange(size[1], device=x.device).view(1, 1, -1)
+            # Inputs are multiples of 16 px: each feature map is the input downscaled exactly.
+            valid_rows = (self._valid[:, 0] * size[0] // self._input_size[0]).view(-1, 1, 1)
+            valid_cols = (self._valid[:, 1] * size[1] // self._input_size[1]).view(-1, 1, 1)
+            self._masks[size] = ((rows < valid_rows) & (cols < valid_cols)).unsqueeze(1).to(x.dtype)
+        return (x * self._masks[size], *args[1:])
 
     @torch.inference_mode()
-    def forward(self, images: torch.Tensor) -> torch.Tensor:
-        """Maps ``(B, 3, H, W)`` RGB in [0, 1] to ``(B, C, H/16, W/16)`` features."""
-        return self.body((images - self.mean) / self.std)
+    def forward(self, images: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+        """Maps ``(B, 3, H, W)`` RGB in [0, 1] to ``(B, C, H/16, W/16)`` features.
+
+        Args:
+            images: H and W multiples of 16 when ``valid`` is given.
+            valid: ``(B, 2)`` int64 rows and columns in pixels of each image's real content, at the
+                top left of its padded frame. Every convolution and pooling window then sees zeros
+                outside the content, as the unpadded image's own zero padding: the features of real
+                cells equal the unpadded ones up to rounding (post-ReLU inputs to max pooling, so its
+                -inf padding and zeros agree).
+        """
+        x = (images - self.mean) / self.std
+        if images.device.type == "cpu":
+            x = x.contiguous(memory_format=torch.channels_last)
+        if valid is None:
+            return self.body(x)
+        # The first convolution's hook masks the input itself.
+        self._valid, self._masks, self._input_size = valid.to(images.device), {}, tuple(images.shape[2:])
+        try:
+            return self.body(x)
+        finally:
+            self._valid, self._masks = None, None
+
+
+def fold_batch_norms(body: nn.Module) -> nn.Module:
+    """Folds every plain ``BatchNorm2d`` that directly follows a ``Conv2d`` into it (eval mode, exact up to rounding).
+
+    Children are visited in declaration order, which is the order of use in torchvision's ResNet
+    (conv1, bn1, conv2, bn2, ...). Batch norms with a built-in activation (timm) are left alone.
+    """
+    from torch.nn.utils.fusion import fuse_conv_bn_eval
+
+    for module in list(body.modules()):
+        previous: tuple[str, nn.Module] | None = None
+        for name, child in list(module.named_children()):
+            if (type(child) is nn.BatchNorm2d and previous is not None and isinstance(previous[1], nn.Conv2d)
+                    and previous[1].out_channels == child.num_features):
+                setattr(module, previous[0], fuse_conv_bn_eval(previous[1], child))
+                setattr(module, name, nn.Identity())
+            previous = (name, child)
+    return body
 
 
 BACKBONE_CHANNELS = {"efficientnet-lite0": 112, "resnet50-conv4": 1024}
@@ -160,4 +225,7 @@ def load_backbone(
     # user has not chosen a value.
     os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "16384")
     backbone = _resnet50_conv4(weights_dir) if name == "resnet50-conv4" else _efficientnet_lite0()
-    return backbone.to(target)
+    backbone = backbone.to(target)
+    if target.type == "cpu":
+        backbone.body.to(memory_format=torch.channels_last)
+    return backbone

@@ -37,6 +37,18 @@ def _progress_bar():
     return stage
 
 
+def _candidates(value: str) -> int | None:
+    if value.lower() in ("all", "none"):
+        return None
+    try:
+        k = int(value)
+    except ValueError:
+        k = 0
+    if k < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or 'all', got {value!r}")
+    return k
+
+
 def _named_paths(values: list[str], option: str) -> dict[str, str]:
     named = {}
     for value in values or []:
@@ -88,7 +100,8 @@ def cmd_match(args: argparse.Namespace) -> int:
         manuscripts, backbone=args.backbone or settings.backbone, similarity=args.similarity,
         device=args.device or settings.device, seed=args.seed, kernel=args.kernel, normalization=args.normalization,
         propagation=args.propagation, orientation=args.orientation,
-        weights_dir=args.weights_dir or settings.weights_dir, float16=args.float16, progress=_progress_bar(),
+        weights_dir=args.weights_dir or settings.weights_dir, float16=not args.float32, candidates=args.candidates,
+        progress=_progress_bar(),
     )
     out = write_results(result, args.out)
     for (a, b), pr in result.pairs.items():
@@ -165,7 +178,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="direction of 3-cycles")
     match.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: $COLLATION_DEVICE, else auto)")
     match.add_argument("--seed", type=int, default=defaults.SEED)
-    match.add_argument("--float16", action="store_true", help="store features as float16 (half the memory)")
+    match.add_argument("--float16", action="store_true", help="store features as float16 (the default)")
+    match.add_argument("--float32", action="store_true", help="store features as float32 (twice the memory)")
+    match.add_argument("--candidates", type=_candidates, default=defaults.CANDIDATES, metavar="K|all",
+                       help="score only each illustration's K best pairs by global score, both directions "
+                            f"(default {defaults.CANDIDATES}); 'all' scores every pair")
     match.add_argument("--folios", action="append", metavar="NAME=DIR",
                        help="folio images of a VIA manuscript (default: the VIA file's folder)")
     match.add_argument("--skip-missing-folios", action="store_true",

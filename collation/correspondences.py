@@ -36,13 +36,21 @@ def _index_pairs(name: str, pairs: np.ndarray | None, shape: tuple[int, int]) ->
 
 
 def _safe(denominator: np.ndarray) -> np.ndarray:
-    """Denominators of 0 (an all-zero row or column) become 1, so that row scores stay 0, not NaN."""
-    return np.where(denominator == 0, 1.0, denominator)
+    """Denominators of 0 (an all-zero row or column) or of an unscored row become 1: no NaN."""
+    return np.where((denominator == 0) | ~np.isfinite(denominator), 1.0, denominator)
 
 
 def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
+    """Softmax over the scored entries; unscored ones (-inf) get exactly 0 and add nothing to the sum."""
+    top = x.max(axis=axis, keepdims=True)
+    e = np.exp(x - np.where(np.isfinite(top), top, 0.0))
+    return e / _safe(e.sum(axis=axis, keepdims=True))
+
+
+def _mean(s: np.ndarray, axis: int) -> np.ndarray:
+    """Mean over the scored (finite) entries only: unscored pairs never pull an average down."""
+    scored = np.isfinite(s)
+    return np.where(scored, s, 0.0).sum(axis=axis, keepdims=True) / np.maximum(scored.sum(axis=axis, keepdims=True), 1)
 
 
 def normalize(scores: np.ndarray, method: str = defaults.NORMALIZATION,
@@ -51,6 +59,10 @@ def normalize(scores: np.ndarray, method: str = defaults.NORMALIZATION,
 
     "max" is N_S = S / rowmax + S / colmax; "avg" divides by the means; "softmax" is sm(λS);
     "softmax-avg" and "softmax-max" are sm(λ S/avg) and sm(λ S/max); "none" returns S.
+
+    On a pruned matrix (``collation.candidates``), unscored pairs hold -inf: maxima, averages and
+    softmax sums run over the scored pairs of each row or column only, and unscored pairs stay -inf
+    (softmax: 0) in the result, so they are never a best match (docs/candidates.md).
 
     Args:
         scores: ``(n0, n1)`` S.
@@ -66,7 +78,7 @@ def normalize(scores: np.ndarray, method: str = defaults.NORMALIZATION,
     if method == "none" or s.size == 0:
         return s.copy()
     row_max, col_max = s.max(axis=1, keepdims=True), s.max(axis=0, keepdims=True)
-    row_avg, col_avg = s.mean(axis=1, keepdims=True), s.mean(axis=0, keepdims=True)
+    row_avg, col_avg = _mean(s, 1), _mean(s, 0)
     if method == "max":
         return s / _safe(row_max) + s / _safe(col_max)
     if method == "avg":
@@ -94,7 +106,8 @@ def mutual_best(matrix: np.ndarray) -> np.ndarray:
         return np.zeros((0, 2), dtype=np.int64)
     best_col = matrix.argmax(axis=1)
     best_row = matrix.argmax(axis=0)
-    rows = np.flatnonzero(best_row[best_col] == np.arange(matrix.shape[0]))
+    rows = np.flatnonzero((best_row[best_col] == np.arange(matrix.shape[0]))
+                          & np.isfinite(matrix[np.arange(matrix.shape[0]), best_col]))  # never an unscored pair
     return np.stack([rows, best_col[rows]], axis=1).astype(np.int64)
 
 

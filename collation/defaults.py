@@ -12,6 +12,14 @@ SCALES = (18, 19, 20, 21, 22)
 QUERY_SCALE = 20
 """The scale whose cells are summed over (the "query"); the others only serve as targets (B.3)."""
 
+FEATURES_BUCKET = 4
+"""Images are batched in frames whose short side is rounded up to a multiple of this many cells: at
+most 2 x 6 frame shapes per scale, so convolutions are compiled a bounded number of times, and at most
+3 padded cells per row (measured: docs/benchmarks.md)."""
+
+FEATURES_BATCH_CPU = 1
+"""Images per forward pass on a CPU (measured: docs/benchmarks.md)."""
+
 FEATURES_SIZE = 256
 """S_features resizes both illustrations to this square size in pixels (A.2)."""
 
@@ -44,6 +52,10 @@ PROPAGATION = "2-cycles"
 
 ORIENTATION = "forward"
 """Direction of 3-cycles: "forward" (M_a → M_b → M_c → M_a), "backward" or "both" (A.4)."""
+
+CANDIDATES = 10
+"""Candidates per illustration and direction scored with S_trans (``collation.candidates``); chosen by
+measurement on the scale benchmark (docs/benchmarks.md, docs/candidates.md). None scores every pair."""
 
 SEED = 0
 BACKBONE = "efficientnet-lite0"

@@ -51,6 +51,14 @@ def cells_for_scale(width: int, height: int, scale: int) -> tuple[int, int]:
     return max(round(scale / ratio), 1), scale
 
 
+def bucket_shape(rows: int, cols: int, scale: int, bucket: int) -> tuple[int, int]:
+    """The frame (rows, cols) an image of ``rows`` x ``cols`` cells is batched in: sides rounded up to ``bucket``."""
+    def up(c: int) -> int:
+        return min(-(-c // bucket) * bucket, scale) if c < scale else c
+
+    return up(rows), up(cols)
+
+
 def image_to_tensor(image: Image.Image, rows: int, cols: int) -> torch.Tensor:
     """Resizes (bicubic) to ``rows`` x ``cols`` cells and returns ``(3, 16 rows, 16 cols)`` in [0, 1]."""
     size = (defaults.PIXELS_PER_CELL * cols, defaults.PIXELS_PER_CELL * rows)
@@ -261,19 +269,25 @@ def extract_features(
     query_scale: int = defaults.QUERY_SCALE,
     dtype: torch.dtype = torch.float32,
     batch_size: int | None = None,
+    bucket: int = defaults.FEATURES_BUCKET,
     progress: Progress | None = None,
 ) -> MultiScaleFeatures:
     """Describes every image at every scale with ``backbone``.
 
-    Inputs of identical size are batched together, so batching never pads an image and the features
-    equal those of one image per forward pass. Features stay on the backbone's device, stored as
-    ``dtype`` (float16 halves the memory of large manuscripts).
+    Each image is resized by the rule of B.3, then placed at the top left of a frame whose short side
+    is rounded up to a multiple of ``bucket`` cells, and frames of one shape are batched. The backbone
+    masks what lies outside each image before every window (``Backbone.forward``), so a real cell's
+    features equal those of one unpadded image per forward pass up to float rounding (tested to 1e-4),
+    while the number of distinct shapes, and so of compiled convolutions, stays bounded whatever the
+    images' sizes. Features stay on the backbone's device, stored as ``dtype`` (float16 halves the
+    memory of large manuscripts).
 
     Args:
         images: n RGB images.
         scales: cells on the long side of each map, positive integers; query_scale one of them.
         dtype: storage type of the descriptors, one of ``FEATURE_DTYPES``.
-        batch_size: images per forward pass; by default 1 on a CPU, 32 on a GPU.
+        batch_size: images per forward pass; by default ``defaults.FEATURES_BATCH_CPU`` on a CPU, 32 on a GPU.
+        bucket: frames' short side is a multiple of this many cells (or the long side); 1 never pads.
 
     Returns:
         MultiScaleFeatures with ``desc`` of shape ``(n, len(scales), L, C)``, L the largest map.
@@ -286,30 +300,36 @@ def extract_features(
         raise InputError(f"query scale {query_scale} is not one of the scales {list(scales)}", field="scales")
     device = backbone.mean.device
     if batch_size is None:
-        batch_size = 1 if device.type == "cpu" else 32  # on 2 CPU cores, batch 8 was 2x slower per image
+        batch_size = defaults.FEATURES_BATCH_CPU if device.type == "cpu" else 32
     check_positive_int("batch_size", batch_size)
+    check_positive_int("bucket", bucket)
     n, n_scales = len(images), len(scales)
-    jobs: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (rows, cols) -> [(image, scale index)]
-    for i, image in enumerate(images):
+    rgb = [image if image.mode == "RGB" else image.convert("RGB") for image in images]
+    jobs: dict[tuple[int, int], list[tuple[int, int, int, int]]] = {}  # bucket -> [(image, scale, rows, cols)]
+    for i, image in enumerate(rgb):
         for s, scale in enumerate(scales):
-            jobs.setdefault(cells_for_scale(*image.size, scale), []).append((i, s))
-    length = max(rows * cols for rows, cols in jobs)
+            rows, cols = cells_for_scale(*image.size, scale)
+            jobs.setdefault(bucket_shape(rows, cols, scale, bucket), []).append((i, s, rows, cols))
+    length = max(rows * cols for members in jobs.values() for _, _, rows, cols in members)
     desc = torch.zeros((n, n_scales, length, backbone.channels), dtype=dtype, device=device)
     pos = torch.zeros((n, n_scales, length, 2), dtype=torch.float32, device=device)
     mask = torch.zeros((n, n_scales, length), dtype=torch.bool, device=device)
 
     done, total = 0, n * n_scales
-    for (rows, cols), members in jobs.items():
-        grid = cell_positions(rows, cols).to(device)
+    for (rows_b, cols_b), members in jobs.items():
         for start in range(0, len(members), batch_size):
             batch = members[start : start + batch_size]
-            x = torch.stack([image_to_tensor(images[i], rows, cols) for i, _ in batch]).to(device)
-            maps = backbone(x)
-            check_shape("backbone output", maps, (len(batch), backbone.channels, rows, cols))  # stride 16
-            cells = l2_normalize(maps.flatten(2).transpose(1, 2).float())  # (B, rows*cols, C)
-            for (i, s), f in zip(batch, cells, strict=True):
-                desc[i, s, : rows * cols] = f.to(dtype)
-                pos[i, s, : rows * cols] = grid
+            x = torch.zeros((len(batch), 3, 16 * rows_b, 16 * cols_b))
+            for k, (i, _, rows, cols) in enumerate(batch):
+                x[k, :, : 16 * rows, : 16 * cols] = image_to_tensor(rgb[i], rows, cols)
+            padded = any((rows, cols) != (rows_b, cols_b) for _, _, rows, cols in batch)
+            valid = torch.tensor([[16 * rows, 16 * cols] for _, _, rows, cols in batch]) if padded else None
+            maps = backbone(x.to(device), valid)
+            check_shape("backbone output", maps, (len(batch), backbone.channels, rows_b, cols_b))  # stride 16
+            for (i, s, rows, cols), f in zip(batch, maps, strict=True):
+                cells = l2_normalize(f[:, :rows, :cols].flatten(1).T.float())  # (rows * cols, C)
+                desc[i, s, : rows * cols] = cells.to(dtype)
+                pos[i, s, : rows * cols] = cell_positions(rows, cols).to(device)
                 mask[i, s, : rows * cols] = True
             done += len(batch)
             if progress:

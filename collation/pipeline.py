@@ -16,14 +16,15 @@ import torch
 from . import __version__, defaults
 from .atomic import write_bytes, write_json, write_npy
 from .backbones import BACKBONES, load_backbone, resolve_device
-from .checks import check_integer, check_option
+from .candidates import pruned_score_matrix
+from .checks import check_integer, check_option, check_positive_int
 from .concordance import PairEvidence, build_groups, concordance_csv
 from .correspondences import NORMALIZATIONS, ORIENTATIONS, PROPAGATIONS, PairResult, collate
 from .errors import InputError
 from .features import extract_features, extract_square_features
 from .illustrations import Illustration
 from .ransac import KERNELS
-from .similarity import SIMILARITIES, score_features_matrix, score_matrix
+from .similarity import SIMILARITIES, score_features_matrix
 
 Stage = Callable[[str, int, int], None]
 """Progress of a named stage: ``stage(name, done, total)``."""
@@ -45,7 +46,7 @@ class CollationResult:
 
 
 def check_options(*, backbone: str, similarity: str, seed: int, kernel: str, normalization: str, propagation: str,
-                  orientation: str) -> dict:
+                  orientation: str, candidates: int | None = None) -> dict:
     """Every option of a collation checked against its allowed values, before any work is done.
 
     Returns:
@@ -60,8 +61,11 @@ def check_options(*, backbone: str, similarity: str, seed: int, kernel: str, nor
                                    ("orientation", orientation, ORIENTATIONS)):
         check_option(option, value, allowed)
     check_integer("seed", seed)
+    if candidates is not None:
+        check_positive_int("candidates", candidates)
     return {"backbone": backbone, "similarity": similarity, "seed": seed, "kernel": kernel,
-            "normalization": normalization, "propagation": propagation, "orientation": orientation}
+            "normalization": normalization, "propagation": propagation, "orientation": orientation,
+            "candidates": candidates}
 
 
 def run_collation(
@@ -76,7 +80,8 @@ def run_collation(
     propagation: str = defaults.PROPAGATION,
     orientation: str = defaults.ORIENTATION,
     weights_dir: str | Path | None = None,
-    float16: bool = False,
+    float16: bool = True,
+    candidates: int | None = defaults.CANDIDATES,
     progress: Stage | None = None,
 ) -> CollationResult:
     """Collates two or more manuscripts: every pair of manuscripts gets S, N_S and P_S.
@@ -85,6 +90,10 @@ def run_collation(
 
     Args:
         weights_dir: folder of the ResNet-50 weights, the caller's setting (``Settings.weights_dir``).
+        float16: store features in half precision (half the memory; scores computed in float32).
+        candidates: S_trans (or S_matching) only for each illustration's ``candidates`` best pairs by
+            global score, in both directions; None scores every pair (``collation.candidates``,
+            docs/candidates.md). Unscored pairs hold -inf in S, N_S and P_S. Ignored by s_features.
     """
     if len(manuscripts) < 2:
         raise InputError("a collation needs two or more manuscripts", field="manuscripts")
@@ -92,7 +101,8 @@ def run_collation(
     if len(set(names)) != len(names):
         raise InputError(f"manuscript names must be unique: {names}", field="manuscripts")
     options = check_options(backbone=backbone, similarity=similarity, seed=seed, kernel=kernel,
-                            normalization=normalization, propagation=propagation, orientation=orientation)
+                            normalization=normalization, propagation=propagation, orientation=orientation,
+                            candidates=candidates)
     if propagation == "3-cycles" and len(manuscripts) < 3:
         raise InputError("3-cycle propagation needs three or more manuscripts", field="propagation")
     model = load_backbone(backbone, device=resolve_device(device), weights_dir=weights_dir)
@@ -116,8 +126,8 @@ def run_collation(
             if similarity == "s_features":
                 scores[(a, b)] = score_features_matrix(features[a], features[b])
             else:
-                scores[(a, b)] = score_matrix(features[a], features[b], similarity=similarity, seed=seed,
-                                              kernel=kernel, progress=stage(label))
+                scores[(a, b)], _ = pruned_score_matrix(features[a], features[b], candidates, similarity=similarity,
+                                                        seed=seed, kernel=kernel, progress=stage(label))
     result = CollationResult(list(manuscripts), options)
     result.pairs = collate(scores, normalization=normalization, propagation=propagation, orientation=orientation)
     return result

@@ -11,13 +11,15 @@ Batches hold pairs and both directions together; nothing loops over pairs in Pyt
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import torch
 
 from . import defaults
 from .checks import as_index_pairs, check_dtype, check_integer, check_option, check_positive_int, check_shape
 from .errors import InputError
-from .features import MultiScaleFeatures, Progress, pad_cells
+from .features import MultiScaleFeatures, Progress
 from .ransac import KERNELS, cell_scores, compact_matches, ransac_scores, uniform_draws
 
 SIMILARITIES = ("s_trans", "s_matching", "s_features")
@@ -98,6 +100,137 @@ def directional_scores(
     return total / query_cells.clamp(min=1)
 
 
+def _gather_matches(cos: torch.Tensor, lengths: list[int], tpos: torch.Tensor, seg: torch.Tensor,
+                    flat: torch.Tensor, sizes: list[int], lq: int) -> tuple[torch.Tensor, ...]:
+    """Mutual matches of one target against packed queries, laid out as ``(J, S * lq)`` slots.
+
+    A couple (p, q) is mutual at scale s when cos[p, q] is the largest of q's column within scale s
+    and of p's row within q's query. Both maxima are plain reductions (no argmax over the large
+    matrix); ties keep the first target cell, as ``argmax``.
+
+    Args:
+        cos: ``(R, Q)`` cosines of the target's R real cells (scales one after the other, ``lengths``)
+            with Q packed query cells, query after query (``sizes`` cells each); seg ``(Q,)`` query of
+            each column, flat ``(Q,)`` its slot, seg * lq + cell.
+        tpos: ``(R, 2)`` target cell positions.
+
+    Returns:
+        valid, sim, target positions of the matches, each ``(J, S * lq, ...)``, scale-major.
+    """
+    n_queries, n_scales = len(sizes), len(lengths)
+    found, offset = [], 0
+    for s, length in enumerate(lengths):
+        part = cos[offset : offset + length]
+        p, c = (part == part.amax(dim=0)).nonzero(as_tuple=True)  # each query cell's best target cells
+        found.append((p + offset, c, torch.full_like(p, s)))
+        offset += length
+    p, c, scale = (torch.cat(x) for x in zip(*found, strict=True))
+    value = cos[p, c]
+    row_best = torch.stack([part.amax(dim=1) for part in cos.split(sizes, dim=1)], dim=1)  # (R, J)
+    keep = (value >= row_best[p, seg[c]]) & (value > 0)  # mutual, and a positive cosine
+    p, c, scale, value = p[keep], c[keep], scale[keep], value[keep]
+    slot = scale * (n_queries * lq) + flat[c]  # scale-major slots
+    first = torch.full((n_scales * n_queries * lq,), cos.shape[0], dtype=torch.long, device=cos.device)
+    first.scatter_reduce_(0, slot, p, reduce="amin")  # ties: the first target cell
+    valid = first < cos.shape[0]
+    index = first.clamp(max=cos.shape[0] - 1)
+    sim = torch.zeros_like(first, dtype=cos.dtype)
+    sim[slot] = value  # equal values for tied cells
+    pos = tpos[index]
+
+    def per_query(x: torch.Tensor) -> torch.Tensor:
+        return x.view(n_scales, n_queries, lq, *x.shape[1:]).transpose(0, 1).reshape(n_queries, -1, *x.shape[1:])
+
+    return per_query(valid), per_query(sim), per_query(pos)
+
+
+def _score_matches(valid: torch.Tensor, sim: torch.Tensor, tpos: torch.Tensor, qpos: torch.Tensor,
+                   lq: int, draws: torch.Tensor | None, kernel: str) -> torch.Tensor:
+    """Σ over query cells of the best weighted match (RANSAC for S_trans): ``(B, M)`` slots in, ``(B,)`` out."""
+    b, m = valid.shape
+    cell = torch.arange(lq, device=valid.device).repeat(m // lq).expand(b, -1)
+    valid, tpos, qpos, sim, cell = compact_matches(valid, tpos, qpos, sim, cell)
+    sim = torch.where(valid, sim, 0.0)
+    if draws is None:
+        sigma2x2 = 2 * defaults.RANSAC_TOLERANCE**2 if kernel == "paper" else defaults.RANSAC_TOLERANCE**2
+        error2 = ((tpos - qpos) ** 2).sum(dim=-1, keepdim=True)
+        return cell_scores(error2, sim, cell, lq, sigma2x2).squeeze(1)
+    return ransac_scores(tpos, qpos, sim, cell, valid.sum(dim=1), lq, draws, kernel=kernel)
+
+
+def directional_pairs(
+    targets: MultiScaleFeatures, queries: MultiScaleFeatures, pairs: torch.Tensor, *, seed: int | None,
+    kernel: str = defaults.KERNEL, iterations: int = defaults.RANSAC_ITERATIONS, batch_size: int = 64,
+    progress: Progress | None = None,
+) -> torch.Tensor:
+    """Directional scores of (target t, query u) couples, one matrix product per target.
+
+    Each target's real cells at all its scales (no padding) are multiplied with the packed real cells of
+    the queries it meets, up to ``QUERY_CELLS_PER_PRODUCT`` at a time: one large product instead of many
+    small padded ones, and no copy of a target per pair. RANSAC then runs on ``batch_size`` couples at once.
+
+    Args:
+        pairs: ``(P, 2)`` int64 (t, u) on the features' device.
+        seed: RANSAC seed (S_trans), or None for S_matching.
+
+    Returns:
+        ``(P,)`` float32 scores in [0, 1], divided by each query's cell count.
+    """
+    device = targets.desc.device
+    compute = torch.float32 if device.type == "cpu" else targets.desc.dtype
+    q = queries.query_index
+    query_cells = queries.mask[:, q].sum(dim=1)  # (n_u,)
+    lq = max(int(query_cells.max()), 1) if len(queries) else 1
+    counts = targets.mask.sum(dim=2).cpu()  # (n_t, S)
+    out = torch.zeros(len(pairs), dtype=torch.float32, device=device)
+    order = torch.argsort(pairs[:, 0] * (len(queries) + 1) + pairs[:, 1], stable=True)
+    t_sorted = pairs[order, 0].cpu()
+    starts = [*torch.searchsorted(t_sorted, torch.unique_consecutive(t_sorted)).tolist(), len(order)]
+    pending: list[tuple[torch.Tensor, ...]] = []
+    pending_size, done = 0, 0
+
+    def flush() -> None:
+        valid, sim, tpos, qpos, index = (torch.cat(x) for x in zip(*pending, strict=True))
+        draws = None
+        if seed is not None:
+            draws = uniform_draws(seed, pairs[index], (iterations, 3))
+        total = _score_matches(valid, sim, tpos, qpos, lq, draws, kernel)
+        out[index] = total / query_cells[pairs[index, 1]].clamp(min=1)
+        pending.clear()
+
+    for a, b in itertools.pairwise(starts):
+        t = int(t_sorted[a])
+        lengths = [int(c) for c in counts[t]]
+        real = targets.mask[t]
+        target = targets.desc[t][real].to(compute)  # (R, C): scale after scale, real cells only
+        tpos = targets.pos[t][real]
+        for c in range(a, b, QUERY_CELLS_PER_PRODUCT // lq or 1):
+            index = order[c : min(b, c + (QUERY_CELLS_PER_PRODUCT // lq or 1))].to(device)
+            u = pairs[index, 1]
+            qmask = queries.mask[u, q, :lq]  # (J, lq)
+            seg, cell = qmask.nonzero(as_tuple=True)
+            packed = queries.desc[u, q, :lq][qmask].to(compute)  # (Q, C), query after query
+            cos = (target @ packed.T).float()
+            sizes = query_cells[u].tolist()
+            valid, sim, pos = _gather_matches(cos, lengths, tpos, seg, seg * lq + cell, sizes, lq)
+            qpos = queries.pos[u, q, :lq].repeat(1, len(lengths), 1)  # (J, S * lq, 2), scale-major
+            pending.append((valid, sim, pos, qpos, index))
+            pending_size += len(u)
+            if pending_size >= batch_size:
+                flush()
+                pending_size = 0
+        done += b - a
+        if progress:
+            progress(done, len(pairs))
+    if pending:
+        flush()
+    return out
+
+
+QUERY_CELLS_PER_PRODUCT = 16384
+"""Query cells multiplied with one target at once: a (5 x 484) x 16384 float32 product is 160 MB."""
+
+
 def score_pairs(
     feats0: MultiScaleFeatures,
     feats1: MultiScaleFeatures,
@@ -123,8 +256,7 @@ def score_pairs(
             features: see ``score_features_matrix``).
         kernel: final Gaussian of S_trans, one of ``KERNELS``.
         iterations: RANSAC hypotheses per directional score.
-        batch_size: pairs per batch; by default sized to keep each batch's similarity volume
-            near 256 MB.
+        batch_size: directional scores per RANSAC batch (default 64).
 
     Returns:
         ``(P,)`` float64 on the CPU, in [0, 2].
@@ -140,40 +272,20 @@ def score_pairs(
         raise InputError("the two feature sets come from different backbones or scales")
     if feats0.desc.shape[3] != feats1.desc.shape[3] or feats0.desc.device != feats1.desc.device:
         raise InputError("the two feature sets differ in channels or device", field="features")
-    device = feats0.desc.device
-    pairs = as_index_pairs("pairs", pairs, (len(feats0), len(feats1)), device)
-    length = max(feats0.desc.shape[2], feats1.desc.shape[2])
-    n_scales = len(feats0.scales)
-    if batch_size is None:
-        batch_size = max(1, int(256e6 // (2 * n_scales * length * length * 4)))
-    check_positive_int("batch_size", batch_size)
-    # CPU matrix products are fastest in float32; on a GPU half-precision storage is used as is.
-    compute = torch.float32 if device.type == "cpu" else feats0.desc.dtype
-    q = feats0.query_index
+    pairs = as_index_pairs("pairs", pairs, (len(feats0), len(feats1)), feats0.desc.device)
+    batch_size = check_positive_int("batch_size", 64 if batch_size is None else batch_size)
+    ransac_seed = seed if similarity == "s_trans" else None
+    total = 2 * len(pairs)
 
-    out = torch.empty(len(pairs), dtype=torch.float64)
-    for start in range(0, len(pairs), batch_size):
-        i, j = pairs[start : start + batch_size].unbind(dim=1)
-        desc0, desc1 = (pad_cells(f.desc[idx], length).to(compute) for f, idx in ((feats0, i), (feats1, j)))
-        pos0, pos1 = pad_cells(feats0.pos[i], length), pad_cells(feats1.pos[j], length)
-        cells0, cells1 = feats0.mask[i, q].sum(dim=1), feats1.mask[j, q].sum(dim=1)
-        lq = int(torch.maximum(cells0, cells1).max())  # query maps are smaller than the largest scale
-        # Both directions in one batch: first i as target and j as query, then the reverse.
-        target, target_pos = torch.cat([desc0, desc1]), torch.cat([pos0, pos1])
-        query = torch.cat([desc1[:, q, :lq], desc0[:, q, :lq]])
-        query_pos = torch.cat([pos1[:, q, :lq], pos0[:, q, :lq]])
-        draws = None
-        if similarity == "s_trans":
-            # Keyed by (target, query) index: swapping the two feature sets gives the transpose exactly.
-            keys = torch.stack([torch.cat([i, j]), torch.cat([j, i])], dim=1)
-            draws = uniform_draws(seed, keys, (iterations, 3))
-        scores = directional_scores(target, target_pos, query, query_pos, torch.cat([cells1, cells0]), draws,
-                                    kernel=kernel)
-        half = len(i)
-        out[start : start + half] = (scores[:half] + scores[half:]).double().cpu()
-        if progress:
-            progress(min(start + batch_size, len(pairs)), len(pairs))
-    return out
+    def stage(offset: int) -> Progress | None:
+        return (lambda done, _: progress(offset + done, total)) if progress else None
+
+    # Draws are keyed by (target, query): the reverse direction's keys are (j, i).
+    s1 = directional_pairs(feats0, feats1, pairs, seed=ransac_seed, kernel=kernel, iterations=iterations,
+                           batch_size=batch_size, progress=stage(0))
+    s2 = directional_pairs(feats1, feats0, pairs[:, [1, 0]], seed=ransac_seed, kernel=kernel,
+                           iterations=iterations, batch_size=batch_size, progress=stage(len(pairs)))
+    return (s1 + s2).double().cpu()
 
 
 def all_pairs(n0: int, n1: int) -> torch.Tensor:

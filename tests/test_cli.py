@@ -174,7 +174,10 @@ def test_run_collation_checks_every_option_before_loading_a_backbone(two_folders
     manuscripts = [Manuscript("A", []), Manuscript("B", [])]  # no images: work would fail much later
     good = {"backbone": "efficientnet-lite0", "similarity": "s_trans", "seed": 0, "kernel": "reference",
             "normalization": "max", "propagation": "2-cycles", "orientation": "forward"}
-    assert check_options(**good) == good
+    assert check_options(**good) == {**good, "candidates": None}
+    assert check_options(**good, candidates=5)["candidates"] == 5
+    with pytest.raises(InputError, match="candidates"):
+        run_collation(manuscripts, candidates=0)
     for option, bad in (("backbone", "vgg"), ("similarity", "s_cos"), ("kernel", "gauss"),
                         ("normalization", "median"), ("propagation", "4-cycles"), ("orientation", "up")):
         with pytest.raises(OptionError) as e:

@@ -109,9 +109,24 @@ def test_resnet50_loads_from_a_weights_folder_and_is_stride_16(tmp_path):
     torch.save(state, tmp_path / "resnet50-0676ba61.pth")
     model = load_backbone("resnet50-conv4", weights_dir=tmp_path)
     assert model.channels == 1024
-    assert torch.equal(model.body[0].weight, state["conv1.weight"])
-    out = model(torch.rand(1, 3, 16 * 7, 16 * 5))
+    net = resnet50(weights=None)
+    net.load_state_dict(state)
+    plain = torch.nn.Sequential(net.conv1, net.bn1, net.relu, net.maxpool, net.layer1, net.layer2, net.layer3).eval()
+    x = torch.rand(1, 3, 16 * 7, 16 * 5)
+    out = model(x)
     assert out.shape == (1, 1024, 7, 5) and (out >= 0).all()  # post-ReLU
+    with torch.no_grad():  # batch norms folded into the convolutions: the same function up to rounding
+        expected = plain((x - model.mean) / model.std)
+    assert (out - expected).abs().max() <= 1e-5 * expected.abs().max()
+
+
+def test_bucketed_padded_frames_give_the_unpadded_features(backbone):
+    images = [drawing(0, (300, 170)), drawing(1, (150, 290)), drawing(2, (260, 250))]
+    exact = extract_features(images, backbone, bucket=1, batch_size=1)  # never pads
+    for bucket, batch in ((4, 4), (22, 3)):  # (22: square frames, every image padded)
+        padded = extract_features(images, backbone, bucket=bucket, batch_size=batch)
+        assert torch.equal(padded.mask, exact.mask)
+        assert (padded.desc - exact.desc).abs().max() < 1e-4
 
 
 def test_missing_resnet50_weights_say_how_to_provide_them(tmp_path, monkeypatch):

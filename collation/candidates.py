@@ -1,0 +1,124 @@
+"""Candidate pruning: a cheap global score for every pair, S_trans only for the most promising ones.
+
+Each illustration gets one global descriptor: the generalized mean (GeM, p = 3) of its L2-normalized
+cells at the query scale, negative parts clipped, L2-normalized again. On the scale benchmark GeM kept
+every ground-truth pair inside the K = 10 candidates where average pooling kept 93% (docs/candidates.md).
+The global score of a pair is the
+cosine of the two descriptors, for all pairs at once in chunked matrix products. The candidates of a
+manuscript pair are the union, over both directions, of each row's ``k`` best columns and each
+column's ``k`` best rows: every illustration keeps at least ``k`` candidates on the other side.
+
+Pairs outside the candidate set are *unscored*: their S holds ``UNSCORED`` (-inf), so they are never a
+best match and never enter a maximum, an average or a softmax sum (``collation.correspondences``).
+The definitions are in docs/candidates.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .checks import as_index_pairs, check_positive_int, check_shape
+from .errors import InputError
+from .features import MultiScaleFeatures, Progress
+from .similarity import score_pairs
+
+UNSCORED = -np.inf
+"""S, N_S and P_S of a pair outside the candidate set: below every score, excluded from every statistic."""
+
+
+GEM_POWER = 3.0
+"""p of the generalized mean that pools the cells into a global descriptor (1: average, large: max)."""
+
+
+def global_descriptors(feats: MultiScaleFeatures, *, chunk: int = 256, power: float = GEM_POWER) -> torch.Tensor:
+    """``(n, C)`` float32 unit vectors: GeM over each illustration's query-scale cells, normalized."""
+    check_positive_int("chunk", chunk)
+    q = feats.query_index
+    out = []
+    for start in range(0, len(feats), chunk):
+        desc = feats.desc[start : start + chunk, q].float().clamp(min=0)  # (c, L, C), zero where padded
+        cells = feats.mask[start : start + chunk, q].sum(dim=1, keepdim=True).clamp(min=1)
+        gem = (desc**power).sum(dim=1).div(cells).pow(1 / power)
+        out.append(torch.nn.functional.normalize(gem, dim=-1))
+    if not out:
+        return torch.zeros((0, feats.desc.shape[3]), device=feats.desc.device)
+    return torch.cat(out)
+
+
+def global_scores(feats0: MultiScaleFeatures, feats1: MultiScaleFeatures, *, chunk: int = 4096) -> np.ndarray:
+    """``(n0, n1)`` float32 cosines of the global descriptors of every pair, ``chunk`` rows at a time."""
+    g0, g1 = global_descriptors(feats0), global_descriptors(feats1)
+    if g0.shape[1] != g1.shape[1]:
+        raise InputError("the two feature sets differ in channels", field="features")
+    rows = [(g0[s : s + chunk] @ g1.T).cpu() for s in range(0, len(g0), chunk)]
+    return torch.cat(rows).numpy() if rows else np.zeros((0, len(g1)), np.float32)
+
+
+def candidate_pairs(scores: np.ndarray, k: int) -> np.ndarray:
+    """Each row's ``k`` best columns and each column's ``k`` best rows, united.
+
+    Args:
+        scores: ``(n0, n1)`` global scores.
+        k: candidates per illustration and direction, at least 1 (capped by the other side's size).
+
+    Returns:
+        ``(P, 2)`` int64 unique pairs (i, j), sorted row-major.
+    """
+    check_positive_int("candidates", k)
+    scores = np.asarray(scores)
+    check_shape("scores", scores, ("n0", "n1"))
+    n0, n1 = scores.shape
+    if scores.size == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    keep = np.zeros((n0, n1), dtype=bool)
+    k1, k0 = min(k, n1), min(k, n0)
+    cols = np.argpartition(-scores, k1 - 1, axis=1)[:, :k1]  # (n0, k1)
+    keep[np.arange(n0)[:, None], cols] = True
+    rows = np.argpartition(-scores, k0 - 1, axis=0)[:k0]  # (k0, n1)
+    keep[rows, np.arange(n1)[None, :]] = True
+    return np.argwhere(keep).astype(np.int64)
+
+
+def recall(pairs: np.ndarray, ground_truth: np.ndarray) -> float:
+    """Share of the ground-truth pairs ``(G, 2)`` found among ``pairs`` ``(P, 2)`` (1.0 when G is 0)."""
+    gt = {tuple(p) for p in np.asarray(ground_truth).reshape(-1, 2).tolist()}
+    if not gt:
+        return 1.0
+    found = {tuple(p) for p in np.asarray(pairs).reshape(-1, 2).tolist()}
+    return len(gt & found) / len(gt)
+
+
+def sparse_score_matrix(feats0: MultiScaleFeatures, feats1: MultiScaleFeatures, pairs: np.ndarray | torch.Tensor,
+                        *, progress: Progress | None = None, **options) -> np.ndarray:
+    """``(n0, n1)`` float64 S with the scores of ``pairs`` and ``UNSCORED`` elsewhere.
+
+    Args:
+        pairs: ``(P, 2)`` candidate pairs (``candidate_pairs``).
+        options: as ``score_pairs`` (similarity, seed, kernel, iterations, batch_size).
+    """
+    n0, n1 = len(feats0), len(feats1)
+    index = as_index_pairs("pairs", pairs, (n0, n1)).numpy()
+    out = np.full((n0, n1), UNSCORED)
+    if len(index):
+        out[index[:, 0], index[:, 1]] = score_pairs(feats0, feats1, index, progress=progress, **options).numpy()
+    return out
+
+
+def pruned_score_matrix(feats0: MultiScaleFeatures, feats1: MultiScaleFeatures, k: int | None, *,
+                        progress: Progress | None = None, **options) -> tuple[np.ndarray, np.ndarray]:
+    """S of a manuscript pair on its candidate set: the one call a job or the pipeline needs.
+
+    Args:
+        k: candidates per illustration and direction (``candidate_pairs``), or None for every pair.
+        options: as ``score_pairs``.
+
+    Returns:
+        S ``(n0, n1)`` float64 (``UNSCORED`` outside the candidates) and the candidates ``(P, 2)``.
+    """
+    n0, n1 = len(feats0), len(feats1)
+    if k is None:
+        pairs = np.argwhere(np.ones((n0, n1), dtype=bool)).astype(np.int64)
+    else:
+        pairs = candidate_pairs(global_scores(feats0, feats1), k)
+    return sparse_score_matrix(feats0, feats1, pairs, progress=progress, **options), pairs

@@ -1,0 +1,55 @@
+"""Candidate pruning: top-k in both directions, and unscored pairs that never shift a statistic."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from collation.candidates import UNSCORED, candidate_pairs, global_descriptors, global_scores, recall
+from collation.correspondences import mutual_best, normalize, propagate
+from collation.errors import InputError
+from collation.features import MultiScaleFeatures
+
+
+def test_candidates_are_the_union_of_row_and_column_top_k():
+    scores = np.array([[0.9, 0.1, 0.2], [0.8, 0.7, 0.1], [0.85, 0.2, 0.3], [0.1, 0.2, 0.95]])
+    pairs = {tuple(p) for p in candidate_pairs(scores, 1).tolist()}
+    rows = {(0, 0), (1, 0), (2, 0), (3, 2)}  # each row's best column
+    cols = {(0, 0), (1, 1), (3, 2)}  # each column's best row
+    assert pairs == rows | cols
+    assert len(candidate_pairs(scores, 5)) == scores.size  # k beyond the other side: every pair
+    assert recall(candidate_pairs(scores, 1), np.array([[1, 1], [2, 2]])) == 0.5
+    with pytest.raises(InputError, match="candidates"):
+        candidate_pairs(scores, 0)
+
+
+def test_unscored_pairs_do_not_shift_maxima_averages_or_softmax_sums():
+    dense = np.array([[2.0, 1.0, 0.5], [1.0, 1.5, 0.2]])
+    sparse = dense.copy()
+    sparse[0, 2] = UNSCORED
+    for method in ("max", "avg", "softmax", "softmax-max"):
+        n = normalize(sparse, method)
+        assert np.isfinite(n[1]).all() and np.isfinite(n[0, :2]).all()
+        assert n[0, 2] == (0.0 if method.startswith("softmax") else -np.inf)
+    avg = normalize(sparse, "avg")
+    assert np.isclose(avg[0, 0], 2.0 / 1.5 + 2.0 / 1.5)  # row mean over the two scored pairs only
+    n = normalize(sparse, "max")
+    assert np.isclose(n[1, 2], 0.2 / 1.5 + 1.0)  # the column's max is its one scored pair
+    assert np.isneginf(propagate(n, mutual_best(n))[0, 2])
+
+
+def test_a_row_without_scored_pairs_has_no_best_match():
+    s = np.array([[UNSCORED, UNSCORED], [1.0, 0.5]])
+    assert mutual_best(normalize(s, "max")).tolist() == [[1, 0]]
+
+
+def test_global_descriptors_are_unit_vectors_of_the_real_cells():
+    desc = torch.zeros(2, 1, 4, 3)
+    desc[0, 0, :2] = torch.tensor([1.0, 0.0, 0.0])
+    desc[1, 0, :4] = torch.tensor([0.0, 1.0, 0.0])
+    mask = torch.tensor([[[True, True, False, False]], [[True, True, True, True]]])
+    feats = MultiScaleFeatures(desc, torch.full((2, 1, 4, 2), 0.5), mask, (1,), 1, "efficientnet-lite0")
+    g = global_descriptors(feats)
+    assert torch.allclose(g, torch.eye(3)[:2])
+    assert np.allclose(global_scores(feats, feats), np.eye(2))
