@@ -1,5 +1,5 @@
 """The resources of one process, built once and passed down: settings, store, Redis, queues, fetcher,
-backbones and a small cache of loaded features.
+backbones, the illustration detector and a small cache of loaded features.
 
 The API's app factory keeps its ``Runtime`` in ``app.extensions["collation"]``; a worker builds one
 at start and makes it the current runtime of every job it runs (``activate``), because RQ calls job
@@ -28,6 +28,7 @@ from .store.datastore import DataStore
 
 if TYPE_CHECKING:
     from .backbones import Backbone
+    from .detection import Detector
     from .features import MultiScaleFeatures
     from .iiif.http import Fetcher
 
@@ -41,6 +42,7 @@ class Runtime:
     redis: Redis | None = None
     _fetcher: Fetcher | None = field(default=None, repr=False)
     _backbones: dict[tuple[str, str], Backbone] = field(default_factory=dict, repr=False)
+    _detector: Detector | None = field(default=None, repr=False)
     _features: OrderedDict[tuple[str, str], MultiScaleFeatures] = field(default_factory=OrderedDict, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
@@ -107,6 +109,22 @@ class Runtime:
                 self._backbones[key] = load_backbone(name, device=key[1], weights_dir=self.settings.weights_dir)
             return self._backbones[key]
 
+    @property
+    def detector(self) -> Detector:
+        """The illustration detector of manifests without region annotations, loaded on first use and
+        kept (``settings.detector_model``, else the built-in one; ``settings.detector_min_score``).
+
+        Raises:
+            InputError: the configured model file is missing or unusable.
+        """
+        from .detection import load_detector
+
+        with self._lock:
+            if self._detector is None:
+                self._detector = load_detector(self.settings.detector_model,
+                                               min_score=self.settings.detector_min_score)
+            return self._detector
+
     def features(self, key: str) -> MultiScaleFeatures:
         """Cached features ``key`` from the store on this process's device (an LRU of
         ``settings.features_cached`` entries, so consecutive chunks of a pair skip the disk)."""
@@ -130,6 +148,7 @@ class Runtime:
         with self._lock:
             self._features = OrderedDict()
             self._backbones = {}
+            self._detector = None
         if self.redis is not None:
             self.redis.close()
 

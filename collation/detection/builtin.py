@@ -205,6 +205,23 @@ def accept(box: tuple[int, int, int, int], solid: torch.Tensor, background: np.n
     return min(1.0, float(solid[r0:r1, c0:c1].mean()) / conf.solid)
 
 
+def _judged(merged: list[tuple[int, int, int, int]], parts: list[tuple[int, int, int, int]], solid: torch.Tensor,
+            background: np.ndarray, conf: SimpleNamespace) -> list[tuple[int, int, int, int]]:
+    """The merged boxes, except that one refused as a whole is replaced by the parts it merged: a
+    painting whose ground runs into the leaf edge can be merged with a strip of that edge (the gutter,
+    a dark margin) into a box that lies on the backdrop, while the painting alone lies on the page. Parts
+    under a quarter of the largest one's area (the strips that glued them) are dropped."""
+    out = []
+    for box in merged:
+        inside = [p for p in parts if box[0] <= p[0] and box[1] <= p[1] and p[2] <= box[2] and p[3] <= box[3]]
+        if len(inside) > 1 and accept(box, solid, background, conf) is None:
+            area = [(p[2] - p[0]) * (p[3] - p[1]) for p in inside]
+            out += [p for p, a in zip(inside, area, strict=True) if a >= 0.25 * max(area)]  # not the strips
+        else:
+            out.append(box)
+    return out
+
+
 def detect(image: Image.Image, conf: SimpleNamespace) -> list[tuple[tuple[int, int, int, int], float]]:
     """(x, y, w, h) in the image's pixels and a score for each illustration found, best first."""
     rgb, back = working_image(image, conf.size)
@@ -222,7 +239,7 @@ def detect(image: Image.Image, conf: SimpleNamespace) -> list[tuple[tuple[int, i
     grown = [box for box in components(weak) if strong[box[0]:box[2], box[1]:box[3]].any() and
              max(box[2] - box[0], box[3] - box[1]) <= conf.max_aspect * min(box[2] - box[0], box[3] - box[1])]
     found = []
-    for r0, c0, r1, c1 in merge_boxes(grown, conf.gap):
+    for r0, c0, r1, c1 in _judged(merge_boxes(grown, conf.gap), grown, solid, background, conf):
         score = accept((r0, c0, r1, c1), solid, background, conf)
         if score is None or score < conf.min_score:
             continue

@@ -14,8 +14,9 @@ Public names (signatures in each module's docstring), by module:
   ``parse_info``, ``ServiceInfo`` (``info``: Image API info.json), ``fetch_region``,
   ``target_size`` (``fetch``: region pixels)
 - manifests as inputs: ``looks_like_manifest``, ``list_regions``, ``load_manuscript_regions`` (the
-  one manifest-to-regions path), ``ManuscriptRegions``, ``format_regions_report`` (``sources``);
-  the command line's options in ``cli``
+  one manifest-to-regions path), ``select_regions``, ``ManuscriptRegions``, ``REGION_SOURCES``,
+  ``format_regions_report`` (``sources``); ``detect_regions`` (``detect``: regions found by an
+  illustration detector on manifests without annotations); the command line's options in ``cli``
 - writing: ``UrlScheme``, ``build_annotation_pages``, ``build_annotation_page``,
   ``build_derived_manifest``, ``build_link_collection``, ``build_assessment``, ``paginate``,
   ``IMCOL_CONTEXT`` (``annotations``: ``parts``, ``viewer`` layer, ``canonical`` layer)
@@ -39,6 +40,7 @@ from collation.iiif.annotations import (
 )
 from collation.iiif.cache import Response
 from collation.iiif.decode import decode_image, parse_json_bytes
+from collation.iiif.detect import detect_regions
 from collation.iiif.errors import FetchError, LimitError, ManifestError, UnsafeURLError
 from collation.iiif.fetch import fetch_region, target_size
 from collation.iiif.geometry import canvas_to_image, image_to_canvas, parse_xywh
@@ -49,15 +51,18 @@ from collation.iiif.model import AnnotationSource, Canvas, ImageSource, Manifest
 from collation.iiif.regions import Region, RegionProblem, RegionSelector, find_regions
 from collation.iiif.selectors import svg_bounding_box
 from collation.iiif.sources import (
+    REGION_SOURCES,
     ManuscriptRegions,
     format_regions_report,
     list_regions,
     load_manuscript_regions,
     looks_like_manifest,
+    select_regions,
 )
 
 __all__ = [
     "IMCOL_CONTEXT",
+    "REGION_SOURCES",
     "AnnotationSource",
     "Canvas",
     "FetchError",
@@ -82,6 +87,7 @@ __all__ = [
     "canvas_to_image",
     "check_url",
     "decode_image",
+    "detect_regions",
     "detect_version",
     "fetch_region",
     "fetcher_for",
@@ -99,6 +105,7 @@ __all__ = [
     "parse_manifest",
     "parse_xywh",
     "read_info",
+    "select_regions",
     "svg_bounding_box",
     "target_size",
 ]

@@ -47,14 +47,37 @@ def make_fetcher(args: argparse.Namespace) -> Fetcher:
     return fetcher_for(settings, allowed_hosts=args.allow_host, cache_dir=cache_dir)
 
 
+def _detector(args: argparse.Namespace):
+    """The detector that ``--model``/``--min-score`` (where the command has them) or the settings ask for."""
+    from ..detection import load_detector
+
+    settings = getattr(args, "settings", None) or Settings.from_env()
+    model = getattr(args, "model", None) or settings.detector_model
+    min_score = getattr(args, "min_score", None)
+    return load_detector(model, min_score=settings.detector_min_score if min_score is None else min_score)
+
+
+def _detect_flag(args: argparse.Namespace) -> bool | None:
+    """``--detect``: True; ``--no-detect``: False; neither: detect when there are no region annotations."""
+    if getattr(args, "no_detect", False):
+        return False
+    return True if getattr(args, "detect", False) else None
+
+
 def manifest_illustrations(source: str, args: argparse.Namespace) -> list[Illustration]:
-    """The illustrations of a manifest, fetched at the size the features need; problems go to stderr."""
+    """The illustrations of a manifest, fetched at the size the features need; problems go to stderr.
+    A manifest without region annotations is detected (``--detect``: even with annotations)."""
+    detect = None if args.whole_canvases else _detect_flag(args)
     result = load_manuscript_regions(
         source,
         fetcher=make_fetcher(args),
         selector=RegionSelector.parse(args.selector),
         whole_canvases=args.whole_canvases,
+        detect=detect,
+        detector=_detector(args) if detect is not False else None,
     )
+    if result.note:
+        print(f"collate: {source}: {result.note}", file=sys.stderr)
     for problem in result.problems:
         print(f"collate: warning: {source}: {problem.message}", file=sys.stderr)
     return [
@@ -89,12 +112,15 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
     from .inspect import format_inspection, inspect_manifest
 
+    detect = None if args.whole_canvases else _detect_flag(args)
     report = inspect_manifest(
         args.manifest,
         fetcher=make_fetcher(args),
         selector=RegionSelector.parse(args.selector),
         whole_canvases=args.whole_canvases,
         max_info=args.max_info,
+        detect=detect,
+        detector=_detector(args) if detect is not False else None,
     )
     text = json.dumps(report, indent=2, ensure_ascii=False) + "\n" if args.json else format_inspection(report)
     sys.stdout.write(text)
@@ -109,6 +135,11 @@ def add_inspect_command(subparsers: argparse._SubParsersAction) -> None:
     inspect.add_argument("--json", action="store_true", help="print the report as JSON")
     inspect.add_argument("--max-info", type=int, default=20, metavar="N",
                          help="read the info.json of at most N image services (default 20; 0: none)")
+    found = inspect.add_mutually_exclusive_group()
+    found.add_argument("--detect", action="store_true",
+                       help="show the illustrations the detector finds even when the manifest has annotations")
+    found.add_argument("--no-detect", action="store_true",
+                       help="do not detect illustrations on a manifest without region annotations")
     add_manifest_options(inspect)
     inspect.set_defaults(handler=cmd_inspect)
 

@@ -3,10 +3,13 @@
 ``inspect_manifest`` reads the manifest and its annotations exactly as a collation does (same
 fetcher, same address policy, same caps), reads the ``info.json`` of up to ``max_info`` image
 services (those under regions first), and returns a JSON-ready dict; no region pixels are fetched.
+On a manifest without region annotations it shows the regions that detection would use (as a
+collation does by default: one reduced-size image per canvas; ``detect=False`` skips it).
 API::
 
     report = inspect_manifest(source, fetcher=fetcher, selector=None, given=None,
-                              whole_canvases=False, max_regions=None, max_info=20)
+                              whole_canvases=False, max_regions=None, max_info=20,
+                              detect=None, detector=None)
     print(format_inspection(report))
 
 Shape of the report::
@@ -17,7 +20,9 @@ Shape of the report::
                                "static_url", "target", "selector", "rotation", "mirrored", "choice",
                                "login", "info": {"version", "level", "width", "height", "sizes",
                                "tiles", "max_width", "max_height", "max_area", "login"} | None}]}],
-     "regions": [{"index", "canvas_id", "canvas_index", "xywh", "label", "annotation_id"}],
+     "regions": [{"index", "canvas_id", "canvas_index", "xywh", "label", "annotation_id", "score"?}],
+     "regions_source": "annotations" | "detected" | "given" | "whole_canvases",
+     "regions_note": str | None,          # what detection found, when it was used
      "problems": [{"message", "canvas_id", "source"}],
      "summary": {"canvases", "canvases_with_image", "regions", "problems", "info_read"}}
 """
@@ -25,14 +30,17 @@ Shape of the report::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collation.errors import CollationError
 from collation.iiif.http import Fetcher
 from collation.iiif.info import ServiceInfo, read_info
 from collation.iiif.model import ImageSource
 from collation.iiif.regions import RegionProblem, RegionSelector
-from collation.iiif.sources import list_regions
+from collation.iiif.sources import select_regions
+
+if TYPE_CHECKING:
+    from collation.detection import Detector
 
 
 def _info_dict(info: ServiceInfo) -> dict[str, Any]:
@@ -76,12 +84,14 @@ def inspect_manifest(
     whole_canvases: bool = False,
     max_regions: int | None = None,
     max_info: int = 20,
+    detect: bool | None = None,
+    detector: Detector | None = None,
 ) -> dict[str, Any]:
     """Read ``source`` (URL or local file) as a collation would and report it (see the module doc).
-    Raises what ``list_regions`` raises for a manifest that cannot be read at all."""
-    manifest, regions, problems = list_regions(
+    Raises what ``select_regions`` raises for a manifest that cannot be read at all."""
+    manifest, regions, problems, regions_source, note = select_regions(
         source, fetcher=fetcher, selector=selector, given=given, whole_canvases=whole_canvases,
-        max_regions=max_regions,
+        max_regions=max_regions, detect=detect, detector=detector,
     )
     canvases = []
     for canvas in manifest.canvases:
@@ -111,6 +121,8 @@ def inspect_manifest(
         "manifest": {"id": manifest.id, "url": manifest.url, "label": manifest.label, "version": manifest.version},
         "canvases": canvases,
         "regions": [r.to_dict() for r in regions],
+        "regions_source": regions_source,
+        "regions_note": note,
         "problems": [{"message": p.message, "canvas_id": p.canvas_id, "source": p.source} for p in problems],
         "summary": {
             "canvases": len(canvases),
@@ -167,9 +179,13 @@ def format_inspection(report: dict[str, Any]) -> str:
             if image["rotation"]:
                 what += f"; rotation {image['rotation']}"
             lines.append(what)
+    if report.get("regions_note"):
+        lines.append(report["regions_note"])
     for region in report["regions"]:
+        origin = (f"(detected, score {region['score']:.2f})" if region.get("score") is not None
+                  else region["annotation_id"] or "(given/whole canvas)")
         lines.append(f"region {region['index']}: canvas {region['canvas_index']} xywh "
-                     f"{','.join(map(str, region['xywh']))} from {region['annotation_id'] or '(given/whole canvas)'}")
+                     f"{','.join(map(str, region['xywh']))} from {origin}")
     if report["problems"]:
         lines.append(f"problems ({len(report['problems'])}):")
         lines += [f"  - {p['message']}" for p in report["problems"]]

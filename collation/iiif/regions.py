@@ -38,12 +38,18 @@ from collation.settings import Settings
 if TYPE_CHECKING:
     from collation.iiif.http import Fetcher
 
+NO_ANNOTATIONS = ("the manifest links no annotations (no otherContent/annotations): no region; "
+                  "give regions or use whole canvases")
+"""The problem of a manifest without annotations (dropped when its illustrations are detected)."""
+
+
 @dataclass(frozen=True)
 class Region:
     """One illustration: a rectangle of a canvas, in canvas units (integers).
 
     ``index`` is the region's position in the manuscript's order (0-based); ``annotation_id`` is
-    the id of the annotation it came from, if any.
+    the id of the annotation it came from, if any; ``score`` is the detector's confidence (0..1)
+    for a region found by detection (``collation.iiif.detect``), None otherwise.
     """
 
     index: int
@@ -52,10 +58,11 @@ class Region:
     xywh: tuple[int, int, int, int]
     label: str
     annotation_id: str | None = None
+    score: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready form, for storage and for the service."""
-        return {
+        """Plain JSON-ready form, for storage and for the service (``score`` only when detected)."""
+        data: dict[str, Any] = {
             "index": self.index,
             "canvas_id": self.canvas_id,
             "canvas_index": self.canvas_index,
@@ -63,6 +70,9 @@ class Region:
             "label": self.label,
             "annotation_id": self.annotation_id,
         }
+        if self.score is not None:
+            data["score"] = self.score
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Region:
@@ -75,6 +85,7 @@ class Region:
             xywh=(x, y, w, h),
             label=str(data.get("label", "")),
             annotation_id=data.get("annotation_id"),
+            score=float(data["score"]) if data.get("score") is not None else None,
         )
 
 
@@ -262,8 +273,7 @@ def _annotated_regions(
         listed = ", ".join(ids[:20]) + (f" and {len(ids) - 20} more" if len(ids) > 20 else "")
         problems.append(RegionProblem(f"{len(ids)} annotation(s) not used, {reason}: {listed}"))
     if not found and not sources:
-        problems.append(RegionProblem("the manifest links no annotations (no otherContent/annotations): no region; "
-                                      "give regions or use whole canvases"))
+        problems.append(RegionProblem(NO_ANNOTATIONS))
     return found
 
 

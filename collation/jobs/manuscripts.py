@@ -26,8 +26,9 @@ def region_options(spec: Any) -> dict[str, Any]:
 
     The entry is a list of ``{"canvas": id or index, "xywh": [x, y, w, h], "label"}`` (regions
     given by the user), ``{"selector": "motivation=tagging,tag=illustration"}`` (which annotations
-    of the manifest are illustrations), ``{"whole_canvases": true}``, or absent (every
-    non-painting annotation with a region).
+    of the manifest are illustrations), ``{"whole_canvases": true}``, ``{"detect": true}``
+    (illustrations found by the detector, even when annotations exist; ``false``: never), or absent
+    (every non-painting annotation with a region; detected when the manifest has none).
     """
     from ..iiif import RegionSelector
 
@@ -40,7 +41,32 @@ def region_options(spec: Any) -> dict[str, Any]:
         options["selector"] = RegionSelector.parse(spec["selector"])
     if spec.get("whole_canvases"):
         options["whole_canvases"] = True
+    if spec.get("detect") is not None:
+        options["detect"] = bool(spec["detect"])
     return options
+
+
+class RuntimeDetector:
+    """The detector of the job's runtime (``Runtime.detector``: loaded once per process, on the first
+    canvas that needs it, so manuscripts with annotations never load a model); the built-in one
+    outside a worker. The runtime is taken when this is made, in the job's thread: detection runs
+    in a thread pool, where the current runtime (a context variable) is not set."""
+
+    name = "runtime"
+
+    def __init__(self) -> None:
+        from ..runtime import current
+
+        try:
+            self.runtime: Any = current()
+        except RuntimeError:  # no runtime is active (a test calling read_manuscript directly)
+            self.runtime = None
+
+    def __call__(self, image: Any) -> list[Any]:
+        from ..detection import load_detector
+
+        detector = self.runtime.detector if self.runtime is not None else load_detector()
+        return detector(image)
 
 
 def problem_error(problem: RegionProblem) -> dict[str, Any]:
@@ -56,18 +82,21 @@ def problem_error(problem: RegionProblem) -> dict[str, Any]:
 def empty_doc(m: int, url: str) -> dict[str, Any]:
     """The document of manuscript ``m`` before anything could be read."""
     return {"index": m, "manifest": url, "manifest_id": None, "label": None, "version": None,
-            "regions": [], "errors": [], "features_key": None}
+            "regions": [], "regions_source": None, "regions_note": None, "errors": [], "features_key": None}
 
 
 def read_manuscript(record: dict, m: int, store: DataStore, fetcher: Fetcher,
-                    max_regions: int = 5000) -> tuple[dict, dict | None]:
+                    max_regions: int = 5000, detector: Any = None) -> tuple[dict, dict | None]:
     """Reads manuscript ``m`` of a collation and stores its region images.
 
     Returns:
         (doc, manifest JSON or None): ``doc`` has ``index``, ``manifest`` (the URL as given),
         ``manifest_id``, ``label``, ``version``, ``regions`` (those whose image could be read, each
-        with ``index``, ``canvas_id``, ``canvas_index``, ``xywh``, ``label``, ``digest``),
-        ``errors`` (``{"message", "canvas"?, "region"?}``) and ``features_key``.
+        with ``index``, ``canvas_id``, ``canvas_index``, ``xywh``, ``label``, ``digest``, and
+        ``score`` when detected), ``regions_source`` (``annotations``, ``detected``, ``given`` or
+        ``whole_canvases``), ``regions_note`` (the detection line, or None), ``errors``
+        (``{"message", "canvas"?, "region"?}``) and ``features_key``. ``detector``: default the
+        worker's (``RuntimeDetector``).
     """
     from ..iiif import load_manuscript_regions
 
@@ -76,7 +105,8 @@ def read_manuscript(record: dict, m: int, store: DataStore, fetcher: Fetcher,
     doc = empty_doc(m, url)
     try:
         found = load_manuscript_regions(url, fetcher=fetcher, max_regions=max_regions, workers=FETCH_THREADS,
-                                        strict=False, require_regions=False, **region_options(spec))
+                                        strict=False, require_regions=False, detector=detector or RuntimeDetector(),
+                                        **region_options(spec))
     except CollationError as exc:  # the manifest (or its region annotations) could not be read
         doc["errors"].append({"message": exc.message})
         return doc, None
@@ -88,7 +118,8 @@ def _document(doc: dict[str, Any], found: ManuscriptRegions, store: DataStore, b
     from ..features import features_key, image_digest
 
     manifest = found.manifest
-    doc.update(manifest_id=manifest.id, label=manifest.label, version=manifest.version)
+    doc.update(manifest_id=manifest.id, label=manifest.label, version=manifest.version,
+               regions_source=found.source, regions_note=found.note)
     doc["errors"] += [problem_error(problem) for problem in found.problems]
     kept = []
     for region, image in zip(found.regions, found.images, strict=True):

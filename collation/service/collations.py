@@ -74,6 +74,8 @@ def status_document(store: DataStore, cid: str, base: str) -> dict[str, Any]:
             "label": doc["label"] if doc else None,
             "status": state,
             "regions": len(doc["regions"]) if doc else 0,
+            "regions_source": doc.get("regions_source") if doc else None,
+            "regions_note": doc.get("regions_note") if doc else None,
             "errors": errors,
         })
     return {

@@ -126,10 +126,12 @@ class RegionSchema(Schema):
 class RegionSpecSchema(Schema):
     selector = fields.String(validate=validate.Length(min=1, max=500))
     whole_canvases = fields.Boolean()
+    detect = fields.Boolean()
 
 
 class RegionSpec(fields.Field):
-    """Regions of one manuscript: a list of regions, or ``{"selector": ...}`` / ``{"whole_canvases": true}``."""
+    """Regions of one manuscript: a list of regions, or ``{"selector": ...}`` / ``{"whole_canvases": true}`` /
+    ``{"detect": true}``."""
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
         if isinstance(value, list):
@@ -140,8 +142,10 @@ class RegionSpec(fields.Field):
             spec = RegionSpecSchema().load(value)
             if spec.get("selector") and spec.get("whole_canvases"):
                 raise ValidationError("give a selector or whole_canvases, not both")
+            if spec.get("detect") and (spec.get("whole_canvases") or spec.get("selector")):
+                raise ValidationError("detect replaces the annotations: give it without selector or whole_canvases")
             return spec
-        raise ValidationError("must be a list of regions or an object with selector or whole_canvases")
+        raise ValidationError("must be a list of regions or an object with selector, whole_canvases or detect")
 
 
 class CollationRequestSchema(Schema):

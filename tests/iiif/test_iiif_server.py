@@ -267,7 +267,13 @@ def test_local_manifest_file_given_regions_and_partial_failure(
     assert not looks_like_manifest(str(tmp_path))
     given = [{"canvas": f"https://example.org/c{n}", "xywh": ",".join(map(str, b.xywh))} for n, b in enumerate(boxes)]
     with pytest.raises(InputError, match="no illustration regions"):
-        load_manuscript_regions(str(path), fetcher=fetcher)
+        load_manuscript_regions(str(path), fetcher=fetcher, detect=False)
+    detected = load_manuscript_regions(str(path), fetcher=fetcher)  # no annotations: detected by default
+    assert detected.source == "detected" and [r.canvas_index for r in detected.regions] == [0]
+    assert detected.note == ("no region annotations: 1 illustration detected on 1 of 2 canvases "
+                             "(1 could not be searched)")
+    assert [p.canvas_id for p in detected.problems] == ["https://example.org/c1"]
+    assert "could not be loaded for detection" in detected.problems[0].message
     result = load_manuscript_regions(str(path), fetcher=fetcher, given=given)
     assert [r.index for r in result.regions] == [0] and len(result.images) == 1
     assert len(result.problems) == 1 and "no-such-image.tif/info.json: HTTP 404" in result.problems[0].message

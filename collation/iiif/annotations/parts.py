@@ -44,6 +44,7 @@ IMCOL_CONTEXT: dict[str, Any] = {
         "imcol:method": {"@type": "xsd:string"},
         "imcol:correspondence": {"@type": "@id"},
         "imcol:counterpart": {"@type": "@id"},
+        "imcol:detectionScore": {"@type": "xsd:double"},
     }
 }
 """The JSON-LD context of the extension terms; serve it at ``UrlScheme.context`` and list that URL

@@ -3,7 +3,10 @@ and draws, and the derived manifests whose canvases point to them.
 
 Each correspondence gives two display annotations, one on each side's region, with an HTML body
 naming the counterpart, the scores and links; pages are AnnotationPages (Presentation 3) or
-AnnotationLists (2.1), in the version of the manuscript's own manifest.
+AnnotationLists (2.1), in the version of the manuscript's own manifest. Regions found by an
+illustration detector (``Region.score``) also get one annotation each ("Illustration found by
+detection, score 0.87", ``imcol:detectionScore``), with or without a correspondence, so that a
+historian sees in the viewer what was found.
 """
 
 from __future__ import annotations
@@ -166,10 +169,37 @@ def _page_document(
     }
 
 
+def _detected(end: End, urls: UrlScheme, created: str | None) -> dict[str, Any]:
+    """The annotation of a region found by detection, on its canvas (Mirador lists and draws it)."""
+    score = float(end.region.score or 0.0)
+    page = urls.render("page", manuscript=end.manuscript, canvas_number=end.canvas.index + 1)
+    text = f"<p><b>Illustration found by detection</b> (illustration {end.region.index}, score {score:.2f})</p>"
+    if end.manifest.version == 2:
+        annotation: dict[str, Any] = {
+            "@id": f"{page}#detected-{end.region.index}", "@type": "oa:Annotation", "motivation": "oa:commenting",
+            "resource": [{"@type": "dctypes:Text", "format": "text/html", "chars": text}],
+            "on": {"@type": "oa:SpecificResource", "full": end.canvas.id,
+                   "selector": {"@type": "oa:FragmentSelector", "value": xywh_fragment(end.region)},
+                   "within": {"@id": end.manifest.id, "@type": "sc:Manifest"}},
+        }
+    else:
+        annotation = {"id": f"{page}#detected-{end.region.index}", "type": "Annotation", "motivation": "commenting",
+                      "creator": software_agent(),
+                      "body": [{"type": "TextualBody", "purpose": "commenting", "format": "text/html",
+                                "language": "en", "value": text}],
+                      "target": specific_resource(end)}
+    if created:
+        annotation["created"] = created
+    annotation["imcol:detectionScore"] = round(score, 4)
+    return annotation
+
+
 def _display_items(
-    manuscript: int, links: Sequence[Link], urls: UrlScheme, created: str | None
+    manuscript: int, links: Sequence[Link], urls: UrlScheme, created: str | None,
+    manuscripts: Sequence[tuple[Manifest, Sequence[Region]]] = (),
 ) -> dict[int, list[dict[str, Any]]]:
-    """Display annotations of one manuscript, grouped by canvas number, in correspondence order."""
+    """Display annotations of one manuscript, grouped by canvas number, in correspondence order,
+    then those of its detected regions (``manuscripts`` given)."""
     by_canvas: dict[int, list[dict[str, Any]]] = {}
     for link in links:
         for mine, other in ((link.a, link.b), (link.b, link.a)):
@@ -177,6 +207,13 @@ def _display_items(
                 continue
             build = _display_v2 if mine.manifest.version == 2 else _display_v3
             by_canvas.setdefault(mine.canvas.index + 1, []).append(build(link, mine, other, urls, created))
+    if 0 <= manuscript < len(manuscripts):
+        manifest, regions = manuscripts[manuscript]
+        for region in regions:
+            canvas = manifest.canvas(region.canvas_id) if region.score is not None else None
+            if canvas is not None:
+                end = End(manuscript, manifest, canvas, region)
+                by_canvas.setdefault(canvas.index + 1, []).append(_detected(end, urls, created))
     return by_canvas
 
 
@@ -189,9 +226,10 @@ def build_annotation_pages(
     created: str | None = None,
 ) -> dict[int, dict[str, Any]]:
     """Viewer-layer pages of one manuscript: ``{canvas_number: AnnotationPage or AnnotationList}``
-    for every canvas that has at least one correspondence, in the manifest's Presentation version."""
+    for every canvas that has at least one correspondence or detected region, in the manifest's
+    Presentation version."""
     manifest = manuscript_manifest(manuscript, manuscripts)
-    by_canvas = _display_items(manuscript, read_links(manuscripts, correspondences), urls, created)
+    by_canvas = _display_items(manuscript, read_links(manuscripts, correspondences), urls, created, manuscripts)
     return {
         number: _page_document(manuscript, number, manifest, items, urls) for number, items in sorted(by_canvas.items())
     }
@@ -211,7 +249,7 @@ def build_annotation_page(
     manifest = manuscript_manifest(manuscript, manuscripts)
     if not 1 <= canvas_number <= len(manifest.canvases):
         raise InputError(f"canvas number {canvas_number} is not in manuscript {manuscript}", field="canvas_number")
-    by_canvas = _display_items(manuscript, read_links(manuscripts, correspondences), urls, created)
+    by_canvas = _display_items(manuscript, read_links(manuscripts, correspondences), urls, created, manuscripts)
     return _page_document(manuscript, canvas_number, manifest, by_canvas.get(canvas_number, []), urls)
 
 
@@ -242,7 +280,7 @@ def build_derived_manifest(
     canvas ids, whose canvases with correspondences point to their annotation pages (3.0:
     ``annotations`` AnnotationPage references; 2.1: ``otherContent`` AnnotationList references)."""
     manifest = manuscript_manifest(manuscript, manuscripts)
-    numbers = set(_display_items(manuscript, read_links(manuscripts, correspondences), urls, None))
+    numbers = set(_display_items(manuscript, read_links(manuscripts, correspondences), urls, None, manuscripts))
     pages = {manifest.canvases[n - 1].id: urls.render("page", manuscript=manuscript, canvas_number=n) for n in numbers}
     doc = copy.deepcopy(manifest.raw)
     new_id = urls.render("manifest", manuscript=manuscript)
