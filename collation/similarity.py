@@ -15,9 +15,18 @@ import numpy as np
 import torch
 
 from . import defaults
-from .checks import as_index_pairs, check_dtype, check_integer, check_option, check_positive_int, check_shape
+from .checks import (
+    as_index_pairs,
+    check_dtype,
+    check_flag,
+    check_integer,
+    check_option,
+    check_positive_int,
+    check_shape,
+)
 from .errors import InputError
 from .features import MultiScaleFeatures, Progress, pad_cells
+from .partial import partial_normalizer
 from .ransac import KERNELS, cell_scores, compact_matches, ransac_scores, uniform_draws
 
 SIMILARITIES = ("s_trans", "s_matching", "s_features")
@@ -61,6 +70,7 @@ def directional_scores(
     draws: torch.Tensor | None,
     *,
     kernel: str = defaults.KERNEL,
+    partial: bool = False,
 ) -> torch.Tensor:
     """S_trans (with ``draws``) or S_matching (``draws=None``) for a batch of target/query couples.
 
@@ -70,6 +80,7 @@ def directional_scores(
         query_cells: ``(B,)`` real cells of each query, the score's normalizer N_Q.
         draws: ``(B, K, 3)`` uniform numbers for RANSAC, or None for no transform.
         kernel: final Gaussian, one of ``KERNELS``.
+        partial: S_trans only: divide by the query cells of the matched area (``collation.partial``).
 
     Returns:
         ``(B,)`` scores in [0, 1].
@@ -93,6 +104,10 @@ def directional_scores(
         sigma2x2 = 2 * defaults.RANSAC_TOLERANCE**2 if kernel == "paper" else defaults.RANSAC_TOLERANCE**2
         error2 = ((tpos - qpos) ** 2).sum(dim=-1, keepdim=True)
         total = cell_scores(error2, sim, cell, lq, sigma2x2).squeeze(1)
+    elif partial:  # hook of the partial-copy option (docs/transpositions.md)
+        total, affine = ransac_scores(tpos, qpos, sim, cell, valid.sum(dim=1), lq, draws, kernel=kernel,
+                                      with_affine=True)
+        return (total / partial_normalizer(affine, query_pos, query_cells)).clamp(max=1.0)
     else:
         total = ransac_scores(tpos, qpos, sim, cell, valid.sum(dim=1), lq, draws, kernel=kernel)
     return total / query_cells.clamp(min=1)
@@ -109,6 +124,7 @@ def score_pairs(
     iterations: int = defaults.RANSAC_ITERATIONS,
     batch_size: int | None = None,
     progress: Progress | None = None,
+    partial: bool = defaults.PARTIAL,
 ) -> torch.Tensor:
     """Symmetric scores S = S1 + S2 of the pairs (i, j): illustration i of ``feats0``, j of ``feats1``.
 
@@ -125,6 +141,7 @@ def score_pairs(
         iterations: RANSAC hypotheses per directional score.
         batch_size: pairs per batch; by default sized to keep each batch's similarity volume
             near 256 MB.
+        partial: S_trans divided by the matched area's query cells (``collation.partial``).
 
     Returns:
         ``(P,)`` float64 on the CPU, in [0, 2].
@@ -136,6 +153,7 @@ def score_pairs(
     check_option("kernel", kernel, KERNELS)
     check_integer("seed", seed)
     check_positive_int("iterations", iterations)
+    check_partial(partial, similarity)
     if feats0.backbone != feats1.backbone or feats0.scales != feats1.scales:
         raise InputError("the two feature sets come from different backbones or scales")
     if feats0.desc.shape[3] != feats1.desc.shape[3] or feats0.desc.device != feats1.desc.device:
@@ -168,12 +186,20 @@ def score_pairs(
             keys = torch.stack([torch.cat([i, j]), torch.cat([j, i])], dim=1)
             draws = uniform_draws(seed, keys, (iterations, 3))
         scores = directional_scores(target, target_pos, query, query_pos, torch.cat([cells1, cells0]), draws,
-                                    kernel=kernel)
+                                    kernel=kernel, partial=partial)
         half = len(i)
         out[start : start + half] = (scores[:half] + scores[half:]).double().cpu()
         if progress:
             progress(min(start + batch_size, len(pairs)), len(pairs))
     return out
+
+
+def check_partial(partial: object, similarity: str) -> bool:
+    """The partial-copy flag: a bool, and only for S_trans (it needs the RANSAC map)."""
+    check_flag("partial", partial)
+    if partial and similarity != "s_trans":
+        raise InputError(f"partial needs similarity s_trans, not {similarity!r}", field="partial")
+    return bool(partial)
 
 
 def all_pairs(n0: int, n1: int) -> torch.Tensor:
@@ -190,6 +216,7 @@ def score_matrix(
     kernel: str = defaults.KERNEL,
     batch_size: int | None = None,
     progress: Progress | None = None,
+    partial: bool = defaults.PARTIAL,
 ) -> np.ndarray:
     """The ``(n0, n1)`` float64 score matrix S of two manuscripts, computed in memory-bounded batches.
 
@@ -197,7 +224,7 @@ def score_matrix(
     """
     n0, n1 = len(feats0), len(feats1)
     scores = score_pairs(feats0, feats1, all_pairs(n0, n1), similarity=similarity, seed=seed, kernel=kernel,
-                         batch_size=batch_size, progress=progress)
+                         batch_size=batch_size, progress=progress, partial=partial)
     return scores.numpy().reshape(n0, n1)
 
 
