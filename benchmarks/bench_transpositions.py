@@ -109,7 +109,8 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=10, help="originals per source (the rest are distractors)")
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--sources", default="P2,P3")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (1: OpenMP threads spin badly on a loaded machine)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (1: OpenMP threads spin badly on a loaded machine)")
     parser.add_argument("--time-rows", type=int, default=6, help="rows of the timed sub-matrix")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
