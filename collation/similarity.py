@@ -17,9 +17,18 @@ import numpy as np
 import torch
 
 from . import defaults
-from .checks import as_index_pairs, check_dtype, check_integer, check_option, check_positive_int, check_shape
+from .checks import (
+    as_index_pairs,
+    check_dtype,
+    check_flag,
+    check_integer,
+    check_option,
+    check_positive_int,
+    check_shape,
+)
 from .errors import InputError
 from .features import MultiScaleFeatures, Progress
+from .partial import partial_normalizer
 from .ransac import KERNELS, cell_scores, compact_matches, ransac_scores, uniform_draws
 
 SIMILARITIES = ("s_trans", "s_matching", "s_features")
@@ -63,6 +72,7 @@ def directional_scores(
     draws: torch.Tensor | None,
     *,
     kernel: str = defaults.KERNEL,
+    partial: bool = False,
 ) -> torch.Tensor:
     """S_trans (with ``draws``) or S_matching (``draws=None``) for a batch of target/query couples.
 
@@ -72,6 +82,7 @@ def directional_scores(
         query_cells: ``(B,)`` real cells of each query, the score's normalizer N_Q.
         draws: ``(B, K, 3)`` uniform numbers for RANSAC, or None for no transform.
         kernel: final Gaussian, one of ``KERNELS``.
+        partial: S_trans only: divide by the query cells of the matched area (``collation.partial``).
 
     Returns:
         ``(B,)`` scores in [0, 1].
@@ -95,6 +106,10 @@ def directional_scores(
         sigma2x2 = 2 * defaults.RANSAC_TOLERANCE**2 if kernel == "paper" else defaults.RANSAC_TOLERANCE**2
         error2 = ((tpos - qpos) ** 2).sum(dim=-1, keepdim=True)
         total = cell_scores(error2, sim, cell, lq, sigma2x2).squeeze(1)
+    elif partial:  # hook of the partial-copy option (docs/transpositions.md)
+        total, affine = ransac_scores(tpos, qpos, sim, cell, valid.sum(dim=1), lq, draws, kernel=kernel,
+                                      with_affine=True)
+        return (total / partial_normalizer(affine, query_pos, query_cells)).clamp(max=1.0)
     else:
         total = ransac_scores(tpos, qpos, sim, cell, valid.sum(dim=1), lq, draws, kernel=kernel)
     return total / query_cells.clamp(min=1)
@@ -145,8 +160,10 @@ def _gather_matches(cos: torch.Tensor, lengths: list[int], tpos: torch.Tensor, s
 
 
 def _score_matches(valid: torch.Tensor, sim: torch.Tensor, tpos: torch.Tensor, qpos: torch.Tensor,
-                   lq: int, draws: torch.Tensor | None, kernel: str) -> torch.Tensor:
-    """Σ over query cells of the best weighted match (RANSAC for S_trans): ``(B, M)`` slots in, ``(B,)`` out."""
+                   lq: int, draws: torch.Tensor | None, kernel: str,
+                   with_affine: bool = False) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """Σ over query cells of the best weighted match (RANSAC for S_trans): ``(B, M)`` slots in, ``(B,)`` out
+    (and the winning ``(B, 3, 2)`` affine maps with ``with_affine``, for the partial-copy normalizer)."""
     b, m = valid.shape
     cell = torch.arange(lq, device=valid.device).repeat(m // lq).expand(b, -1)
     valid, tpos, qpos, sim, cell = compact_matches(valid, tpos, qpos, sim, cell)
@@ -155,13 +172,13 @@ def _score_matches(valid: torch.Tensor, sim: torch.Tensor, tpos: torch.Tensor, q
         sigma2x2 = 2 * defaults.RANSAC_TOLERANCE**2 if kernel == "paper" else defaults.RANSAC_TOLERANCE**2
         error2 = ((tpos - qpos) ** 2).sum(dim=-1, keepdim=True)
         return cell_scores(error2, sim, cell, lq, sigma2x2).squeeze(1)
-    return ransac_scores(tpos, qpos, sim, cell, valid.sum(dim=1), lq, draws, kernel=kernel)
+    return ransac_scores(tpos, qpos, sim, cell, valid.sum(dim=1), lq, draws, kernel=kernel, with_affine=with_affine)
 
 
 def directional_pairs(
     targets: MultiScaleFeatures, queries: MultiScaleFeatures, pairs: torch.Tensor, *, seed: int | None,
     kernel: str = defaults.KERNEL, iterations: int = defaults.RANSAC_ITERATIONS, batch_size: int = 64,
-    progress: Progress | None = None,
+    progress: Progress | None = None, partial: bool = False,
 ) -> torch.Tensor:
     """Directional scores of (target t, query u) couples, one matrix product per target.
 
@@ -172,6 +189,8 @@ def directional_pairs(
     Args:
         pairs: ``(P, 2)`` int64 (t, u) on the features' device.
         seed: RANSAC seed (S_trans), or None for S_matching.
+        partial: S_trans only: divide by the query cells of the matched area (``collation.partial``)
+            instead of all of them.
 
     Returns:
         ``(P,)`` float32 scores in [0, 1], divided by each query's cell count.
@@ -194,8 +213,13 @@ def directional_pairs(
         draws = None
         if seed is not None:
             draws = uniform_draws(seed, pairs[index], (iterations, 3))
-        total = _score_matches(valid, sim, tpos, qpos, lq, draws, kernel)
-        out[index] = total / query_cells[pairs[index, 1]].clamp(min=1)
+        u = pairs[index, 1]
+        if partial and draws is not None:
+            total, affine = _score_matches(valid, sim, tpos, qpos, lq, draws, kernel, with_affine=True)
+            norm = partial_normalizer(affine, queries.pos[u, q, :lq], query_cells[u])
+            out[index] = (total / norm).clamp(max=1.0)
+        else:
+            out[index] = _score_matches(valid, sim, tpos, qpos, lq, draws, kernel) / query_cells[u].clamp(min=1)
         pending.clear()
 
     for a, b in itertools.pairwise(starts):
@@ -242,6 +266,7 @@ def score_pairs(
     iterations: int = defaults.RANSAC_ITERATIONS,
     batch_size: int | None = None,
     progress: Progress | None = None,
+    partial: bool = defaults.PARTIAL,
 ) -> torch.Tensor:
     """Symmetric scores S = S1 + S2 of the pairs (i, j): illustration i of ``feats0``, j of ``feats1``.
 
@@ -257,6 +282,7 @@ def score_pairs(
         kernel: final Gaussian of S_trans, one of ``KERNELS``.
         iterations: RANSAC hypotheses per directional score.
         batch_size: directional scores per RANSAC batch (default 64).
+        partial: S_trans divided by the matched area's query cells (``collation.partial``).
 
     Returns:
         ``(P,)`` float64 on the CPU, in [0, 2].
@@ -268,6 +294,7 @@ def score_pairs(
     check_option("kernel", kernel, KERNELS)
     check_integer("seed", seed)
     check_positive_int("iterations", iterations)
+    check_partial(partial, similarity)
     if feats0.backbone != feats1.backbone or feats0.scales != feats1.scales:
         raise InputError("the two feature sets come from different backbones or scales")
     if feats0.desc.shape[3] != feats1.desc.shape[3] or feats0.desc.device != feats1.desc.device:
@@ -282,10 +309,19 @@ def score_pairs(
 
     # Draws are keyed by (target, query): the reverse direction's keys are (j, i).
     s1 = directional_pairs(feats0, feats1, pairs, seed=ransac_seed, kernel=kernel, iterations=iterations,
-                           batch_size=batch_size, progress=stage(0))
+                           batch_size=batch_size, progress=stage(0), partial=partial)
     s2 = directional_pairs(feats1, feats0, pairs[:, [1, 0]], seed=ransac_seed, kernel=kernel,
-                           iterations=iterations, batch_size=batch_size, progress=stage(len(pairs)))
+                           iterations=iterations, batch_size=batch_size, progress=stage(len(pairs)),
+                           partial=partial)
     return (s1 + s2).double().cpu()
+
+
+def check_partial(partial: object, similarity: str) -> bool:
+    """The partial-copy flag: a bool, and only for S_trans (it needs the RANSAC map)."""
+    check_flag("partial", partial)
+    if partial and similarity != "s_trans":
+        raise InputError(f"partial needs similarity s_trans, not {similarity!r}", field="partial")
+    return bool(partial)
 
 
 def all_pairs(n0: int, n1: int) -> torch.Tensor:
@@ -302,6 +338,7 @@ def score_matrix(
     kernel: str = defaults.KERNEL,
     batch_size: int | None = None,
     progress: Progress | None = None,
+    partial: bool = defaults.PARTIAL,
 ) -> np.ndarray:
     """The ``(n0, n1)`` float64 score matrix S of two manuscripts, computed in memory-bounded batches.
 
@@ -309,7 +346,7 @@ def score_matrix(
     """
     n0, n1 = len(feats0), len(feats1)
     scores = score_pairs(feats0, feats1, all_pairs(n0, n1), similarity=similarity, seed=seed, kernel=kernel,
-                         batch_size=batch_size, progress=progress)
+                         batch_size=batch_size, progress=progress, partial=partial)
     return scores.numpy().reshape(n0, n1)
 
 

@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "collation"
 
 BASE = {"settings", "errors", "defaults", "atomic", "__init__", "py"}
 ENGINE = {"backbones", "candidates", "features", "ransac", "similarity", "correspondences", "evaluation",
-          "illustrations", "checks", "detection", "concordance"}
+          "illustrations", "checks", "detection", "concordance", "partial", "transpositions"}
 RANK = {"base": 0, "engine": 1, "iiif": 2, "store": 3, "runtime": 4, "jobs": 5, "service": 6, "viewer": 6,
         "pipeline": 3, "cli": 7}
 """A module may import modules of a lower or equal rank only (service and viewer are siblings)."""

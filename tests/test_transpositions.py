@@ -1,0 +1,208 @@
+"""Transposed copies (mirror, turns) and the partial-copy S_trans, on drawings the tests make."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from engine_grid import device_dtype_grid
+from PIL import Image
+from synthetic import drawing, restyled_copy
+
+from collation.cli import main
+from collation.errors import InputError, OptionError
+from collation.features import extract_features
+from collation.partial import matched_cells, partial_normalizer
+from collation.pipeline import Manuscript, check_options, run_collation
+from collation.similarity import score_matrix, score_pairs
+from collation.transpositions import (
+    TRANSPOSITION_SETS,
+    TRANSPOSITIONS,
+    extract_transposed_features,
+    score_matrix_transposed,
+    score_pairs_transposed,
+    transpose_image,
+    transposition_names,
+    winner_names,
+)
+
+N = 4
+MIRRORED, TURNED = 1, 2  # copies 1 and 2 are mirrored and turned 90° counter-clockwise
+
+
+def _copies() -> list[Image.Image]:
+    copies = [restyled_copy(drawing(k)) for k in range(N)]
+    copies[MIRRORED] = copies[MIRRORED].transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+    copies[TURNED] = copies[TURNED].transpose(Image.Transpose.ROTATE_90)
+    return copies
+
+
+@pytest.fixture(scope="module")
+def originals(backbone):
+    return extract_features([drawing(k) for k in range(N)], backbone)
+
+
+@pytest.fixture(scope="module")
+def transposed(backbone):
+    return extract_transposed_features(_copies(), backbone, "all")
+
+
+def test_option_values_and_names():
+    assert transposition_names("none") == ("identity",)
+    assert transposition_names("mirror") == ("identity", "mirror")
+    assert transposition_names("all") == TRANSPOSITIONS and TRANSPOSITIONS[0] == "identity"
+    for bad in ("mirrored", None, 1, ""):
+        with pytest.raises(OptionError) as e:
+            transposition_names(bad)
+        assert e.value.field == "transpositions" and set(e.value.allowed) == set(TRANSPOSITION_SETS)
+    with pytest.raises(OptionError):
+        transpose_image(drawing(0), "rot45")
+
+
+def test_transposed_images_are_exact_and_invertible():
+    image = drawing(0, (64, 48))
+    assert transpose_image(image, "identity") is image
+    assert transpose_image(image, "rot90").size == (48, 64)
+    for name, inverse in (("mirror", "mirror"), ("rot90", "rot270"), ("rot180", "rot180"), ("flip", "flip")):
+        back = transpose_image(transpose_image(image, name), inverse)
+        assert np.array_equal(np.asarray(back), np.asarray(image))
+
+
+def test_transposed_features_are_transposition_major(originals, transposed, backbone):
+    assert len(transposed) == len(TRANSPOSITIONS) * N
+    plain = extract_features(_copies(), backbone)
+    assert torch.equal(transposed.select(range(N)).desc[..., : plain.desc.shape[2], :], plain.desc)
+    # With "none", the plain features are returned as they are.
+    assert extract_transposed_features(_copies(), backbone, "none", plain=plain) is plain
+    with pytest.raises(InputError):
+        extract_transposed_features(_copies(), backbone, "mirror", plain=originals.select([0]))
+
+
+def test_none_gives_exactly_the_old_scores(originals, transposed):
+    plain = transposed.select(range(N))
+    old = score_matrix(originals, plain, seed=3)
+    s, t = score_matrix_transposed(originals, plain, 1, seed=3)
+    assert np.array_equal(s, old) and t.dtype == np.int8 and not t.any()
+    # Index t * n + j keeps the draws of j as drawn for t = 0: the identity block of "all" is the old S.
+    every = score_matrix(originals, transposed, seed=3).reshape(N, len(TRANSPOSITIONS), N)
+    assert np.array_equal(every[:, 0], old)
+
+
+@device_dtype_grid
+def test_the_transposition_wins_and_is_reported(originals, transposed, device, dtype):
+    f0 = type(originals)(originals.desc.to(device, dtype), originals.pos.to(device), originals.mask.to(device),
+                         originals.scales, originals.query_scale, originals.backbone)
+    f1 = type(transposed)(transposed.desc.to(device, dtype), transposed.pos.to(device), transposed.mask.to(device),
+                          transposed.scales, transposed.query_scale, transposed.backbone)
+    s_none, _ = score_matrix_transposed(f0, f1.select(range(N)), 1)
+    s_mirror, t_mirror = score_matrix_transposed(f0, f1.select(range(2 * N)), 2)
+    s_all, t_all = score_matrix_transposed(f0, f1, len(TRANSPOSITIONS))
+    names = winner_names(t_all, "all")
+    assert names[MIRRORED, MIRRORED] == "mirror" and t_mirror[MIRRORED, MIRRORED] == 1
+    assert names[TURNED, TURNED] == "rot270"  # turning the copy back aligns it with the original
+    assert s_mirror[MIRRORED, MIRRORED] > s_none[MIRRORED, MIRRORED] + 0.2
+    assert s_none[TURNED, TURNED] < 0.6 < 1.2 < s_all[TURNED, TURNED]
+    assert (s_all.argmax(axis=1) == np.arange(N)).all() and (s_all.argmax(axis=0) == np.arange(N)).all()
+    assert (s_all >= s_mirror - 1e-12).all() and (s_mirror >= s_none - 1e-12).all()
+    # Plain copies keep their winner: as drawn (0) wins unless a transposition scores strictly more.
+    assert t_all[0, 0] == 0 and t_all[3, 3] == 0
+
+
+def test_pairs_and_matrix_agree_and_check_their_inputs(originals, transposed):
+    pairs = [[1, 1], [2, 2], [0, 3]]
+    s, t = score_pairs_transposed(originals, transposed, pairs, len(TRANSPOSITIONS), seed=0)
+    full, winners = score_matrix_transposed(originals, transposed, len(TRANSPOSITIONS), seed=0)
+    assert s.tolist() == [full[1, 1], full[2, 2], full[0, 3]]
+    assert t.tolist() == [winners[1, 1], winners[2, 2], winners[0, 3]]
+    with pytest.raises(InputError):
+        score_pairs_transposed(originals, transposed, pairs, 5)  # 24 illustrations are not 5 sets
+    with pytest.raises(InputError):
+        score_pairs_transposed(originals, transposed, [[0, N]], len(TRANSPOSITIONS))  # j beyond n1
+
+
+def _half_scene_case(backbone):
+    """A restyled copy of the right half of a scene, and a full-size distractor sharing 60% of it."""
+    scene, other = drawing(3, (384, 256)), drawing(11, (384, 256))
+    distractor = other.copy()
+    distractor.paste(scene.crop((0, 0, 230, 256)), (0, 0))
+    half = scene.crop((192, 0, 384, 256))
+    return (extract_features([scene, drawing(5, (384, 256))], backbone),
+            extract_features([restyled_copy(half), restyled_copy(distractor)], backbone))
+
+
+def test_partial_lets_a_half_scene_copy_win(backbone):
+    scenes, copies = _half_scene_case(backbone)
+    plain = score_matrix(scenes, copies)
+    partial = score_matrix(scenes, copies, partial=True)
+    assert plain[0, 0] < plain[0, 1]  # S_trans: the full-size distractor wins
+    assert partial[0, 0] > partial[0, 1] + 0.1  # partial: the half-scene copy wins
+    assert ((partial >= 0) & (partial <= 2)).all()
+    # The half copy covers about half the scene: its partial score is the plain one with the scene's
+    # direction counted on the matched half.
+    assert partial[0, 0] > plain[0, 0] + 0.2
+
+
+def test_matched_cells_and_normalizer():
+    pos = torch.tensor([[[0.25, 0.5], [0.75, 0.5], [0.0, 0.0]]])  # two real cells, one padded
+    half = torch.tensor([[[0.5, 0.0], [0.0, 1.0], [0.5, 0.0]]])  # the target frame onto the right half
+    assert matched_cells(half, pos, torch.tensor([2])).tolist() == [1.0]
+    flat = torch.zeros((1, 3, 2))  # degenerate: covers nothing
+    assert matched_cells(flat, pos, torch.tensor([2])).tolist() == [0.0]
+    assert partial_normalizer(flat, pos, torch.tensor([2]), min_area=0.5).tolist() == [1.0]
+    assert partial_normalizer(half, pos, torch.tensor([2]), min_area=0.25).tolist() == [1.0]
+    for bad in (0.0, 1.5, "half"):
+        with pytest.raises(InputError):
+            partial_normalizer(half, pos, torch.tensor([2]), min_area=bad)
+
+
+def test_partial_is_checked(originals):
+    for bad in ("yes", 1, None):
+        with pytest.raises(InputError) as e:
+            score_pairs(originals, originals, [[0, 0]], partial=bad)
+        assert e.value.field == "partial"
+    with pytest.raises(InputError):
+        score_pairs(originals, originals, [[0, 0]], similarity="s_matching", partial=True)
+    assert torch.equal(score_pairs(originals, originals, [[0, 1]], partial=False),
+                       score_pairs(originals, originals, [[0, 1]]))
+
+
+def test_collation_options_are_validated_and_recorded():
+    base = dict(backbone="efficientnet-lite0", similarity="s_trans", seed=0, kernel="reference",
+                normalization="max", propagation="2-cycles", orientation="forward")
+    assert "transpositions" not in check_options(**base) and "partial" not in check_options(**base)
+    options = check_options(**base, transpositions="mirror", partial=True)
+    assert options["transpositions"] == "mirror" and options["transposition_names"] == ["identity", "mirror"]
+    assert options["partial"] is True
+    with pytest.raises(OptionError):
+        check_options(**base, transpositions="both")
+    with pytest.raises(InputError):
+        check_options(**{**base, "similarity": "s_features"}, transpositions="mirror")
+    with pytest.raises(InputError):
+        check_options(**base, partial="no")
+    with pytest.raises(InputError):
+        run_collation([Manuscript("A", []), Manuscript("B", [])], transpositions="sideways")
+
+
+def test_collate_match_writes_the_winner(tmp_path, capsys):
+    for name, images in (("A", [drawing(k) for k in range(3)]), ("B", _copies()[:3])):
+        (tmp_path / name).mkdir()
+        for k, image in enumerate(images):
+            image.save(tmp_path / name / f"f{k}.png")
+    out = tmp_path / "out"
+    assert main(["match", f"A={tmp_path / 'A'}", f"B={tmp_path / 'B'}", "--out", str(out), "--device", "cpu",
+                 "--transpositions", "all", "--partial"]) == 0
+    meta = json.loads((out / "collation.json").read_text())
+    assert meta["options"]["transpositions"] == "all" and meta["options"]["partial"] is True
+    corr = json.loads((out / "correspondences.json").read_text())
+    assert corr["transposition_names"] == list(TRANSPOSITIONS)
+    matches = corr["pairs"][0]["matches"]
+    assert [m["match"]["index"] for m in matches] == [0, 1, 2]
+    assert [m["transposition"] for m in matches] == ["identity", "mirror", "rot270"]
+    t = np.load(out / "A-B" / "T.npy")
+    assert t.dtype == np.int8 and t.shape == (3, 3) and t[1, 1] == 1
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["match", f"A={tmp_path / 'A'}", f"B={tmp_path / 'B'}", "--out", str(out), "--transpositions", "x"])
+
