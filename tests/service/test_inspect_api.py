@@ -53,8 +53,10 @@ def test_inspect_options(api: Any, iipsrv: Any, site: Any) -> None:
     assert [r["annotation_id"] for r in report["regions"]] == [None, None]  # whole canvases
     assert report["canvases"][0]["images"][0]["info"] is None
     report = inspect(api, manifest=url, max_info=1, selector="motivation=commenting").get_json()
-    assert report["summary"]["regions"] == 0 and report["summary"]["info_read"] == 1
-    assert report["problems"]  # the tagging annotations are not selected: it says so
+    assert report["summary"]["info_read"] == 1
+    # No annotation is selected: the illustrations are detected instead, and the report says both.
+    assert report["regions_source"] == "detected" and report["regions_note"].startswith("no region annotations")
+    assert report["problems"]
     report = inspect(api, manifest=url, selector="motivation=tagging,tag=illustration").get_json()
     assert [r["xywh"] for r in report["regions"]] == [list(b.xywh) for b in boxes]
 
