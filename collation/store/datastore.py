@@ -16,6 +16,7 @@ DATA_DIR/
 ├── images/<ab>/<digest>.png           region images by content
 ├── features/<key>.pt                  MultiScaleFeatures by backbone + image content + parameters
 └── scores/<key>.npy                   pair score matrices by the two feature keys + similarity + seed + kernel
+    scores/<key>.pairs.npy             the candidate pairs (P, 2) of a pruned pair (option candidates)
     scores/<key>.c<C>/<k>.npy          chunk results while a matrix is being computed
 ```
 
@@ -316,6 +317,28 @@ class DataStore:
     def load_scores(self, key: str) -> np.ndarray | None:
         try:
             return np.load(self.scores_path(key), allow_pickle=False)
+        except FileNotFoundError:
+            return None
+
+    def pairs_path(self, key: str) -> Path:
+        return self.root / "scores" / f"{key}.pairs.npy"
+
+    def save_pairs(self, key: str, pairs: np.ndarray) -> None:
+        """Writes the ``(P, 2)`` int64 candidate pairs of a pruned pair, row-major (atomically)."""
+        buf = io.BytesIO()
+        np.save(buf, np.ascontiguousarray(pairs, dtype=np.int64))
+        write_bytes(self.pairs_path(key), buf.getvalue())
+
+    def load_pairs(self, key: str) -> np.ndarray | None:
+        try:
+            return np.load(self.pairs_path(key), allow_pickle=False)
+        except FileNotFoundError:
+            return None
+
+    def pair_count(self, key: str) -> int | None:
+        """How many candidate pairs are stored for ``key`` (None: not computed yet)."""
+        try:
+            return int(np.load(self.pairs_path(key), mmap_mode="r", allow_pickle=False).shape[0])
         except FileNotFoundError:
             return None
 
