@@ -16,7 +16,7 @@ DATA_DIR/
 ├── images/<ab>/<digest>.png           region images by content
 ├── features/<key>.pt                  MultiScaleFeatures by backbone + image content + parameters
 └── scores/<key>.npy                   pair score matrices by the two feature keys + similarity + seed + kernel
-    scores/<key>.pairs.npy             the candidate pairs (P, 2) of a pruned pair (option candidates)
+    scores/<key>.pairs.npy             candidate pairs (P, 2) of a pruned pair while its matrix is computed
     scores/<key>.c<C>/<k>.npy          chunk results while a matrix is being computed
 ```
 
@@ -343,7 +343,11 @@ class DataStore:
             return None
 
     def drop_chunks(self, key: str, chunk_pairs: int) -> None:
+        """Drops the chunks and the candidate pairs of a pair once its matrix is stored (-inf marks
+        the unscored pairs there)."""
         shutil.rmtree(self.root / "scores" / f"{key}.c{chunk_pairs}", ignore_errors=True)
+        with contextlib.suppress(FileNotFoundError):
+            self.pairs_path(key).unlink()
 
     # ----------------------------------------------------------------------------------------------
     # Results and assessments of a collation
