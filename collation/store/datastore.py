@@ -329,22 +329,19 @@ class DataStore:
         np.save(buf, np.ascontiguousarray(pairs, dtype=np.int64))
         write_bytes(self.pairs_path(key), buf.getvalue())
 
-    def load_pairs(self, key: str) -> np.ndarray | None:
+    def load_pairs(self, key: str, mmap_mode: str | None = None) -> np.ndarray | None:
         try:
-            return np.load(self.pairs_path(key), allow_pickle=False)
+            return np.load(self.pairs_path(key), mmap_mode=mmap_mode, allow_pickle=False)
         except FileNotFoundError:
             return None
 
     def pair_count(self, key: str) -> int | None:
         """How many candidate pairs are stored for ``key`` (None: not computed yet)."""
-        try:
-            return int(np.load(self.pairs_path(key), mmap_mode="r", allow_pickle=False).shape[0])
-        except FileNotFoundError:
-            return None
+        pairs = self.load_pairs(key, mmap_mode="r")
+        return None if pairs is None else int(pairs.shape[0])
 
     def drop_chunks(self, key: str, chunk_pairs: int) -> None:
-        """Drops the chunks and the candidate pairs of a pair once its matrix is stored (-inf marks
-        the unscored pairs there)."""
+        """Drops a pair's chunks and candidate pairs once its matrix (-inf where unscored) is stored."""
         shutil.rmtree(self.root / "scores" / f"{key}.c{chunk_pairs}", ignore_errors=True)
         with contextlib.suppress(FileNotFoundError):
             self.pairs_path(key).unlink()
