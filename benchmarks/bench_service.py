@@ -3,15 +3,21 @@
 The images come from the scale benchmark's generator (``bench_scale.make_pair``: real Physiologus
 P2-P3 illustration pairs and restyled page crops among distractors), written to a folder.
 
-- **Command line**: ``collate match``'s path in this process: the folders read
-  (``folder_illustrations``), then ``run_collation`` (backbone load included).
+- **Command line**: ``collate match A=<folder> B=<folder>`` as a fresh process (``python -m
+  collation.cli``: imports, backbone load and per-shape kernel compilation included, as a user sees
+  it); for reference also its path in this process, warm after the first round (the folders read
+  with ``folder_illustrations``, then ``run_collation``).
 - **Service**: a private ``redis-server`` (``collation.service.local.start_redis``), one
   ``collate worker`` subprocess started and idle before the clock starts (as in a running service),
   the Flask app in this process, and two IIIF v3 manifests (one canvas per image, whole canvases as
   regions) served from a loopback static server. Timed from the POST to ``finished``; the job log
-  gives the time of each step.
+  gives the time of each step. Each service round has its own Redis, worker and data store (no
+  cached features or scores).
 
-    .venv/bin/python benchmarks/bench_service.py [--size 15x15] [--candidates 10|all]
+The two are interleaved for ``--rounds`` rounds (on a shared machine one run of each moves by 5x
+with the neighbours' load); the medians and their ratio come last.
+
+    .venv/bin/python benchmarks/bench_service.py [--size 15x15] [--candidates 10|all] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import argparse
 import functools
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -61,15 +68,27 @@ def manifest(url: str, name: str, base: str, sizes: list[tuple[int, int]]) -> di
             "label": {"en": [name]}, "items": canvases}
 
 
-def command_line(folders: list[Path], candidates: int | None) -> float:
+def command(folders: list[Path], out: Path, candidates: int | None) -> float:
+    """Seconds of ``collate match`` in a fresh process."""
+    argv = [sys.executable, "-m", "collation.cli", "match", *(f"{f.name}={f}" for f in folders), "--out", str(out),
+            "--device", "cpu", "--candidates", "all" if candidates is None else str(candidates)]
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("COLLATION_")}, "PYTHONPATH": str(REPO)}
+    start = time.perf_counter()
+    subprocess.run(argv, env=env, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def in_process(folders: list[Path], candidates: int | None) -> float:
     start = time.perf_counter()
     manuscripts = [Manuscript(f.name, folder_illustrations(f)) for f in folders]
     run_collation(manuscripts, device="cpu", candidates=candidates)
     return time.perf_counter() - start
 
 
-def service(root: Path, folders: list[Path], candidates: int | None) -> tuple[float, float, str]:
-    """(seconds from POST to finished, seconds the worker took to start, the worker's log tail)."""
+def service(root: Path, work: Path, folders: list[Path], candidates: int | None) -> tuple[float, float, str]:
+    """(seconds from POST to finished, seconds the worker took to start, the worker's log); the static
+    server serves ``root`` (the image folders), Redis, the data store and the log go under ``work``."""
+    work.mkdir(parents=True)
     site = ThreadingHTTPServer(("127.0.0.1", free_port()), functools.partial(Quiet, directory=str(root)))
     threading.Thread(target=site.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{site.server_address[1]}"
@@ -81,12 +100,12 @@ def service(root: Path, folders: list[Path], candidates: int | None) -> tuple[fl
         url = f"{base}/{folder.name}/manifest.json"
         (folder / "manifest.json").write_text(json.dumps(manifest(url, folder.name, base, sizes)))
         urls.append(url)
-    redis, redis_url = start_redis(root / "redis")
-    settings = Settings.from_env({}, redis_url=redis_url, data_dir=root / "data", allowed_hosts=("127.0.0.1",),
+    redis, redis_url = start_redis(work / "redis")
+    settings = Settings.from_env({}, redis_url=redis_url, data_dir=work / "data", allowed_hosts=("127.0.0.1",),
                                  device="cpu", sweep_interval=0, log_level="INFO")
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("COLLATION_")}, **settings.to_environ(),
            "PYTHONPATH": str(REPO)}
-    log_path = root / "worker.log"
+    log_path = work / "worker.log"
     app = create_app(settings)
     worker = None
     try:
@@ -130,7 +149,8 @@ def main() -> None:
     parser.add_argument("--size", default="15x15")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--candidates", default=str(defaults.CANDIDATES), help="K or 'all'")
-    parser.add_argument("--show-log", action="store_true", help="print the worker's job log")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of each")
+    parser.add_argument("--show-log", action="store_true", help="print the worker's job log of the last round")
     args = parser.parse_args()
     n0, n1 = (int(v) for v in args.size.split("x"))
     candidates = None if args.candidates == "all" else int(args.candidates)
@@ -141,17 +161,22 @@ def main() -> None:
             folder.mkdir()
             for k, image in enumerate(images):
                 image.save(folder / f"{k:03d}.png")
-        print(f"{n0} x {n1}, candidates {args.candidates}, load {os.getloadavg()[0]:.2f}, "
-              f"{os.cpu_count()} CPUs", flush=True)
-        cli = command_line(folders, candidates)
-        print(f"command line (in-process run_collation from files): {cli:.1f} s", flush=True)
-        svc, worker_start, log = service(root, folders, candidates)
-        print(f"service (POST to finished, worker started and idle): {svc:.1f} s "
-              f"(worker start {worker_start:.1f} s, not counted)", flush=True)
-        print(f"ratio service / command line: {svc / cli:.2f}; load {os.getloadavg()[0]:.2f}")
+        print(f"{n0} x {n1}, candidates {args.candidates}, {os.cpu_count()} CPUs", flush=True)
+        clis, warm, svcs, log = [], [], [], ""
+        for r in range(args.rounds):
+            load = os.getloadavg()[0]
+            clis.append(command(folders, root / f"match{r}", candidates))
+            warm.append(in_process(folders, candidates))
+            svc, worker_start, log = service(root, root / f"service{r}", folders, candidates)
+            svcs.append(svc)
+            print(f"round {r}: collate match {clis[-1]:.1f} s (in this process {warm[-1]:.1f} s), service (POST to "
+                  f"finished, fresh worker idle) {svc:.1f} s, ratio {svc / clis[-1]:.2f} (worker start "
+                  f"{worker_start:.1f} s, not counted; load {load:.2f} -> {os.getloadavg()[0]:.2f})", flush=True)
+        cli, svc = statistics.median(clis), statistics.median(svcs)
+        print(f"median: collate match {cli:.1f} s (in this process {statistics.median(warm):.1f} s), service "
+              f"{svc:.1f} s, ratio service / collate match {svc / cli:.2f}")
         if args.show_log:
             print(log[-6000:])
-
 
 if __name__ == "__main__":
     main()
