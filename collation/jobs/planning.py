@@ -10,6 +10,11 @@ The graph it plans:
 prepare m (io) ──▶ features m (compute) ──▶ plan (io) ──▶ chunk a b k (compute) ──▶ finalize (io)
 ```
 
+With the ``candidates`` option set, the ``plan`` step also computes the candidate pairs of each
+manuscript pair from the cached features (``collation.candidates``) and stores them; the chunks of a
+pair are then slices of its candidate list, so a pair's chunk count is only known once its candidates
+are stored. A pair whose candidates are missing plans the ``plan`` step (again) instead of chunks.
+
 A manuscript that cannot be prepared or described is left out (its step failure is an error of the
 manuscript); a pair chunk or the final step that fails for good fails the collation, and so do
 fewer than two usable manuscripts.
@@ -34,6 +39,8 @@ HaveScores = Callable[[str], bool]
 """Whether the score matrix of this pair key is in the store."""
 HaveChunk = Callable[[str, int, int], bool]
 """Whether chunk ``k`` (of ``chunk_pairs`` pairs) of this pair key is in the store."""
+PairCount = Callable[[str], int | None]
+"""How many candidate pairs the store holds for this pair key (None: not computed yet)."""
 
 
 @dataclass(frozen=True)
@@ -65,8 +72,17 @@ def usable_manuscripts(docs: Sequence[dict | None], failures: Mapping[Step, str]
     return [m for m, doc in enumerate(docs) if usable(doc) and Step.features(m) not in failures]
 
 
+def pairs_to_score(options: dict[str, Any], key: str, n0: int, n1: int, pair_count: PairCount | None) -> int | None:
+    """Pairs that a manuscript pair's chunks score: all n0 x n1 without pruning, else its stored
+    candidate pairs (None while they are not computed; ``pair_count`` None: every pair)."""
+    if options.get("candidates") is None or pair_count is None:
+        return n0 * n1
+    return pair_count(key)
+
+
 def next_steps(record: dict[str, Any], docs: Sequence[dict | None], failures: Mapping[Step, str],
-               have_features: HaveFeatures, have_scores: HaveScores, have_chunk: HaveChunk) -> Plan:
+               have_features: HaveFeatures, have_scores: HaveScores, have_chunk: HaveChunk,
+               pair_count: PairCount | None = None) -> Plan:
     """The steps a collation needs next, or that it must fail.
 
     Args:
@@ -74,6 +90,8 @@ def next_steps(record: dict[str, Any], docs: Sequence[dict | None], failures: Ma
         docs: the prepared manuscript of each input (None: not prepared yet).
         failures: the steps that failed for good, with their messages.
         have_features, have_scores, have_chunk: what cached work the store holds.
+        pair_count: the number of stored candidate pairs of a pair key (None: not computed); left
+            out, every pair is scored (as without pruning).
 
     Returns:
         The plan; enqueueing its steps again changes nothing (job ids derive from the steps).
@@ -90,11 +108,16 @@ def next_steps(record: dict[str, Any], docs: Sequence[dict | None], failures: Ma
 
     chunks: list[Planned] = []
     chunk_pairs = int(record["chunk_pairs"])
+    missing_candidates = False
     for a, b in combinations(ready, 2):
         key = pair_key(record["options"], docs[a]["features_key"], docs[b]["features_key"])
         if have_scores(key):
             continue
-        for k in range(chunk_count(len(docs[a]["regions"]), len(docs[b]["regions"]), chunk_pairs)):
+        count = pairs_to_score(record["options"], key, len(docs[a]["regions"]), len(docs[b]["regions"]), pair_count)
+        if count is None:
+            missing_candidates = True
+            continue
+        for k in range(chunk_count(count, chunk_pairs)):
             step = Step.chunk(a, b, k)
             if have_chunk(key, chunk_pairs, k):
                 continue
@@ -102,6 +125,8 @@ def next_steps(record: dict[str, Any], docs: Sequence[dict | None], failures: Ma
                 return Plan(FAILED, failure=f"scoring manuscripts {a} and {b} failed: {failures[step]}")
             chunks.append(Planned(step))
 
+    if missing_candidates:  # the plan step computes them, then plans the rest
+        return Plan("scoring", (*chunks, Planned(Step.plan())))
     if Step.finalize() in failures:
         return Plan(FAILED, failure=f"finalizing failed: {failures[Step.finalize()]}")
     finalize = Planned(Step.finalize(), tuple(c.step for c in chunks))
@@ -122,18 +147,22 @@ def _manuscript_steps(docs: Sequence[dict | None], failures: Mapping[Step, str],
 
 
 def scoring_progress(record: dict[str, Any], docs: Sequence[dict | None], failures: Mapping[Step, str],
-                     have_scores: HaveScores, have_chunk: HaveChunk) -> tuple[int, int]:
-    """(done, total): region pairs whose scores are in the store, over all pairs to score."""
+                     have_scores: HaveScores, have_chunk: HaveChunk,
+                     pair_count: PairCount | None = None) -> tuple[int, int]:
+    """(done, total): region pairs whose scores are in the store, over all pairs to score (a pair's
+    candidate pairs when pruned; all n0 x n1 until they are computed)."""
     ready = usable_manuscripts(docs, failures)
     chunk_pairs = int(record["chunk_pairs"])
     done = total = 0
     for a, b in combinations(ready, 2):
         n0, n1 = len(docs[a]["regions"]), len(docs[b]["regions"])
-        total += n0 * n1
         key = pair_key(record["options"], docs[a]["features_key"], docs[b]["features_key"])
+        count = pairs_to_score(record["options"], key, n0, n1, pair_count)
+        count = n0 * n1 if count is None else count
+        total += count
         if have_scores(key):
-            done += n0 * n1
+            done += count
         else:
-            chunks = sum(have_chunk(key, chunk_pairs, k) for k in range(chunk_count(n0, n1, chunk_pairs)))
-            done += min(chunks * chunk_pairs, n0 * n1)
+            chunks = sum(have_chunk(key, chunk_pairs, k) for k in range(chunk_count(count, chunk_pairs)))
+            done += min(chunks * chunk_pairs, count)
     return done, total

@@ -67,7 +67,7 @@ def plan_from_store(store: DataStore, record: dict) -> Plan:
     cid, n = record["id"], len(record["request"]["manifests"])
     docs = [store.load_manuscript(cid, m) for m in range(n)]
     return next_steps(record, docs, store.load_failures(cid), store.has_features, store.has_scores,
-                      store.has_chunk)
+                      store.has_chunk, store.pair_count)
 
 
 def update_scoring_progress(store: DataStore, cid: str) -> None:
@@ -77,7 +77,8 @@ def update_scoring_progress(store: DataStore, cid: str) -> None:
     except CollationNotFound:
         return
     docs = [store.load_manuscript(cid, m) for m in range(len(record["request"]["manifests"]))]
-    done, total = scoring_progress(record, docs, store.load_failures(cid), store.has_scores, store.has_chunk)
+    done, total = scoring_progress(record, docs, store.load_failures(cid), store.has_scores, store.has_chunk,
+                                   store.pair_count)
     set_progress(store, cid, "scoring", done, total)
 
 

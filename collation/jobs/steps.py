@@ -10,6 +10,7 @@ entry points) turns that into a normal return.
 from __future__ import annotations
 
 import logging
+from itertools import combinations
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -77,9 +78,39 @@ def _count_prepared(store: DataStore, cid: str, n: int) -> int:
 
 
 def plan(runtime: Runtime, cid: str) -> str:
-    """Runs once the manuscripts are ready: enqueues the pair scoring and the final step."""
-    live_record(runtime.store, cid)
+    """Runs once the manuscripts are ready: computes the candidate pairs of each manuscript pair
+    (option ``candidates``), then enqueues the pair scoring and the final step."""
+    record = live_record(runtime.store, cid)
+    store_candidates(runtime, record)
     return Scheduler(runtime).advance(cid)
+
+
+def store_candidates(runtime: Runtime, record: dict) -> int:
+    """Stores the candidate pairs of every manuscript pair that needs them; returns how many it computed.
+
+    ``candidate_pairs(global_scores(feats0, feats1), k)``: one product over pooled descriptors of the
+    cached features, well under a second per pair (docs/candidates.md). Nothing to do without pruning,
+    or for a pair whose scores or candidates are stored already.
+    """
+    from ..candidates import candidate_pairs, global_scores
+
+    k = record["options"].get("candidates")
+    if k is None:
+        return 0
+    store, cid = runtime.store, record["id"]
+    docs = [store.load_manuscript(cid, m) for m in range(len(record["request"]["manifests"]))]
+    computed = 0
+    for a, b in combinations(usable_manuscripts(docs, store.load_failures(cid)), 2):
+        key0, key1 = docs[a]["features_key"], docs[b]["features_key"]
+        key = pair_key(record["options"], key0, key1)
+        if store.has_scores(key) or store.pair_count(key) is not None:
+            continue
+        if not (store.has_features(key0) and store.has_features(key1)):
+            continue  # planned again once they are there
+        feats0, feats1 = runtime.features(key0), runtime.features(key1)
+        store.save_pairs(key, candidate_pairs(global_scores(feats0, feats1), int(k)))
+        computed += 1
+    return computed
 
 
 def finalize(runtime: Runtime, cid: str, job: Job | None = None) -> str:
@@ -160,7 +191,8 @@ def _count_features(store: DataStore, cid: str, n: int) -> int:
 
 
 def score_chunk(runtime: Runtime, cid: str, a: int, b: int, k: int) -> str:
-    """Scores chunk ``k`` of the pairs (i, j) of manuscripts ``a`` and ``b`` (row-major order).
+    """Scores chunk ``k`` of the pairs (i, j) of manuscripts ``a`` and ``b`` (row-major order): all
+    pairs, or the stored candidate pairs with the ``candidates`` option.
 
     Pair scores do not depend on chunking (``score_pairs`` draws RANSAC samples from a hash of the
     pair), so any worker can score any chunk, and a retried chunk gives the same numbers.
@@ -176,7 +208,10 @@ def score_chunk(runtime: Runtime, cid: str, a: int, b: int, k: int) -> str:
     if store.has_chunk(key, chunk_pairs, k) or store.has_scores(key):
         return "cached"
     feats0, feats1 = runtime.features(doc0["features_key"]), runtime.features(doc1["features_key"])
-    pairs = similarity.all_pairs(len(feats0), len(feats1))[k * chunk_pairs : (k + 1) * chunk_pairs]
+    pairs = _scored_pairs(store, options, key, len(feats0), len(feats1))
+    if pairs is None:
+        raise CollationError(f"the candidate pairs of manuscripts {a} and {b} are missing")
+    pairs = pairs[k * chunk_pairs : (k + 1) * chunk_pairs]
     step = max(16, chunk_pairs // 8)  # check for cancellation a few times per chunk
     out = []
     for start in range(0, len(pairs), step):
@@ -190,23 +225,45 @@ def score_chunk(runtime: Runtime, cid: str, a: int, b: int, k: int) -> str:
     return f"{len(pairs)} pairs scored"
 
 
-def assemble_scores(store: DataStore, record: dict, doc0: dict, doc1: dict) -> np.ndarray | None:
-    """The (n0, n1) score matrix of a pair from the store, joining its chunks when all are there."""
-    from ..atomic import write_npy
+def _scored_pairs(store: DataStore, options: dict, key: str, n0: int, n1: int) -> np.ndarray | None:
+    """``(P, 2)`` pairs the chunks of a pair score, row-major: all, or the stored candidates (None: missing)."""
+    from ..similarity import all_pairs
 
-    key = pair_key(record["options"], doc0["features_key"], doc1["features_key"])
+    if options.get("candidates") is None:
+        return np.asarray(all_pairs(n0, n1))
+    return store.load_pairs(key)
+
+
+def assemble_scores(store: DataStore, record: dict, doc0: dict, doc1: dict) -> np.ndarray | None:
+    """The (n0, n1) score matrix of a pair from the store, joining its chunks when all are there.
+
+    With the ``candidates`` option, pairs outside the candidate set hold ``UNSCORED`` (-inf).
+    """
+    from ..atomic import write_npy
+    from ..candidates import UNSCORED
+
+    options = record["options"]
+    key = pair_key(options, doc0["features_key"], doc1["features_key"])
     matrix = store.load_scores(key)
     if matrix is not None:
         return matrix
     n0, n1 = len(doc0["regions"]), len(doc1["regions"])
+    pairs = _scored_pairs(store, options, key, n0, n1)
+    if pairs is None:
+        return None
     chunk_pairs = int(record["chunk_pairs"])
     parts = []
-    for k in range(chunk_count(n0, n1, chunk_pairs)):
+    for k in range(chunk_count(len(pairs), chunk_pairs)):
         try:
             parts.append(np.load(store.chunk_path(key, chunk_pairs, k), allow_pickle=False))
         except FileNotFoundError:
             return None
-    matrix = np.concatenate(parts).reshape(n0, n1)
+    values = np.concatenate(parts)
+    if options.get("candidates") is None:
+        matrix = values.reshape(n0, n1)
+    else:
+        matrix = np.full((n0, n1), UNSCORED, dtype=np.float64)
+        matrix[pairs[:, 0], pairs[:, 1]] = values
     write_npy(store.scores_path(key), matrix)
     store.drop_chunks(key, chunk_pairs)
     return matrix

@@ -107,7 +107,7 @@ def correspondences(store: DataStore, cid: str, pair: tuple[int, int], score: st
     verdicts = assessment_items(store, cid, a, b)
     matrix = res[SCORE_ARRAYS[score]]
     items = []
-    for r, (region, order) in enumerate(zip(res["regions0"], top_candidates(matrix, top).tolist(), strict=True)):
+    for r, (region, order) in enumerate(zip(res["regions0"], top_candidates(matrix, top), strict=True)):
         candidates = []
         for rank, c in enumerate(order, start=1):
             if min_score is not None and not matrix[r, c] >= min_score:

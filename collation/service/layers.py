@@ -76,7 +76,7 @@ def correspondence_list(store: DataStore, record: dict, top: int = TOP) -> list[
         rows, cols = res["regions0"], res["regions1"]
         for forward in (True, False):
             p_s = res["P_S"] if forward else res["P_S"].T
-            for r, order in enumerate(top_candidates(p_s, top).tolist()):
+            for r, order in enumerate(top_candidates(p_s, top)):
                 for rank, c in enumerate(order, start=1):
                     i, j = (r, c) if forward else (c, r)
                     candidates.append((rank, len(candidates), _entry(a, b, i, j, rank, res, rows, cols, verdicts)))

@@ -80,9 +80,15 @@ def pair_results(store: DataStore, record: dict, a: int, b: int, field: str = "p
     }
 
 
-def top_candidates(matrix: np.ndarray, top: int) -> np.ndarray:
-    """``(n0, min(top, n1))`` column indices of each row's best scores, best first, ties by index."""
-    return np.argsort(-matrix, axis=1, kind="stable")[:, :top]
+def top_candidates(matrix: np.ndarray, top: int) -> list[list[int]]:
+    """For each row, the column indices of its best ``top`` scores, best first, ties by index.
+
+    Unscored pairs (-inf, outside the candidate set of the ``candidates`` option) are never listed,
+    so a row may have fewer than ``min(top, n1)`` candidates.
+    """
+    order = np.argsort(-matrix, axis=1, kind="stable")[:, :top]
+    scored = np.isfinite(np.take_along_axis(matrix, order, axis=1))
+    return [row[keep].tolist() for row, keep in zip(order, scored, strict=True)]
 
 
 def assessment_items(store: DataStore, cid: str, a: int, b: int) -> dict[tuple[int, int], dict[str, Any]]:

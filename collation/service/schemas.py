@@ -92,6 +92,7 @@ class OptionsSchema(Schema):
     normalization = fields.String(validate=validate.OneOf(NORMALIZATIONS))
     propagation = fields.String(validate=validate.OneOf(PROPAGATIONS))
     seed = fields.Integer(strict=True, validate=validate.Range(min=0, max=2**31 - 1))
+    candidates = fields.Integer(strict=True, allow_none=True, validate=validate.Range(min=1, max=100_000))
 
     @validates("backbone")
     def _known_backbone(self, value: str, **kwargs: Any) -> None:

@@ -16,6 +16,7 @@ DATA_DIR/
 ├── images/<ab>/<digest>.png           region images by content
 ├── features/<key>.pt                  MultiScaleFeatures by backbone + image content + parameters
 └── scores/<key>.npy                   pair score matrices by the two feature keys + similarity + seed + kernel
+    scores/<key>.pairs.npy             candidate pairs (P, 2) of a pruned pair while its matrix is computed
     scores/<key>.c<C>/<k>.npy          chunk results while a matrix is being computed
 ```
 
@@ -319,8 +320,31 @@ class DataStore:
         except FileNotFoundError:
             return None
 
+    def pairs_path(self, key: str) -> Path:
+        return self.root / "scores" / f"{key}.pairs.npy"
+
+    def save_pairs(self, key: str, pairs: np.ndarray) -> None:
+        """Writes the ``(P, 2)`` int64 candidate pairs of a pruned pair, row-major (atomically)."""
+        buf = io.BytesIO()
+        np.save(buf, np.ascontiguousarray(pairs, dtype=np.int64))
+        write_bytes(self.pairs_path(key), buf.getvalue())
+
+    def load_pairs(self, key: str, mmap_mode: str | None = None) -> np.ndarray | None:
+        try:
+            return np.load(self.pairs_path(key), mmap_mode=mmap_mode, allow_pickle=False)
+        except FileNotFoundError:
+            return None
+
+    def pair_count(self, key: str) -> int | None:
+        """How many candidate pairs are stored for ``key`` (None: not computed yet)."""
+        pairs = self.load_pairs(key, mmap_mode="r")
+        return None if pairs is None else int(pairs.shape[0])
+
     def drop_chunks(self, key: str, chunk_pairs: int) -> None:
+        """Drops a pair's chunks and candidate pairs once its matrix (-inf where unscored) is stored."""
         shutil.rmtree(self.root / "scores" / f"{key}.c{chunk_pairs}", ignore_errors=True)
+        with contextlib.suppress(FileNotFoundError):
+            self.pairs_path(key).unlink()
 
     # ----------------------------------------------------------------------------------------------
     # Results and assessments of a collation

@@ -68,6 +68,8 @@ def resolve_options(options: dict[str, Any] | None, settings: Settings) -> dict[
         "propagation": options.get("propagation") or defaults.PROPAGATION,
         "seed": int(options["seed"]) if options.get("seed") is not None else defaults.SEED,
         "kernel": defaults.KERNEL,
+        # an explicit null scores every pair; left out: the engine's default
+        "candidates": options.get("candidates", defaults.CANDIDATES),
     }
 
 
@@ -104,12 +106,19 @@ def usable(doc: dict | None) -> bool:
 
 
 def pair_key(options: dict[str, Any], features0: str, features1: str) -> str:
-    """Key of a pair's score matrix: both feature sets (in order) and every scoring parameter."""
-    return digest({"f0": features0, "f1": features1, "similarity": options["similarity"],
-                   "seed": options["seed"], "kernel": options["kernel"],
-                   "iterations": defaults.RANSAC_ITERATIONS, "v": 1})
+    """Key of a pair's score matrix: both feature sets (in order) and every scoring parameter.
+
+    ``candidates`` (pruning) enters the key only when set, so full matrices keep the keys they had
+    before pruning existed, and a full matrix and a pruned one never share a key.
+    """
+    parts = {"f0": features0, "f1": features1, "similarity": options["similarity"],
+             "seed": options["seed"], "kernel": options["kernel"],
+             "iterations": defaults.RANSAC_ITERATIONS, "v": 1}
+    if options.get("candidates") is not None:
+        parts["candidates"] = int(options["candidates"])
+    return digest(parts)
 
 
-def chunk_count(n0: int, n1: int, chunk_pairs: int) -> int:
-    """Scoring jobs of an n0 x n1 pair with ``chunk_pairs`` pairs each (at least one)."""
-    return max(1, math.ceil(n0 * n1 / chunk_pairs))
+def chunk_count(pairs: int, chunk_pairs: int) -> int:
+    """Scoring jobs of ``pairs`` pairs to score with ``chunk_pairs`` pairs each (at least one)."""
+    return max(1, math.ceil(pairs / chunk_pairs))

@@ -40,7 +40,7 @@ VIRIDIS_ANCHORS = np.array(
 """Viridis sampled at ten evenly spaced points; interpolated linearly into a 256-entry table."""
 
 NAN_COLOR = (128, 128, 128)
-"""Cells without a score (NaN), e.g. a region that could not be read."""
+"""Cells without a score (NaN, or -inf: a pair outside the candidate set), e.g. a region that could not be read."""
 
 COLORS = {
     "two_cycles": (255, 255, 255),

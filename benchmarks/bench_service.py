@@ -1,0 +1,182 @@
+"""Service against command line: one 15 x 15 collation both ways, on the same images.
+
+The images come from the scale benchmark's generator (``bench_scale.make_pair``: real Physiologus
+P2-P3 illustration pairs and restyled page crops among distractors), written to a folder.
+
+- **Command line**: ``collate match A=<folder> B=<folder>`` as a fresh process (``python -m
+  collation.cli``: imports, backbone load and per-shape kernel compilation included, as a user sees
+  it); for reference also its path in this process, warm after the first round (the folders read
+  with ``folder_illustrations``, then ``run_collation``).
+- **Service**: a private ``redis-server`` (``collation.service.local.start_redis``), one
+  ``collate worker`` subprocess started and idle before the clock starts (as in a running service),
+  the Flask app in this process, and two IIIF v3 manifests (one canvas per image, whole canvases as
+  regions) served from a loopback static server. Timed from the POST to ``finished``; the job log
+  gives the time of each step. Each service round has its own Redis, worker and data store (no
+  cached features or scores).
+
+The two are interleaved for ``--rounds`` rounds (on a shared machine one run of each moves by 5x
+with the neighbours' load); the medians and their ratio come last.
+
+    .venv/bin/python benchmarks/bench_service.py [--size 15x15] [--candidates 10|all] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path[:0] = [str(REPO), str(HERE)]
+
+from bench_scale import make_pair  # noqa: E402
+
+from collation import defaults  # noqa: E402
+from collation.illustrations import folder_illustrations  # noqa: E402
+from collation.pipeline import Manuscript, run_collation  # noqa: E402
+from collation.service import create_app  # noqa: E402
+from collation.service.local import free_port, start_redis, stop  # noqa: E402
+from collation.service.state import service_state  # noqa: E402
+from collation.settings import Settings  # noqa: E402
+
+
+class Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def manifest(url: str, name: str, base: str, sizes: list[tuple[int, int]]) -> dict:
+    canvases = []
+    for k, (w, h) in enumerate(sizes):
+        cid = f"{base}/{name}/canvas/{k}"
+        body = {"id": f"{base}/{name}/{k:03d}.png", "type": "Image", "format": "image/png", "width": w, "height": h}
+        canvases.append({"id": cid, "type": "Canvas", "label": {"none": [str(k)]}, "width": w, "height": h,
+                         "items": [{"id": f"{cid}/page", "type": "AnnotationPage", "items": [
+                             {"id": f"{cid}/painting", "type": "Annotation", "motivation": "painting",
+                              "body": body, "target": cid}]}]})
+    return {"@context": "http://iiif.io/api/presentation/3/context.json", "id": url, "type": "Manifest",
+            "label": {"en": [name]}, "items": canvases}
+
+
+def command(folders: list[Path], out: Path, candidates: int | None) -> float:
+    """Seconds of ``collate match`` in a fresh process."""
+    argv = [sys.executable, "-m", "collation.cli", "match", *(f"{f.name}={f}" for f in folders), "--out", str(out),
+            "--device", "cpu", "--candidates", "all" if candidates is None else str(candidates)]
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("COLLATION_")}, "PYTHONPATH": str(REPO)}
+    start = time.perf_counter()
+    subprocess.run(argv, env=env, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def in_process(folders: list[Path], candidates: int | None) -> float:
+    start = time.perf_counter()
+    manuscripts = [Manuscript(f.name, folder_illustrations(f)) for f in folders]
+    run_collation(manuscripts, device="cpu", candidates=candidates)
+    return time.perf_counter() - start
+
+
+def service(root: Path, work: Path, folders: list[Path], candidates: int | None) -> tuple[float, float, str]:
+    """(seconds from POST to finished, seconds the worker took to start, the worker's log); the static
+    server serves ``root`` (the image folders), Redis, the data store and the log go under ``work``."""
+    work.mkdir(parents=True)
+    site = ThreadingHTTPServer(("127.0.0.1", free_port()), functools.partial(Quiet, directory=str(root)))
+    threading.Thread(target=site.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{site.server_address[1]}"
+    urls = []
+    for folder in folders:
+        from PIL import Image
+
+        sizes = [Image.open(p).size for p in sorted(folder.glob("*.png"))]
+        url = f"{base}/{folder.name}/manifest.json"
+        (folder / "manifest.json").write_text(json.dumps(manifest(url, folder.name, base, sizes)))
+        urls.append(url)
+    redis, redis_url = start_redis(work / "redis")
+    settings = Settings.from_env({}, redis_url=redis_url, data_dir=work / "data", allowed_hosts=("127.0.0.1",),
+                                 device="cpu", sweep_interval=0, log_level="INFO")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("COLLATION_")}, **settings.to_environ(),
+           "PYTHONPATH": str(REPO)}
+    log_path = work / "worker.log"
+    app = create_app(settings)
+    worker = None
+    try:
+        with open(log_path, "wb") as log:
+            started = time.perf_counter()
+            worker = subprocess.Popen([sys.executable, "-m", "collation.service", "worker"], env=env, cwd=REPO,
+                                      stdout=log, stderr=subprocess.STDOUT)
+            from redis import Redis
+            from rq import Worker
+
+            connection = Redis.from_url(redis_url)
+            while not Worker.all(connection=connection):
+                time.sleep(0.1)
+            worker_start = time.perf_counter() - started
+        client = app.test_client()
+        body = {"manifests": urls, "regions": {str(m): {"whole_canvases": True} for m in range(len(urls))},
+                "options": {"candidates": candidates}}
+        start = time.perf_counter()
+        r = client.post("/api/v1/collations", json=body)
+        cid = r.get_json()["id"]
+        while True:
+            doc = client.get(f"/api/v1/collations/{cid}").get_json()
+            if doc["status"] in ("finished", "failed", "cancelled"):
+                break
+            time.sleep(0.05)
+        elapsed = time.perf_counter() - start
+        if doc["status"] != "finished":
+            raise SystemExit(f"the service collation ended {doc['status']}: {doc['errors']}")
+    finally:
+        if worker is not None:
+            worker.terminate()
+            worker.wait(30)
+        service_state(app).close()
+        stop(redis)
+        site.shutdown()
+    return elapsed, worker_start, log_path.read_text(errors="replace")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", default="15x15")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--candidates", default=str(defaults.CANDIDATES), help="K or 'all'")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of each")
+    parser.add_argument("--show-log", action="store_true", help="print the worker's job log of the last round")
+    args = parser.parse_args()
+    n0, n1 = (int(v) for v in args.size.split("x"))
+    candidates = None if args.candidates == "all" else int(args.candidates)
+    with tempfile.TemporaryDirectory(prefix="bench-service-") as tmp:
+        root = Path(tmp)
+        folders = [root / "A", root / "B"]
+        for folder, images in zip(folders, make_pair(n0, n1, args.seed)[:2], strict=True):
+            folder.mkdir()
+            for k, image in enumerate(images):
+                image.save(folder / f"{k:03d}.png")
+        print(f"{n0} x {n1}, candidates {args.candidates}, {os.cpu_count()} CPUs", flush=True)
+        clis, warm, svcs, log = [], [], [], ""
+        for r in range(args.rounds):
+            load = os.getloadavg()[0]
+            clis.append(command(folders, root / f"match{r}", candidates))
+            warm.append(in_process(folders, candidates))
+            svc, worker_start, log = service(root, root / f"service{r}", folders, candidates)
+            svcs.append(svc)
+            print(f"round {r}: collate match {clis[-1]:.1f} s (in this process {warm[-1]:.1f} s), service (POST to "
+                  f"finished, fresh worker idle) {svc:.1f} s, ratio {svc / clis[-1]:.2f} (worker start "
+                  f"{worker_start:.1f} s, not counted; load {load:.2f} -> {os.getloadavg()[0]:.2f})", flush=True)
+        cli, svc = statistics.median(clis), statistics.median(svcs)
+        print(f"median: collate match {cli:.1f} s (in this process {statistics.median(warm):.1f} s), service "
+              f"{svc:.1f} s, ratio service / collate match {svc / cli:.2f}")
+        if args.show_log:
+            print(log[-6000:])
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""Candidate pruning through the service: the option, the plan, the chunks and outputs without -inf."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from collation import defaults
+from collation.jobs.planning import Plan, Planned, next_steps, scoring_progress
+from collation.service.results import top_candidates
+from collation.settings import Settings
+from collation.store.datastore import DataStore, digest
+from collation.store.records import collation_id, new_record, pair_key, resolve_options
+from collation.store.steps import Step
+
+API = "/api/v1"
+CID = "0123456789abcdef"
+
+
+def strict_json(text: str) -> Any:
+    """JSON that must hold no NaN or Infinity (what browsers and strict parsers refuse)."""
+    def refuse(name: str) -> Any:
+        raise ValueError(f"{name} in JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+def record(candidates: Any = "default", chunk_pairs: int = 2) -> dict[str, Any]:
+    settings = Settings(chunk_pairs=chunk_pairs)
+    options = {} if candidates == "default" else {"candidates": candidates}
+    rec = new_record(CID, {"manifests": ["https://x/0.json", "https://x/1.json"]},
+                     resolve_options(options, settings), settings)
+    rec["status"] = "running"
+    return rec
+
+
+def doc(m: int, regions: int) -> dict[str, Any]:
+    return {"index": m, "regions": [{"index": i} for i in range(regions)], "features_key": f"f{m}", "errors": []}
+
+
+def everything(*args: Any) -> bool:
+    return True
+
+
+def nothing(*args: Any) -> bool:
+    return False
+
+
+# -- options and keys ----------------------------------------------------------------------------
+
+
+def test_the_option_resolves_to_the_default_null_or_an_integer() -> None:
+    settings = Settings()
+    assert resolve_options({}, settings)["candidates"] == defaults.CANDIDATES
+    assert resolve_options({"candidates": None}, settings)["candidates"] is None
+    assert resolve_options({"candidates": 3}, settings)["candidates"] == 3
+    ids = {collation_id(["a", "b"], None, resolve_options(o, settings))
+           for o in ({}, {"candidates": None}, {"candidates": 3}, {"candidates": defaults.CANDIDATES})}
+    assert len(ids) == 3  # left out and the default are one collation
+
+
+def test_pair_keys_of_full_and_pruned_matrices_never_mix() -> None:
+    settings = Settings()
+    full = resolve_options({"candidates": None}, settings)
+    before = digest({"f0": "a", "f1": "b", "similarity": full["similarity"], "seed": full["seed"],
+                     "kernel": full["kernel"], "iterations": defaults.RANSAC_ITERATIONS, "v": 1})
+    assert pair_key(full, "a", "b") == before  # full matrices keep the keys they had
+    keys = {pair_key(resolve_options({"candidates": k}, settings), "a", "b") for k in (None, 1, 2)}
+    assert len(keys) == 3
+
+
+# -- planning ------------------------------------------------------------------------------------
+
+
+def test_missing_candidates_plan_the_plan_step_then_chunks_over_them() -> None:
+    rec, docs = record(candidates=2), [doc(0, 4), doc(1, 5)]
+    assert next_steps(rec, docs, {}, everything, nothing, nothing, lambda key: None) == \
+        Plan("scoring", (Planned(Step.plan()),))
+    plan = next_steps(rec, docs, {}, everything, nothing, nothing, lambda key: 5)
+    chunks = tuple(Planned(Step.chunk(0, 1, k)) for k in range(3))  # 5 candidate pairs, 2 per chunk
+    assert plan == Plan("scoring", (*chunks, Planned(Step.finalize(), tuple(c.step for c in chunks))))
+    assert scoring_progress(rec, docs, {}, nothing, lambda key, c, k: k == 0, lambda key: 5) == (2, 5)
+
+
+def test_without_pruning_every_pair_is_chunked() -> None:
+    plan = next_steps(record(candidates=None), [doc(0, 4), doc(1, 5)], {}, everything, nothing, nothing,
+                      lambda key: None)
+    assert len(plan.steps) == 10 + 1  # 20 pairs, 2 per chunk, and finalize
+
+
+def test_top_candidates_never_list_unscored_pairs() -> None:
+    m = np.array([[0.5, -np.inf, 0.9], [-np.inf, -np.inf, 0.1]])
+    assert top_candidates(m, 3) == [[2, 0], [2]]
+    assert top_candidates(m, 1) == [[2], [2]]
+
+
+def test_the_store_keeps_candidate_pairs_until_the_matrix_is_there(tmp_path: Path) -> None:
+    store = DataStore(tmp_path)
+    assert store.pair_count("k") is None and store.load_pairs("k") is None
+    store.save_pairs("k", np.array([[0, 1], [2, 0]]))
+    assert store.pair_count("k") == 2 and store.load_pairs("k").tolist() == [[0, 1], [2, 0]]
+    store.drop_chunks("k", 6)
+    assert store.pair_count("k") is None
+
+
+# -- through the API -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5, "10", True])
+def test_bad_candidates_are_400(api: Any, synthetic: Any, value: Any) -> None:
+    r = api.post(f"{API}/collations", json={"manifests": [synthetic.a, synthetic.c], "options": {"candidates": value}})
+    assert r.status_code == 400 and r.get_json()["field"] == "options.candidates"
+
+
+def test_a_pruned_collation_gives_valid_json_everywhere(api: Any, synthetic: Any, run_jobs: Any,
+                                                        settings: Any) -> None:
+    r = api.post(f"{API}/collations", json={"manifests": [synthetic.a, synthetic.b],
+                                            "regions": {"1": synthetic.b_regions}, "options": {"candidates": 1}})
+    cid = r.get_json()["id"]
+    run_jobs()
+    status = api.get(f"{API}/collations/{cid}").get_json()
+    assert status["status"] == "finished", status
+    assert status["options"]["candidates"] == 1
+
+    store = DataStore(settings.data_dir)
+    results = store.load_results(cid, 0, 1)
+    unscored = ~np.isfinite(results["S"])
+    assert unscored.any() and np.isfinite(results["S"]).sum() <= 2 * synthetic.n  # at most (n0 + n1) k pairs
+    assert not list(Path(settings.data_dir, "scores").glob("*.pairs.npy"))  # dropped once the matrix is stored
+
+    for score in ("raw", "normalized", "propagated"):
+        corr = strict_json(api.get(f"{API}/collations/{cid}/correspondences?pair=0,1&score={score}&top=4")
+                           .get_data(as_text=True))
+        for r_, item in enumerate(corr["items"]):
+            assert 1 <= len(item["candidates"]) < 4 or not unscored[r_].any()
+            assert all(np.isfinite(results["S"][r_, c["index"]]) for c in item["candidates"])
+        assert {item["source"]["index"]: item["candidates"][0]["index"] for item in corr["items"]} == \
+            {k: k for k in range(synthetic.n)}
+    for path in ("annotations", "concordance", "manifests/0", "pages/0/1", "view.json?pair=0,1"):
+        r = api.get(f"{API}/collations/{cid}/{path}")
+        assert r.status_code == 200, path
+        strict_json(r.get_data(as_text=True))
+    assert api.get(f"{API}/collations/{cid}/matrix.png?pair=0,1").status_code == 200
