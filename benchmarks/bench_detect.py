@@ -44,8 +44,12 @@ def iou(a, b) -> float:
 def truth(root: Path, alias: str) -> dict[str, list[tuple[int, int, int, int]]]:
     """Folio file name -> VIA boxes, for every folio image present (empty list: no illustration)."""
     via = json.loads((root / "annotations" / f"{alias}.via.json").read_text())["_via_img_metadata"]
-    boxes = {e["filename"]: [tuple(int(r["shape_attributes"][k]) for k in ("x", "y", "width", "height"))
-                             for r in e["regions"]] for e in via.values()}
+    boxes = {
+        e["filename"]: [
+            tuple(int(r["shape_attributes"][k]) for k in ("x", "y", "width", "height")) for r in e["regions"]
+        ]
+        for e in via.values()
+    }
     return {p.name: boxes.get(p.name, []) for p in list_images(root / alias / "folios")}
 
 
@@ -67,11 +71,20 @@ def evaluate(root: Path, detector, *, threshold: float = 0.5, verbose: bool = Fa
             per_folio[f"{alias}/{name}"] = [list(d.xywh) for d in detections]
             if verbose and (not all(hit) or extra):
                 best = [max((round(iou(t, d.xywh), 2) for d in detections), default=0) for t in boxes]
-                print(f"{alias}/{name}: truth {boxes} best IoU {best}; detected "
-                      f"{[(d.xywh, d.score) for d in detections]}", file=sys.stderr)
-    return {"folios": folios, "true_boxes": found + missed, "recall": found / max(1, found + missed),
-            "stray_boxes": stray, "stray_per_folio": stray / max(1, folios), "seconds_per_folio": seconds / folios,
-            "detections": per_folio}
+                print(
+                    f"{alias}/{name}: truth {boxes} best IoU {best}; detected "
+                    f"{[(d.xywh, d.score) for d in detections]}",
+                    file=sys.stderr,
+                )
+    return {
+        "folios": folios,
+        "true_boxes": found + missed,
+        "recall": found / max(1, found + missed),
+        "stray_boxes": stray,
+        "stray_per_folio": stray / max(1, folios),
+        "seconds_per_folio": seconds / folios,
+        "detections": per_folio,
+    }
 
 
 def collate_detected(root: Path, detector, backbone: str) -> dict:
@@ -92,16 +105,25 @@ def collate_detected(root: Path, detector, backbone: str) -> dict:
         order = [(name, box) for name, boxes in folios.items() for box in boxes]
         index = {}
         for i, ill in enumerate(ills):
-            hits = [k for k, (name, box) in enumerate(order)
-                    if name == ill.source["folio"] and iou(box, ill.source["xywh"]) >= 0.5]
+            hits = [
+                k
+                for k, (name, box) in enumerate(order)
+                if name == ill.source["folio"] and iou(box, ill.source["xywh"]) >= 0.5
+            ]
             if hits:
                 index[hits[0]] = i
         truth_index.append(index)
     result = run_collation(manuscripts, backbone=backbone, device="cpu")
     pr = result.pairs[(0, 1)]
     gt = check_ground_truth(load_ground_truth(root / "ground_truth" / "P2-P3.json"), (15, 15), restrict=True)
-    gt_detected = np.array([(truth_index[0][a], truth_index[1][b]) for a, b in np.asarray(gt).tolist()
-                            if a in truth_index[0] and b in truth_index[1]], dtype=np.int64)
+    gt_detected = np.array(
+        [
+            (truth_index[0][a], truth_index[1][b])
+            for a, b in np.asarray(gt).tolist()
+            if a in truth_index[0] and b in truth_index[1]
+        ],
+        dtype=np.int64,
+    )
     n = [len(m.illustrations) for m in manuscripts]
     scores = {name: accuracy(np.asarray(getattr(pr, name)), gt_detected) for name in ("S", "N_S", "P_S")}
     return {"illustrations": n, "n_gt": len(gt_detected), "accuracy": scores}
@@ -118,8 +140,10 @@ def main() -> None:
     if not (args.data / "annotations" / "P2.via.json").is_file():
         sys.exit(f"no Physiologus data at {args.data} (set COLLATION_TEST_DATA)")
     detector = load_detector(args.model)
-    print(f"load average before: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs, "
-          f"torch threads {__import__('torch').get_num_threads()}")
+    print(
+        f"load average before: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs, "
+        f"torch threads {__import__('torch').get_num_threads()}"
+    )
     report = evaluate(args.data, detector, verbose=args.verbose)
     print(f"detector {detector.name}: {report['folios']} folios, {report['true_boxes']} true boxes")
     print(f"  recall at IoU >= 0.5   {report['recall']:.3f}")
@@ -128,10 +152,12 @@ def main() -> None:
     if args.collate:
         c = collate_detected(args.data, detector, args.backbone)
         acc = c["accuracy"]
-        print(f"  P2 x P3 from detected regions ({c['illustrations'][0]} x {c['illustrations'][1]}, "
-              f"{c['n_gt']} of 15 ground-truth pairs detected): top-1 S {acc['S']:.3f}  N_S {acc['N_S']:.3f}  "
-              f"P_S {acc['P_S']:.3f}; over all 15 (a missed illustration counts as wrong): "
-              f"P_S {acc['P_S'] * c['n_gt'] / 15:.3f}")
+        print(
+            f"  P2 x P3 from detected regions ({c['illustrations'][0]} x {c['illustrations'][1]}, "
+            f"{c['n_gt']} of 15 ground-truth pairs detected): top-1 S {acc['S']:.3f}  N_S {acc['N_S']:.3f}  "
+            f"P_S {acc['P_S']:.3f}; over all 15 (a missed illustration counts as wrong): "
+            f"P_S {acc['P_S'] * c['n_gt'] / 15:.3f}"
+        )
     print(f"load average after: {os.getloadavg()[0]:.2f} (1 min)")
 
 

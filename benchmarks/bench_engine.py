@@ -65,8 +65,9 @@ def peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
 
 
-def run(name: str, device: str, rows: int, cols: int, max_pairs: int, dtype: torch.dtype,
-        weights_dir: Path | None) -> None:
+def run(
+    name: str, device: str, rows: int, cols: int, max_pairs: int, dtype: torch.dtype, weights_dir: Path | None
+) -> None:
     model, weights = backbone_for(name, device, weights_dir)
     images0, images1 = synthetic_illustrations(rows, 0), synthetic_illustrations(cols, 1)
     extract_features(images0[:8], model, dtype=dtype)  # warm-up: per-shape kernel compilation
@@ -93,17 +94,26 @@ def run(name: str, device: str, rows: int, cols: int, max_pairs: int, dtype: tor
     pairs_per_s = len(pairs) / score_s
     assert torch.isfinite(scores).all()
 
-    memory = (f"peak GPU memory {torch.cuda.max_memory_allocated() / 1e9:.2f} GB"
-              if device == "cuda" else f"peak RSS {peak_rss_gb():.2f} GB")
+    memory = (
+        f"peak GPU memory {torch.cuda.max_memory_allocated() / 1e9:.2f} GB"
+        if device == "cuda"
+        else f"peak RSS {peak_rss_gb():.2f} GB"
+    )
     projected = (D1 + D2) / images_per_s + D1 * D2 / pairs_per_s
-    print(f"{name} on {device} ({weights}, {str(dtype).removeprefix('torch.')} features, "
-          f"{torch.get_num_threads()} threads)")
+    print(
+        f"{name} on {device} ({weights}, {str(dtype).removeprefix('torch.')} features, "
+        f"{torch.get_num_threads()} threads)"
+    )
     print(f"  features : {rows + cols} illustrations x 5 scales in {extract_s:.1f} s = {images_per_s:.1f} images/s")
-    print(f"  S_trans  : {len(pairs)} pairs of {rows} x {cols} (both directions) in {score_s:.1f} s "
-          f"= {pairs_per_s:.1f} pairs/s")
+    print(
+        f"  S_trans  : {len(pairs)} pairs of {rows} x {cols} (both directions) in {score_s:.1f} s "
+        f"= {pairs_per_s:.1f} pairs/s"
+    )
     print(f"  memory   : {memory}; features {(feats0.desc.nbytes + feats1.desc.nbytes) / 1e6:.0f} MB")
-    print(f"  projected: D1 x D2 ({D1} x {D2}) in {projected / 60:.1f} min "
-          f"(paper: 80 min on a GPU with the authors' code)")
+    print(
+        f"  projected: D1 x D2 ({D1} x {D2}) in {projected / 60:.1f} min "
+        f"(paper: 80 min on a GPU with the authors' code)"
+    )
     sys.stdout.flush()
 
 
@@ -113,16 +123,24 @@ def main() -> None:
     parser.add_argument("--device", action="append", choices=["cpu", "cuda"])
     parser.add_argument("--rows", type=int, default=100)
     parser.add_argument("--cols", type=int, default=200)
-    parser.add_argument("--max-pairs", type=int, default=0,
-                        help="time a random sample of this many pairs (0: all rows x cols)")
+    parser.add_argument(
+        "--max-pairs", type=int, default=0, help="time a random sample of this many pairs (0: all rows x cols)"
+    )
     parser.add_argument("--float16", action="store_true", help="store features as float16")
     args = parser.parse_args()
     weights_dir = Settings.from_env().weights_dir  # COLLATION_WEIGHTS_DIR, read in the one place settings are
     devices = args.device or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
     for device in devices:
         for name in args.backbone or BACKBONES:
-            run(name, device, args.rows, args.cols, args.max_pairs, torch.float16 if args.float16 else torch.float32,
-                weights_dir)
+            run(
+                name,
+                device,
+                args.rows,
+                args.cols,
+                args.max_pairs,
+                torch.float16 if args.float16 else torch.float32,
+                weights_dir,
+            )
 
 
 if __name__ == "__main__":

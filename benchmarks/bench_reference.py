@@ -117,8 +117,12 @@ def reference_direction(target, query, gen: torch.Generator) -> float:
 
 def reference_scores(ref0, ref1, pairs, seed: int = 0) -> np.ndarray:
     gen = torch.Generator().manual_seed(seed)
-    return np.array([reference_direction(ref0[i], ref1[j], gen) + reference_direction(ref1[j], ref0[i], gen)
-                     for i, j in pairs.tolist()])
+    return np.array(
+        [
+            reference_direction(ref0[i], ref1[j], gen) + reference_direction(ref1[j], ref0[i], gen)
+            for i, j in pairs.tolist()
+        ]
+    )
 
 
 def main() -> None:
@@ -140,8 +144,11 @@ def main() -> None:
     torch.set_num_threads(torch.get_num_threads())
     images0, images1 = synthetic_illustrations(args.images, 0), synthetic_illustrations(args.images, 1)
     pairs = all_pairs(args.images, args.images)[: args.pairs]
-    print(f"{args.backbone} ({weights}), {torch.get_num_threads()} threads, {args.images} + {args.images} images, "
-          f"{len(pairs)} pairs; the first round is a cold one for both sides", flush=True)
+    print(
+        f"{args.backbone} ({weights}), {torch.get_num_threads()} threads, {args.images} + {args.images} images, "
+        f"{len(pairs)} pairs; the first round is a cold one for both sides",
+        flush=True,
+    )
     figures: dict[str, list[float]] = {k: [] for k in ("ref features", "features", "ref S_trans", "S_trans")}
     for r in range(args.rounds):
         imgs = synthetic_illustrations(args.images, 10 + r)  # new sizes each round: per-shape costs count
@@ -151,8 +158,11 @@ def main() -> None:
         t = time.perf_counter()
         feats = extract_features(imgs, model)
         figures["features"].append(len(imgs) / (time.perf_counter() - t))
-        d = max(abs(float((ref[i][s][0] - feats.desc[i, s, : len(ref[i][s][0])]).abs().max()))
-                for i in range(len(imgs)) for s in range(len(defaults.SCALES)))
+        d = max(
+            abs(float((ref[i][s][0] - feats.desc[i, s, : len(ref[i][s][0])]).abs().max()))
+            for i in range(len(imgs))
+            for s in range(len(defaults.SCALES))
+        )
         if r == 0:
             f0, f1 = extract_features(images0, model), extract_features(images1, model)
             r0, r1 = (reference_features(x, body, model.mean, model.std) for x in (images0, images1))
@@ -162,9 +172,12 @@ def main() -> None:
         t = time.perf_counter()
         s = score_pairs(f0, f1, pairs).numpy()
         figures["S_trans"].append(len(pairs) / (time.perf_counter() - t))
-        print(f"round {r}: " + ", ".join(f"{k} {v[-1]:.2f}" for k, v in figures.items())
-              + f"; features max |diff| {d:.1e}; S mean |diff| {np.abs(ref_s - s).mean():.3f} (RANSAC draws differ)",
-              flush=True)
+        print(
+            f"round {r}: "
+            + ", ".join(f"{k} {v[-1]:.2f}" for k, v in figures.items())
+            + f"; features max |diff| {d:.1e}; S mean |diff| {np.abs(ref_s - s).mean():.3f} (RANSAC draws differ)",
+            flush=True,
+        )
     # Arithmetic of the products actually multiplied (real cells, no padding), against a large matmul.
     q = f0.query_index
     cells0, cells1 = f0.mask.sum(dim=2).double(), f1.mask.sum(dim=2).double()  # (n, S)
@@ -178,14 +191,20 @@ def main() -> None:
         a @ a
     peak = 5 * 2 * 2048**3 / (time.perf_counter() - t) / 1e9
     med = {k: statistics.median(v) for k, v in figures.items()}
-    print(f"products: {gflop_per_pair:.2f} GFLOP per pair; project {gflop_per_pair * med['S_trans']:.0f} GFLOP/s, "
-          f"reference {gflop_per_pair * med['ref S_trans']:.0f} GFLOP/s; 2048^2 fp32 matmul now: {peak:.0f} GFLOP/s")
-    print(f"median: features {med['features']:.2f} vs {med['ref features']:.2f} images/s -> "
-          f"{med['features'] / med['ref features']:.2f}x; S_trans {med['S_trans']:.2f} vs {med['ref S_trans']:.2f} "
-          f"pairs/s -> {med['S_trans'] / med['ref S_trans']:.2f}x")
+    print(
+        f"products: {gflop_per_pair:.2f} GFLOP per pair; project {gflop_per_pair * med['S_trans']:.0f} GFLOP/s, "
+        f"reference {gflop_per_pair * med['ref S_trans']:.0f} GFLOP/s; 2048^2 fp32 matmul now: {peak:.0f} GFLOP/s"
+    )
+    print(
+        f"median: features {med['features']:.2f} vs {med['ref features']:.2f} images/s -> "
+        f"{med['features'] / med['ref features']:.2f}x; S_trans {med['S_trans']:.2f} vs {med['ref S_trans']:.2f} "
+        f"pairs/s -> {med['S_trans'] / med['ref S_trans']:.2f}x"
+    )
     warm = {k: statistics.median(v[1:]) for k, v in figures.items()} if args.rounds > 1 else med
-    print(f"warm rounds only: features {warm['features'] / warm['ref features']:.2f}x, "
-          f"S_trans {warm['S_trans'] / warm['ref S_trans']:.2f}x")
+    print(
+        f"warm rounds only: features {warm['features'] / warm['ref features']:.2f}x, "
+        f"S_trans {warm['S_trans'] / warm['ref S_trans']:.2f}x"
+    )
 
 
 def _project_with(state: dict):

@@ -48,8 +48,9 @@ def restyle(image: Image.Image, rng: np.random.Generator) -> Image.Image:
     b, d = rng.uniform(-0.08, 0.08, 2)
     matrix = (a, b, rng.uniform(-0.05, 0.05) * w, d, e, rng.uniform(-0.05, 0.05) * h)
     paper = tuple(int(v) for v in np.asarray(image).reshape(-1, 3).mean(axis=0))
-    warped = image.transform(image.size, Image.Transform.AFFINE, matrix, resample=Image.Resampling.BICUBIC,
-                             fillcolor=paper)
+    warped = image.transform(
+        image.size, Image.Transform.AFFINE, matrix, resample=Image.Resampling.BICUBIC, fillcolor=paper
+    )
     pixels = np.asarray(warped, dtype=np.float32)
     mix = np.eye(3) * rng.uniform(0.7, 1.0) + rng.uniform(0, 0.2, (3, 3))
     tinted = np.clip(pixels @ mix.T + rng.uniform(-10, 20), 0, 255).astype(np.uint8)
@@ -82,8 +83,11 @@ def make_pair(n0: int, n1: int, seed: int) -> tuple[list[Image.Image], list[Imag
     rng = np.random.default_rng(seed)
     p2 = via_illustrations(DATA / "annotations" / "P2.via.json", DATA / "P2" / "folios", skip_missing=True)
     p3 = via_illustrations(DATA / "annotations" / "P3.via.json", DATA / "P3" / "folios", skip_missing=True)
-    real = [(a, b) for a, b in load_ground_truth(DATA / "ground_truth" / "P2-P3.json").tolist()
-            if a < len(p2) and b < len(p3)]
+    real = [
+        (a, b)
+        for a, b in load_ground_truth(DATA / "ground_truth" / "P2-P3.json").tolist()
+        if a < len(p2) and b < len(p3)
+    ]
     g = min(round(GT_SHARE * n1), n1)
     n_real = min(len(real), g)
     crops = page_crops(g - n_real + (n0 - g) + (n1 - g), rng)
@@ -139,8 +143,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", default="200x100", help="N0xN1, e.g. 816x405")
     parser.add_argument("--backbone", default="efficientnet-lite0", choices=BACKBONES)
-    parser.add_argument("--candidates", type=int, nargs="+", default=[10],
-                        help="K values: recall for each, S_trans with the first")
+    parser.add_argument(
+        "--candidates", type=int, nargs="+", default=[10], help="K values: recall for each, S_trans with the first"
+    )
     parser.add_argument("--unpruned", action="store_true", help="also score every pair (slow beyond 200 x 100)")
     parser.add_argument("--float32", action="store_true", help="features in float32 (default float16)")
     parser.add_argument("--keep", help="write the two manuscripts' images here (for timing `collate match`)")
@@ -186,19 +191,22 @@ def main() -> None:
     matrices, times = collate_pair(s)
     stages.update(times)
 
-    print(f"  backbone {weights}; features {str(dtype).removeprefix('torch.')}, "
-          f"{(feats0.desc.nbytes + feats1.desc.nbytes) / 1e6:.0f} MB; {len(gt)} ground-truth pairs")
+    print(
+        f"  backbone {weights}; features {str(dtype).removeprefix('torch.')}, "
+        f"{(feats0.desc.nbytes + feats1.desc.nbytes) / 1e6:.0f} MB; {len(gt)} ground-truth pairs"
+    )
     for name, seconds in stages.items():
         print(f"  {name:<28} {seconds:8.1f} s")
     timed = sum(v for key, v in stages.items() if not key.startswith("make"))
     print(f"  {'total (images to P_S)':<28} {timed:8.1f} s")
     scored = len(candidates[k])
-    print(f"  features: {(n0 + n1) / stages['features']:.1f} images/s; S_trans: {scored} pairs "
-          f"({scored / (n0 * n1):.1%} of {n0 * n1}) at {scored / stages['S_trans']:.1f} pairs/s")
+    print(
+        f"  features: {(n0 + n1) / stages['features']:.1f} images/s; S_trans: {scored} pairs "
+        f"({scored / (n0 * n1):.1%} of {n0 * n1}) at {scored / stages['S_trans']:.1f} pairs/s"
+    )
     for kk, pairs in candidates.items():
         print(f"  candidates K={kk:<3} {len(pairs):7d} pairs, recall of ground truth {recall(pairs, gt):.4f}")
-    print(f"  top-1 accuracy, pruned (K={k}): "
-          + ", ".join(f"{m} {accuracy(v, gt):.4f}" for m, v in matrices.items()))
+    print(f"  top-1 accuracy, pruned (K={k}): " + ", ".join(f"{m} {accuracy(v, gt):.4f}" for m, v in matrices.items()))
     print(f"  peak RSS {peak_rss_gb():.2f} GB", flush=True)
     if args.unpruned:
         t = time.perf_counter()
@@ -208,8 +216,10 @@ def main() -> None:
         print(f"  unpruned S_trans: {n0 * n1} pairs in {seconds:.1f} s = {n0 * n1 / seconds:.1f} pairs/s")
         print("  top-1 accuracy, unpruned: " + ", ".join(f"{m} {accuracy(v, gt):.4f}" for m, v in dense.items()))
         print(f"  peak RSS {peak_rss_gb():.2f} GB")
-    print(f"  data in {folder}: collate match A={folder / 'A'} B={folder / 'B'} --out OUT; "
-          f"collate evaluate OUT --ground-truth {folder / 'gt.json'} --pair A,B")
+    print(
+        f"  data in {folder}: collate match A={folder / 'A'} B={folder / 'B'} --out OUT; "
+        f"collate evaluate OUT --ground-truth {folder / 'gt.json'} --pair A,B"
+    )
 
 
 if __name__ == "__main__":

@@ -60,18 +60,54 @@ def manifest(url: str, name: str, base: str, sizes: list[tuple[int, int]]) -> di
     for k, (w, h) in enumerate(sizes):
         cid = f"{base}/{name}/canvas/{k}"
         body = {"id": f"{base}/{name}/{k:03d}.png", "type": "Image", "format": "image/png", "width": w, "height": h}
-        canvases.append({"id": cid, "type": "Canvas", "label": {"none": [str(k)]}, "width": w, "height": h,
-                         "items": [{"id": f"{cid}/page", "type": "AnnotationPage", "items": [
-                             {"id": f"{cid}/painting", "type": "Annotation", "motivation": "painting",
-                              "body": body, "target": cid}]}]})
-    return {"@context": "http://iiif.io/api/presentation/3/context.json", "id": url, "type": "Manifest",
-            "label": {"en": [name]}, "items": canvases}
+        canvases.append(
+            {
+                "id": cid,
+                "type": "Canvas",
+                "label": {"none": [str(k)]},
+                "width": w,
+                "height": h,
+                "items": [
+                    {
+                        "id": f"{cid}/page",
+                        "type": "AnnotationPage",
+                        "items": [
+                            {
+                                "id": f"{cid}/painting",
+                                "type": "Annotation",
+                                "motivation": "painting",
+                                "body": body,
+                                "target": cid,
+                            }
+                        ],
+                    }
+                ],
+            }
+        )
+    return {
+        "@context": "http://iiif.io/api/presentation/3/context.json",
+        "id": url,
+        "type": "Manifest",
+        "label": {"en": [name]},
+        "items": canvases,
+    }
 
 
 def command(folders: list[Path], out: Path, candidates: int | None) -> float:
     """Seconds of ``collate match`` in a fresh process."""
-    argv = [sys.executable, "-m", "collation.cli", "match", *(f"{f.name}={f}" for f in folders), "--out", str(out),
-            "--device", "cpu", "--candidates", "all" if candidates is None else str(candidates)]
+    argv = [
+        sys.executable,
+        "-m",
+        "collation.cli",
+        "match",
+        *(f"{f.name}={f}" for f in folders),
+        "--out",
+        str(out),
+        "--device",
+        "cpu",
+        "--candidates",
+        "all" if candidates is None else str(candidates),
+    ]
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("COLLATION_")}, "PYTHONPATH": str(REPO)}
     start = time.perf_counter()
     subprocess.run(argv, env=env, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
@@ -101,18 +137,33 @@ def service(root: Path, work: Path, folders: list[Path], candidates: int | None)
         (folder / "manifest.json").write_text(json.dumps(manifest(url, folder.name, base, sizes)))
         urls.append(url)
     redis, redis_url = start_redis(work / "redis")
-    settings = Settings.from_env({}, redis_url=redis_url, data_dir=work / "data", allowed_hosts=("127.0.0.1",),
-                                 device="cpu", sweep_interval=0, log_level="INFO")
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("COLLATION_")}, **settings.to_environ(),
-           "PYTHONPATH": str(REPO)}
+    settings = Settings.from_env(
+        {},
+        redis_url=redis_url,
+        data_dir=work / "data",
+        allowed_hosts=("127.0.0.1",),
+        device="cpu",
+        sweep_interval=0,
+        log_level="INFO",
+    )
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("COLLATION_")},
+        **settings.to_environ(),
+        "PYTHONPATH": str(REPO),
+    }
     log_path = work / "worker.log"
     app = create_app(settings)
     worker = None
     try:
         with open(log_path, "wb") as log:
             started = time.perf_counter()
-            worker = subprocess.Popen([sys.executable, "-m", "collation.service", "worker"], env=env, cwd=REPO,
-                                      stdout=log, stderr=subprocess.STDOUT)
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "collation.service", "worker"],
+                env=env,
+                cwd=REPO,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
             from redis import Redis
             from rq import Worker
 
@@ -121,8 +172,11 @@ def service(root: Path, work: Path, folders: list[Path], candidates: int | None)
                 time.sleep(0.1)
             worker_start = time.perf_counter() - started
         client = app.test_client()
-        body = {"manifests": urls, "regions": {str(m): {"whole_canvases": True} for m in range(len(urls))},
-                "options": {"candidates": candidates}}
+        body = {
+            "manifests": urls,
+            "regions": {str(m): {"whole_canvases": True} for m in range(len(urls))},
+            "options": {"candidates": candidates},
+        }
         start = time.perf_counter()
         r = client.post("/api/v1/collations", json=body)
         cid = r.get_json()["id"]
@@ -169,14 +223,20 @@ def main() -> None:
             warm.append(in_process(folders, candidates))
             svc, worker_start, log = service(root, root / f"service{r}", folders, candidates)
             svcs.append(svc)
-            print(f"round {r}: collate match {clis[-1]:.1f} s (in this process {warm[-1]:.1f} s), service (POST to "
-                  f"finished, fresh worker idle) {svc:.1f} s, ratio {svc / clis[-1]:.2f} (worker start "
-                  f"{worker_start:.1f} s, not counted; load {load:.2f} -> {os.getloadavg()[0]:.2f})", flush=True)
+            print(
+                f"round {r}: collate match {clis[-1]:.1f} s (in this process {warm[-1]:.1f} s), service (POST to "
+                f"finished, fresh worker idle) {svc:.1f} s, ratio {svc / clis[-1]:.2f} (worker start "
+                f"{worker_start:.1f} s, not counted; load {load:.2f} -> {os.getloadavg()[0]:.2f})",
+                flush=True,
+            )
         cli, svc = statistics.median(clis), statistics.median(svcs)
-        print(f"median: collate match {cli:.1f} s (in this process {statistics.median(warm):.1f} s), service "
-              f"{svc:.1f} s, ratio service / collate match {svc / cli:.2f}")
+        print(
+            f"median: collate match {cli:.1f} s (in this process {statistics.median(warm):.1f} s), service "
+            f"{svc:.1f} s, ratio service / collate match {svc / cli:.2f}"
+        )
         if args.show_log:
             print(log[-6000:])
+
 
 if __name__ == "__main__":
     main()

@@ -66,8 +66,9 @@ def transform(image: Image.Image, kind: str, k: int) -> Image.Image:
         return image.transpose(Image.Transpose.ROTATE_90)
     if kind == "rot30":
         fill = tuple(int(v) for v in np.median(np.asarray(image.convert("RGB")).reshape(-1, 3), axis=0))
-        return image.convert("RGB").rotate(30 if k % 2 == 0 else -30, Image.Resampling.BICUBIC, expand=True,
-                                           fillcolor=fill)
+        return image.convert("RGB").rotate(
+            30 if k % 2 == 0 else -30, Image.Resampling.BICUBIC, expand=True, fillcolor=fill
+        )
     if kind == "partial":
         w, h = image.size
         if w >= h:
@@ -76,8 +77,9 @@ def transform(image: Image.Image, kind: str, k: int) -> Image.Image:
     return image
 
 
-def build_case(source: list, other: list, n: int, kind: str, seed: int, base: str = "source"
-               ) -> tuple[list, np.ndarray]:
+def build_case(
+    source: list, other: list, n: int, kind: str, seed: int, base: str = "source"
+) -> tuple[list, np.ndarray]:
     """The copies' manuscript of one kind and its ground truth (original k, column of its copy).
 
     The copies keep the originals' order (a copyist follows the text); distractors sit at seeded places.
@@ -90,8 +92,9 @@ def build_case(source: list, other: list, n: int, kind: str, seed: int, base: st
     else:
         bases = other[:n] if base == "real" else source[:n]
         copies = [restyle(transform(im, kind, k), rng) for k, im in enumerate(bases)]
-    distractors = [restyle(transform(im, "plain" if kind == "real" else kind, k), rng)
-                   for k, im in enumerate(source[n:])]
+    distractors = [
+        restyle(transform(im, "plain" if kind == "real" else kind, k), rng) for k, im in enumerate(source[n:])
+    ]
     distractors += [restyle(im, rng) for im in other[n:]]
     total = len(copies) + len(distractors)
     copy_columns = np.sort(rng.choice(total, size=n, replace=False))
@@ -119,16 +122,26 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=10, help="originals per source (the rest are distractors)")
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--sources", default="P2,P3")
-    parser.add_argument("--base", choices=("source", "real"), default="source",
-                        help="make the synthetic copies from the originals (source) or from their real copies")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads (1: OpenMP threads spin badly on a loaded machine)")
+    parser.add_argument(
+        "--base",
+        choices=("source", "real"),
+        default="source",
+        help="make the synthetic copies from the originals (source) or from their real copies",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch threads (1: OpenMP threads spin badly on a loaded machine)"
+    )
     parser.add_argument("--time-rows", type=int, default=6, help="rows of the timed sub-matrix")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     data = Path(args.data)
-    crops = {m: [ill.image.convert("RGB") for ill in via_illustrations(
-        data / "annotations" / f"{m}.via.json", data / m / "folios", skip_missing=True)] for m in ("P2", "P3")}
+    crops = {
+        m: [
+            ill.image.convert("RGB")
+            for ill in via_illustrations(data / "annotations" / f"{m}.via.json", data / m / "folios", skip_missing=True)
+        ]
+        for m in ("P2", "P3")
+    }
     model = load_backbone(args.backbone, device="cpu")
     t_all = len(TRANSPOSITIONS)
     results: dict[tuple[str, str, bool], list[tuple[float, float]]] = {}
@@ -138,8 +151,9 @@ def main() -> int:
         other = crops["P3" if source == "P2" else "P2"]
         feats0 = extract_features(crops[source][: args.n], model)
         for kind in args.kinds.split(","):
-            columns, gt = build_case(crops[source], other, args.n, kind, seed=zlib.crc32(f"{source}-{kind}".encode()),
-                                     base=args.base)
+            columns, gt = build_case(
+                crops[source], other, args.n, kind, seed=zlib.crc32(f"{source}-{kind}".encode()), base=args.base
+            )
             transposed = extract_transposed_features(columns, model, "all")
             for partial in (False, True):
                 s, _ = score_matrix_transposed(feats0, transposed, 1, partial=partial)  # (n0, T * n1)
@@ -151,8 +165,10 @@ def main() -> int:
                 timing_case = (feats0, columns)
             print(f"{source} {kind}: done at {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
 
-    print(f"\nTop-1 accuracy (both directions), {args.backbone}, n = {args.n} originals per source, "
-          f"sources {args.sources}, copies made from {args.base}; S / P_S / mean margin of S")
+    print(
+        f"\nTop-1 accuracy (both directions), {args.backbone}, n = {args.n} originals per source, "
+        f"sources {args.sources}, copies made from {args.base}; S / P_S / mean margin of S"
+    )
     header = "| Kind | " + " | ".join(f"{o}{' + partial' if p else ''}" for p in (False, True) for o in OPTIONS) + " |"
     print(header)
     print("|" + "---|" * (1 + 2 * len(OPTIONS)))
@@ -170,8 +186,10 @@ def main() -> int:
 
     feats0, columns = timing_case
     rows = feats0.select(torch.arange(min(args.time_rows, len(feats0))))
-    print(f"\nSpeed: {len(rows)} x {len(columns)} pairs, {torch.get_num_threads()} threads, "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"\nSpeed: {len(rows)} x {len(columns)} pairs, {torch.get_num_threads()} threads, "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     print("| Option | extraction of the copies (s) | pairs/s | pairs/s, partial |")
     print("|---|---|---|---|")
     for option in OPTIONS:

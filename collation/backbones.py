@@ -94,8 +94,12 @@ def fold_batch_norms(body: nn.Module) -> nn.Module:
     for module in list(body.modules()):
         previous: tuple[str, nn.Module] | None = None
         for name, child in list(module.named_children()):
-            if (type(child) is nn.BatchNorm2d and previous is not None and isinstance(previous[1], nn.Conv2d)
-                    and previous[1].out_channels == child.num_features):
+            if (
+                type(child) is nn.BatchNorm2d
+                and previous is not None
+                and isinstance(previous[1], nn.Conv2d)
+                and previous[1].out_channels == child.num_features
+            ):
                 setattr(module, previous[0], fuse_conv_bn_eval(previous[1], child))
                 setattr(module, name, nn.Identity())
             previous = (name, child)
@@ -119,8 +123,9 @@ def _efficientnet_lite0() -> Backbone:
     model.load_state_dict(rename_efficientnet_lite_keys(checkpoint, [len(stage) for stage in model.blocks]))
     # blocks.4 ends the stride-16 part of the network: the analogue of ResNet-50 conv4.
     body = nn.Sequential(model.conv_stem, model.bn1, *model.blocks[:5])
-    return Backbone("efficientnet-lite0", body, BACKBONE_CHANNELS["efficientnet-lite0"], mean=(0.5, 0.5, 0.5),
-                    std=(0.5, 0.5, 0.5))
+    return Backbone(
+        "efficientnet-lite0", body, BACKBONE_CHANNELS["efficientnet-lite0"], mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5)
+    )
 
 
 def rename_efficientnet_lite_keys(checkpoint: dict, stage_lengths: Sequence[int]) -> dict:
@@ -131,8 +136,14 @@ def rename_efficientnet_lite_keys(checkpoint: dict, stage_lengths: Sequence[int]
     and their inner modules have different names in timm.
     """
     top = {"_conv_stem": "conv_stem", "_bn0": "bn1", "_conv_head": "conv_head", "_bn1": "bn2", "_fc": "classifier"}
-    inverted = {"_expand_conv": "conv_pw", "_bn0": "bn1", "_depthwise_conv": "conv_dw", "_bn1": "bn2",
-                "_project_conv": "conv_pwl", "_bn2": "bn3"}
+    inverted = {
+        "_expand_conv": "conv_pw",
+        "_bn0": "bn1",
+        "_depthwise_conv": "conv_dw",
+        "_bn1": "bn2",
+        "_project_conv": "conv_pwl",
+        "_bn2": "bn3",
+    }
     separable = {"_depthwise_conv": "conv_dw", "_bn1": "bn1", "_project_conv": "conv_pw", "_bn2": "bn2"}
     stage_of = [(s, j) for s, length in enumerate(stage_lengths) for j in range(length)]
     expanded = {int(k.split(".")[1]) for k in checkpoint if k.startswith("_blocks.") and "._expand_conv." in k}
@@ -181,8 +192,13 @@ def _resnet50_conv4(weights_dir: str | Path | None) -> Backbone:
     state = torch.load(find_resnet50_weights(weights_dir), map_location="cpu", weights_only=True)
     model.load_state_dict(state)
     body = nn.Sequential(model.conv1, model.bn1, model.relu, model.maxpool, model.layer1, model.layer2, model.layer3)
-    return Backbone("resnet50-conv4", body, BACKBONE_CHANNELS["resnet50-conv4"], mean=(0.485, 0.456, 0.406),
-                    std=(0.229, 0.224, 0.225))
+    return Backbone(
+        "resnet50-conv4",
+        body,
+        BACKBONE_CHANNELS["resnet50-conv4"],
+        mean=(0.485, 0.456, 0.406),
+        std=(0.229, 0.224, 0.225),
+    )
 
 
 DEVICES = ("auto", "cpu", "cuda", "cuda:N")
@@ -201,8 +217,10 @@ def resolve_device(name: str | torch.device = "auto") -> torch.device:
     if name != "cpu" and not torch.cuda.is_available():
         raise InputError(f"device {name!r} was asked for but no CUDA GPU is available", field="device")
     if index is not None and int(index) >= torch.cuda.device_count():
-        raise InputError(f"device {name!r} was asked for but this machine has {torch.cuda.device_count()} "
-                         "CUDA GPU(s)", field="device")
+        raise InputError(
+            f"device {name!r} was asked for but this machine has {torch.cuda.device_count()} CUDA GPU(s)",
+            field="device",
+        )
     return torch.device(name)
 
 

@@ -89,8 +89,14 @@ def recall(pairs: np.ndarray, ground_truth: np.ndarray) -> float:
     return len(gt & found) / len(gt)
 
 
-def sparse_score_matrix(feats0: MultiScaleFeatures, feats1: MultiScaleFeatures, pairs: np.ndarray | torch.Tensor,
-                        *, progress: Progress | None = None, **options) -> np.ndarray:
+def sparse_score_matrix(
+    feats0: MultiScaleFeatures,
+    feats1: MultiScaleFeatures,
+    pairs: np.ndarray | torch.Tensor,
+    *,
+    progress: Progress | None = None,
+    **options,
+) -> np.ndarray:
     """``(n0, n1)`` float64 S with the scores of ``pairs`` and ``UNSCORED`` elsewhere.
 
     Args:
@@ -105,8 +111,14 @@ def sparse_score_matrix(feats0: MultiScaleFeatures, feats1: MultiScaleFeatures, 
     return out
 
 
-def pruned_score_matrix(feats0: MultiScaleFeatures, feats1: MultiScaleFeatures, k: int | None, *,
-                        progress: Progress | None = None, **options) -> tuple[np.ndarray, np.ndarray]:
+def pruned_score_matrix(
+    feats0: MultiScaleFeatures,
+    feats1: MultiScaleFeatures,
+    k: int | None,
+    *,
+    progress: Progress | None = None,
+    **options,
+) -> tuple[np.ndarray, np.ndarray]:
     """S of a manuscript pair on its candidate set: the one call a job or the pipeline needs.
 
     Args:

@@ -29,8 +29,9 @@ def _progress_bar():
         if name not in bars:
             for bar in bars.values():
                 bar.close()
-            bars[name] = tqdm(total=total, desc=name, unit="it", file=sys.stderr, leave=True,
-                              disable=None, mininterval=0.5)
+            bars[name] = tqdm(
+                total=total, desc=name, unit="it", file=sys.stderr, leave=True, disable=None, mininterval=0.5
+            )
         bar = bars[name]
         bar.update(done - bar.n)
 
@@ -97,16 +98,29 @@ def cmd_match(args: argparse.Namespace) -> int:
         print(f"{m.name}: {len(m.illustrations)} illustrations", file=sys.stderr)
     settings: Settings = args.settings
     result = run_collation(
-        manuscripts, backbone=args.backbone or settings.backbone, similarity=args.similarity,
-        device=args.device or settings.device, seed=args.seed, kernel=args.kernel, normalization=args.normalization,
-        propagation=args.propagation, orientation=args.orientation,
-        weights_dir=args.weights_dir or settings.weights_dir, float16=not args.float32, candidates=args.candidates,
-        transpositions=args.transpositions, partial=args.partial, progress=_progress_bar(),
+        manuscripts,
+        backbone=args.backbone or settings.backbone,
+        similarity=args.similarity,
+        device=args.device or settings.device,
+        seed=args.seed,
+        kernel=args.kernel,
+        normalization=args.normalization,
+        propagation=args.propagation,
+        orientation=args.orientation,
+        weights_dir=args.weights_dir or settings.weights_dir,
+        float16=not args.float32,
+        candidates=args.candidates,
+        transpositions=args.transpositions,
+        partial=args.partial,
+        progress=_progress_bar(),
     )
     out = write_results(result, args.out)
     for (a, b), pr in result.pairs.items():
-        print(f"{manuscripts[a].name}-{manuscripts[b].name}: {len(pr.two_cycles)} mutual best matches, "
-              f"{len(pr.three_cycles)} from 3-cycles", file=sys.stderr)
+        print(
+            f"{manuscripts[a].name}-{manuscripts[b].name}: {len(pr.two_cycles)} mutual best matches, "
+            f"{len(pr.three_cycles)} from 3-cycles",
+            file=sys.stderr,
+        )
     print(out)
     return 0
 
@@ -137,8 +151,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     ground_truth = check_ground_truth(ground_truth, matrices["S"].shape, restrict=args.restrict)
     scores = {name: accuracy(m, ground_truth) for name, m in matrices.items()}
     if args.json:
-        print(json.dumps({"pair": f"{first}-{second}", "n_gt": len(ground_truth), "similarity": similarity,
-                          "accuracy": scores}))
+        print(
+            json.dumps(
+                {"pair": f"{first}-{second}", "n_gt": len(ground_truth), "similarity": similarity, "accuracy": scores}
+            )
+        )
     else:
         print(f"{first}-{second}: top-1 accuracy over {len(ground_truth)} ground-truth pairs (both directions)")
         labels = {"S": f"S ({similarity})", "N_S": "N_S (normalized)", "P_S": "P_S (propagated)"}
@@ -163,38 +180,69 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     match = sub.add_parser("match", help="collate two or more manuscripts in this process")
-    match.add_argument("manuscripts", nargs="+", metavar="NAME=PATH",
-                       help="a folder of illustrations (natural order), a VIA file, or a IIIF manifest (URL or file)")
+    match.add_argument(
+        "manuscripts",
+        nargs="+",
+        metavar="NAME=PATH",
+        help="a folder of illustrations (natural order), a VIA file, or a IIIF manifest (URL or file)",
+    )
     match.add_argument("--out", required=True, help="folder for the matrices and correspondences.json")
-    match.add_argument("--backbone", choices=BACKBONES,
-                       help=f"default: $COLLATION_BACKBONE, else {defaults.BACKBONE}")
-    match.add_argument("--weights-dir", help="folder holding the ResNet-50 weights (default: $COLLATION_WEIGHTS_DIR, "
-                                             "else the torch cache)")
+    match.add_argument("--backbone", choices=BACKBONES, help=f"default: $COLLATION_BACKBONE, else {defaults.BACKBONE}")
+    match.add_argument(
+        "--weights-dir",
+        help="folder holding the ResNet-50 weights (default: $COLLATION_WEIGHTS_DIR, else the torch cache)",
+    )
     match.add_argument("--similarity", default=defaults.SIMILARITY, choices=SIMILARITIES)
-    match.add_argument("--kernel", default=defaults.KERNEL, choices=KERNELS,
-                       help="final Gaussian of S_trans: the authors' code (default) or the paper's formula")
+    match.add_argument(
+        "--kernel",
+        default=defaults.KERNEL,
+        choices=KERNELS,
+        help="final Gaussian of S_trans: the authors' code (default) or the paper's formula",
+    )
     match.add_argument("--normalization", default=defaults.NORMALIZATION, choices=NORMALIZATIONS)
     match.add_argument("--propagation", default=defaults.PROPAGATION, choices=PROPAGATIONS)
-    match.add_argument("--orientation", default=defaults.ORIENTATION, choices=ORIENTATIONS,
-                       help="direction of 3-cycles")
-    match.add_argument("--transpositions", default=defaults.TRANSPOSITIONS, choices=tuple(TRANSPOSITION_SETS),
-                       help="also score mirrored (mirror) or mirrored and turned (all) copies; the winner is "
-                            "reported (docs/transpositions.md)")
-    match.add_argument("--partial", action=argparse.BooleanOptionalAction, default=defaults.PARTIAL,
-                       help="partial copies: S_trans counts only the query cells of the matched area")
+    match.add_argument(
+        "--orientation", default=defaults.ORIENTATION, choices=ORIENTATIONS, help="direction of 3-cycles"
+    )
+    match.add_argument(
+        "--transpositions",
+        default=defaults.TRANSPOSITIONS,
+        choices=tuple(TRANSPOSITION_SETS),
+        help="also score mirrored (mirror) or mirrored and turned (all) copies; the winner is "
+        "reported (docs/transpositions.md)",
+    )
+    match.add_argument(
+        "--partial",
+        action=argparse.BooleanOptionalAction,
+        default=defaults.PARTIAL,
+        help="partial copies: S_trans counts only the query cells of the matched area",
+    )
     match.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: $COLLATION_DEVICE, else auto)")
     match.add_argument("--seed", type=int, default=defaults.SEED)
     match.add_argument("--float16", action="store_true", help="store features as float16 (the default)")
     match.add_argument("--float32", action="store_true", help="store features as float32 (twice the memory)")
-    match.add_argument("--candidates", type=_candidates, default=defaults.CANDIDATES, metavar="K|all",
-                       help="score only each illustration's K best pairs by global score, both directions "
-                            f"(default {defaults.CANDIDATES}); 'all' scores every pair")
-    match.add_argument("--folios", action="append", metavar="NAME=DIR",
-                       help="folio images of a VIA manuscript (default: the VIA file's folder)")
-    match.add_argument("--skip-missing-folios", action="store_true",
-                       help="leave out VIA regions whose folio image is absent")
-    match.add_argument("--detect", action="store_true",
-                       help="folders hold whole folio images: each illustration detected on them is one region")
+    match.add_argument(
+        "--candidates",
+        type=_candidates,
+        default=defaults.CANDIDATES,
+        metavar="K|all",
+        help="score only each illustration's K best pairs by global score, both directions "
+        f"(default {defaults.CANDIDATES}); 'all' scores every pair",
+    )
+    match.add_argument(
+        "--folios",
+        action="append",
+        metavar="NAME=DIR",
+        help="folio images of a VIA manuscript (default: the VIA file's folder)",
+    )
+    match.add_argument(
+        "--skip-missing-folios", action="store_true", help="leave out VIA regions whose folio image is absent"
+    )
+    match.add_argument(
+        "--detect",
+        action="store_true",
+        help="folders hold whole folio images: each illustration detected on them is one region",
+    )
     add_detector_options(match)
     add_manifest_options(match)
     add_regions_command(sub)
@@ -205,8 +253,11 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("dir", help="output folder of collate match")
     evaluate.add_argument("--ground-truth", required=True, help="JSON list of [a, b] pairs (authors' format)")
     evaluate.add_argument("--pair", required=True, metavar="A,B", help="a indexes A, b indexes B")
-    evaluate.add_argument("--restrict", action="store_true",
-                          help="only use ground-truth pairs inside the matrices (for partial manuscripts)")
+    evaluate.add_argument(
+        "--restrict",
+        action="store_true",
+        help="only use ground-truth pairs inside the matrices (for partial manuscripts)",
+    )
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
     evaluate.set_defaults(handler=cmd_evaluate)
 

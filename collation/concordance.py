@@ -41,8 +41,12 @@ CATEGORIES = ("exact", "partial", "semantic", "none")
 """Expert verdicts, as in the ``assessing`` annotations (docs/annotations.md)."""
 MATCH_CATEGORIES = ("exact", "partial", "semantic")
 """Verdicts that say the two illustrations correspond: they seed the propagation and link groups."""
-CATEGORY_LABELS = {"exact": "exact copy", "partial": "partial copy",
-                   "semantic": "same subject (different composition)", "none": "no match"}
+CATEGORY_LABELS = {
+    "exact": "exact copy",
+    "partial": "partial copy",
+    "semantic": "same subject (different composition)",
+    "none": "no match",
+}
 VERDICT_ALIASES = {"confirmed": "exact", "rejected": "none"}
 """The first API's verdicts, still accepted."""
 VERDICTS = CATEGORIES + tuple(VERDICT_ALIASES)
@@ -130,8 +134,10 @@ def _check(sizes: Mapping[int, int], evidence: Mapping[Pair, PairEvidence]) -> N
         if not a < b or a not in sizes or b not in sizes:
             raise InputError(f"pair {(a, b)} is not (a, b) with a < b of known witnesses", field="evidence")
         if np.shape(ev.scores) != (sizes[a], sizes[b]):
-            raise InputError(f"scores of pair {(a, b)} have shape {np.shape(ev.scores)}, expected "
-                             f"{(sizes[a], sizes[b])}", field="evidence")
+            raise InputError(
+                f"scores of pair {(a, b)} have shape {np.shape(ev.scores)}, expected {(sizes[a], sizes[b])}",
+                field="evidence",
+            )
         for (i, j), verdict in ev.verdicts.items():
             if verdict not in CATEGORIES:
                 raise InputError(f"verdict {verdict!r} of pair {(a, b)} is not a category", field="verdicts")
@@ -155,8 +161,9 @@ def pair_confidence(evidence: Mapping[Pair, PairEvidence], x: tuple[int, int], y
     return min(1.0, max(0.0, ratio / 2))
 
 
-def build_groups(sizes: Mapping[int, int], evidence: Mapping[Pair, PairEvidence],
-                 min_score: float | None = None) -> list[Group]:
+def build_groups(
+    sizes: Mapping[int, int], evidence: Mapping[Pair, PairEvidence], min_score: float | None = None
+) -> list[Group]:
     """Groups of corresponding illustrations over all witnesses (rules in the module docstring).
 
     Args:
@@ -171,8 +178,7 @@ def build_groups(sizes: Mapping[int, int], evidence: Mapping[Pair, PairEvidence]
     _check(sizes, evidence)
     group_of: dict[tuple[int, int], int] = {}
     groups: dict[int, dict[int, int]] = {}  # group id -> {manuscript: position}
-    refused = {((a, i), (b, j)) for (a, b), ev in evidence.items() for (i, j), v in ev.verdicts.items()
-               if v == "none"}
+    refused = {((a, i), (b, j)) for (a, b), ev in evidence.items() for (i, j), v in ev.verdicts.items() if v == "none"}
     for _key, x, y in _links(evidence, min_score):
         gx = group_of.setdefault(x, len(group_of))  # a new illustration gets a new group id
         gy = group_of.setdefault(y, len(group_of))
@@ -237,8 +243,9 @@ def concordance_csv(rows: Sequence[Mapping[str, Any]], witnesses: Sequence[str])
     """
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerow(["group", "size", "confidence",
-                     *[f"{name} {name_field}" for name in witnesses for name_field in CELL_FIELDS]])
+    writer.writerow(
+        ["group", "size", "confidence", *[f"{name} {name_field}" for name in witnesses for name_field in CELL_FIELDS]]
+    )
     for row in rows:
         line = [row["id"], row["size"], _text(row.get("confidence"))]
         for c in row["cells"]:

@@ -53,8 +53,9 @@ def _mean(s: np.ndarray, axis: int) -> np.ndarray:
     return np.where(scored, s, 0.0).sum(axis=axis, keepdims=True) / np.maximum(scored.sum(axis=axis, keepdims=True), 1)
 
 
-def normalize(scores: np.ndarray, method: str = defaults.NORMALIZATION,
-              temperature: float = defaults.SOFTMAX_TEMPERATURE) -> np.ndarray:
+def normalize(
+    scores: np.ndarray, method: str = defaults.NORMALIZATION, temperature: float = defaults.SOFTMAX_TEMPERATURE
+) -> np.ndarray:
     """One of the normalizations of the paper's Table 3, row term plus column term (A.3).
 
     "max" is N_S = S / rowmax + S / colmax; "avg" divides by the means; "softmax" is sm(λS);
@@ -106,8 +107,9 @@ def mutual_best(matrix: np.ndarray) -> np.ndarray:
         return np.zeros((0, 2), dtype=np.int64)
     best_col = matrix.argmax(axis=1)
     best_row = matrix.argmax(axis=0)
-    rows = np.flatnonzero((best_row[best_col] == np.arange(matrix.shape[0]))
-                          & np.isfinite(matrix[np.arange(matrix.shape[0]), best_col]))  # never an unscored pair
+    rows = np.flatnonzero(
+        (best_row[best_col] == np.arange(matrix.shape[0])) & np.isfinite(matrix[np.arange(matrix.shape[0]), best_col])
+    )  # never an unscored pair
     return np.stack([rows, best_col[rows]], axis=1).astype(np.int64)
 
 
@@ -148,8 +150,13 @@ def three_cycles(n01: np.ndarray, n12: np.ndarray, n02: np.ndarray, orientation:
     return np.stack([a[keep], b[keep], c[keep]], axis=1).astype(np.int64)
 
 
-def propagate(matrix: np.ndarray, seeds: np.ndarray, *, sigma: float = defaults.PROPAGATION_SIGMA,
-              alpha: float = defaults.PROPAGATION_ALPHA) -> np.ndarray:
+def propagate(
+    matrix: np.ndarray,
+    seeds: np.ndarray,
+    *,
+    sigma: float = defaults.PROPAGATION_SIGMA,
+    alpha: float = defaults.PROPAGATION_ALPHA,
+) -> np.ndarray:
     """P_S = N_S · Π over seeds (k, l) of (1 + α exp(−‖(i, j) − (k, l)‖² / 2σ²)) (A.5).
 
     The product is a sum of logarithms added in a window of ±6σ around each seed, all seeds at
@@ -183,8 +190,9 @@ def propagate(matrix: np.ndarray, seeds: np.ndarray, *, sigma: float = defaults.
     return out * np.exp(log_total.reshape(n0, n1))
 
 
-def adjust_seeds(seeds: np.ndarray, confirmed: np.ndarray | None = None,
-                 rejected: np.ndarray | None = None) -> np.ndarray:
+def adjust_seeds(
+    seeds: np.ndarray, confirmed: np.ndarray | None = None, rejected: np.ndarray | None = None
+) -> np.ndarray:
     """Propagation seeds after expert verdicts: confirmed pairs added, rejected ones removed.
 
     Args:
@@ -259,8 +267,9 @@ def collate(
 
     cycles3: dict[tuple[int, int], list[np.ndarray]] = {pair: [] for pair in scores}
     for x, y, z in ((x, y, z) for x in manuscripts for y in manuscripts for z in manuscripts if x < y < z):
-        t = three_cycles(_oriented(normalized, x, y), _oriented(normalized, y, z), _oriented(normalized, x, z),
-                         orientation)
+        t = three_cycles(
+            _oriented(normalized, x, y), _oriented(normalized, y, z), _oriented(normalized, x, z), orientation
+        )
         for (p, q), (u, v) in (((x, y), (0, 1)), ((y, z), (1, 2)), ((x, z), (0, 2))):
             if (p, q) in cycles3:
                 cycles3[(p, q)].append(t[:, [u, v]])
@@ -283,13 +292,18 @@ def _manuscript_sizes(scores: Mapping[tuple[int, int], np.ndarray]) -> dict[int,
     for pair, matrix in scores.items():
         ok = isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(m, int | np.integer) for m in pair)
         if not ok or not 0 <= pair[0] < pair[1]:
-            raise InputError(f"score matrices are keyed by manuscript pairs (a, b) with 0 <= a < b, not {pair!r}",
-                             field="scores")
+            raise InputError(
+                f"score matrices are keyed by manuscript pairs (a, b) with 0 <= a < b, not {pair!r}", field="scores"
+            )
         shape = np.shape(matrix)
         if len(shape) != 2:
             raise ShapeError(f"scores{pair}", shape, (f"n{pair[0]}", f"n{pair[1]}"))
         for m, n in zip(pair, shape, strict=True):
             if sizes.setdefault(int(m), n) != n:
-                raise ShapeError(f"scores{pair}", shape, (f"n{pair[0]}", f"n{pair[1]}"),
-                                 f"manuscript {m} has {sizes[int(m)]} illustrations in another pair")
+                raise ShapeError(
+                    f"scores{pair}",
+                    shape,
+                    (f"n{pair[0]}", f"n{pair[1]}"),
+                    f"manuscript {m} has {sizes[int(m)]} illustrations in another pair",
+                )
     return sizes

@@ -29,7 +29,7 @@ L2_EPS = 1e-7
 RANSAC_ITERATIONS = 100
 """Triples drawn per directional score; triples with a repeated match are dropped, not redrawn (B.5)."""
 
-RANSAC_TOLERANCE = 50 ** -0.5
+RANSAC_TOLERANCE = 50**-0.5
 """tol = 1/sqrt(50) of the query's extent on each axis, in normalized coordinates (A.2, B.5)."""
 
 KERNEL = "reference"

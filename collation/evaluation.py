@@ -21,8 +21,10 @@ def load_ground_truth(path: str | Path) -> np.ndarray:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise GroundTruthError(f"ground truth {path}: not a JSON file ({e})") from None
     pairs = np.asarray(data, dtype=object)
-    ok = pairs.ndim == 2 and pairs.shape[1] == 2 and all(
-        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in pairs.ravel()
+    ok = (
+        pairs.ndim == 2
+        and pairs.shape[1] == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in pairs.ravel())
     )
     if not ok or len(pairs) == 0:
         raise GroundTruthError(f"ground truth {path}: expected a non-empty list of [a, b] index pairs")
@@ -33,8 +35,10 @@ def _check_pairs(ground_truth: np.ndarray) -> np.ndarray:
     """``(G, 2)`` non-negative integer pairs, else ``GroundTruthError``."""
     pairs = np.asarray(ground_truth)
     if pairs.ndim != 2 or pairs.shape[1] != 2 or len(pairs) == 0 or not is_integer(pairs) or (pairs < 0).any():
-        raise GroundTruthError(f"ground truth must be a non-empty (G, 2) array of index pairs, not an array of "
-                               f"shape {pairs.shape} and type {pairs.dtype}")
+        raise GroundTruthError(
+            f"ground truth must be a non-empty (G, 2) array of index pairs, not an array of "
+            f"shape {pairs.shape} and type {pairs.dtype}"
+        )
     return pairs.astype(np.int64, copy=False)
 
 

@@ -53,6 +53,7 @@ def cells_for_scale(width: int, height: int, scale: int) -> tuple[int, int]:
 
 def bucket_shape(rows: int, cols: int, scale: int, bucket: int) -> tuple[int, int]:
     """The frame (rows, cols) an image of ``rows`` x ``cols`` cells is batched in: sides rounded up to ``bucket``."""
+
     def up(c: int) -> int:
         return min(-(-c // bucket) * bucket, scale) if c < scale else c
 
@@ -105,14 +106,20 @@ class MultiScaleFeatures:
         check_dtype("pos", self.pos, "floating")
         check_dtype("mask", self.mask, "bool")
         if not isinstance(self.scales, tuple) or not all(
-                isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in self.scales):
+            isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in self.scales
+        ):
             raise InputError(f"scales must be a tuple of positive integers, not {self.scales!r}", field="scales")
         if len(self.scales) != dims["S"]:
-            raise ShapeError("desc", tuple(self.desc.shape), ("n", len(self.scales), "L", "C"),
-                             f"{len(self.scales)} scales {list(self.scales)}")
+            raise ShapeError(
+                "desc",
+                tuple(self.desc.shape),
+                ("n", len(self.scales), "L", "C"),
+                f"{len(self.scales)} scales {list(self.scales)}",
+            )
         if isinstance(self.query_scale, bool) or self.query_scale not in self.scales:
-            raise InputError(f"query scale {self.query_scale!r} is not one of the scales {list(self.scales)}",
-                             field="scales")
+            raise InputError(
+                f"query scale {self.query_scale!r} is not one of the scales {list(self.scales)}", field="scales"
+            )
 
     def __len__(self) -> int:
         return self.desc.shape[0]
@@ -131,12 +138,19 @@ class MultiScaleFeatures:
         if idx.numel() and bool(((idx < 0) | (idx >= len(self))).any()):
             raise IndexRangeError("indices", (len(self),))
         idx = idx.long()
-        return MultiScaleFeatures(self.desc[idx], self.pos[idx], self.mask[idx], self.scales,
-                                  self.query_scale, self.backbone)
+        return MultiScaleFeatures(
+            self.desc[idx], self.pos[idx], self.mask[idx], self.scales, self.query_scale, self.backbone
+        )
 
     def to(self, device: torch.device | str) -> MultiScaleFeatures:
-        return MultiScaleFeatures(self.desc.to(device), self.pos.to(device), self.mask.to(device),
-                                  self.scales, self.query_scale, self.backbone)
+        return MultiScaleFeatures(
+            self.desc.to(device),
+            self.pos.to(device),
+            self.mask.to(device),
+            self.scales,
+            self.query_scale,
+            self.backbone,
+        )
 
     @staticmethod
     def concat(parts: Sequence[MultiScaleFeatures]) -> MultiScaleFeatures:
@@ -146,24 +160,42 @@ class MultiScaleFeatures:
         first = parts[0]
         for p in parts:
             if (p.backbone, p.scales, p.query_scale) != (first.backbone, first.scales, first.query_scale):
-                raise InputError(f"cannot concatenate features of {p.backbone} at scales {list(p.scales)} with "
-                                 f"features of {first.backbone} at scales {list(first.scales)}", field="features")
+                raise InputError(
+                    f"cannot concatenate features of {p.backbone} at scales {list(p.scales)} with "
+                    f"features of {first.backbone} at scales {list(first.scales)}",
+                    field="features",
+                )
             if p.desc.shape[3] != first.desc.shape[3] or p.desc.dtype != first.desc.dtype:
-                raise ShapeError("desc", tuple(p.desc.shape), ("n", "S", "L", first.desc.shape[3]),
-                                 f"stored as {p.desc.dtype}, the first part as {first.desc.dtype}")
+                raise ShapeError(
+                    "desc",
+                    tuple(p.desc.shape),
+                    ("n", "S", "L", first.desc.shape[3]),
+                    f"stored as {p.desc.dtype}, the first part as {first.desc.dtype}",
+                )
         length = max(p.desc.shape[2] for p in parts)
         return MultiScaleFeatures(
             torch.cat([pad_cells(p.desc, length) for p in parts]),
             torch.cat([pad_cells(p.pos, length) for p in parts]),
             torch.cat([pad_cells(p.mask, length) for p in parts]),
-            first.scales, first.query_scale, first.backbone,
+            first.scales,
+            first.query_scale,
+            first.backbone,
         )
 
     def save(self, path: str | Path) -> None:
         """Writes atomically, so a reader never sees half a file."""
         buf = io.BytesIO()
-        torch.save({"desc": self.desc.cpu(), "pos": self.pos.cpu(), "mask": self.mask.cpu(),
-                    "scales": list(self.scales), "query_scale": self.query_scale, "backbone": self.backbone}, buf)
+        torch.save(
+            {
+                "desc": self.desc.cpu(),
+                "pos": self.pos.cpu(),
+                "mask": self.mask.cpu(),
+                "scales": list(self.scales),
+                "query_scale": self.query_scale,
+                "backbone": self.backbone,
+            },
+            buf,
+        )
         write_bytes(Path(path), buf.getvalue())
 
     @classmethod
@@ -182,15 +214,17 @@ class MultiScaleFeatures:
             raise FeaturesFileError(path, f"not a readable features file ({e.__class__.__name__})") from None
         if not isinstance(data, dict) or any(key not in data for key in FEATURES_FILE_KEYS):
             keys = sorted(data) if isinstance(data, dict) else type(data).__name__
-            raise FeaturesFileError(path, f"not a features file: expected keys {list(FEATURES_FILE_KEYS)}, "
-                                          f"found {keys}")
+            raise FeaturesFileError(
+                path, f"not a features file: expected keys {list(FEATURES_FILE_KEYS)}, found {keys}"
+            )
         if not all(isinstance(data[k], torch.Tensor) for k in ("desc", "pos", "mask")):
             raise FeaturesFileError(path, "desc, pos and mask must be tensors")
         if not isinstance(data["scales"], list | tuple) or not isinstance(data["backbone"], str):
             raise FeaturesFileError(path, "scales must be a list and backbone a name")
         try:
-            feats = cls(data["desc"], data["pos"], data["mask"], tuple(data["scales"]), data["query_scale"],
-                        data["backbone"])
+            feats = cls(
+                data["desc"], data["pos"], data["mask"], tuple(data["scales"]), data["query_scale"], data["backbone"]
+            )
             check_contents(feats)
         except InputError as e:
             raise FeaturesFileError(path, e.message) from None
@@ -211,8 +245,12 @@ def check_contents(feats: MultiScaleFeatures) -> None:
     check_option("backbone", feats.backbone, BACKBONES)
     length, channels = feats.desc.shape[2:]
     if channels != BACKBONE_CHANNELS[feats.backbone]:
-        raise ShapeError("desc", tuple(feats.desc.shape), ("n", "S", "L", BACKBONE_CHANNELS[feats.backbone]),
-                         f"{feats.backbone} has {BACKBONE_CHANNELS[feats.backbone]} channels")
+        raise ShapeError(
+            "desc",
+            tuple(feats.desc.shape),
+            ("n", "S", "L", BACKBONE_CHANNELS[feats.backbone]),
+            f"{feats.backbone} has {BACKBONE_CHANNELS[feats.backbone]} channels",
+        )
     if feats.desc.dtype not in FEATURE_DTYPES:
         raise DTypeError("desc", feats.desc.dtype, "one of " + ", ".join(map(str, FEATURE_DTYPES)))
     # Real cells come first in every map, and a map at scale s has s cells on its long side and
@@ -224,8 +262,9 @@ def check_contents(feats: MultiScaleFeatures) -> None:
     scale = torch.tensor(feats.scales, device=count.device)
     short = count // scale
     if bool(((count % scale != 0) | (short < 1) | (short > scale)).any()):
-        raise ShapeError("mask", tuple(feats.mask.shape), ("n", "S", "L"),
-                         f"cell counts do not fit the scales {list(feats.scales)}")
+        raise ShapeError(
+            "mask", tuple(feats.mask.shape), ("n", "S", "L"), f"cell counts do not fit the scales {list(feats.scales)}"
+        )
     if not bool(torch.isfinite(feats.desc).all()) or not bool(torch.isfinite(feats.pos).all()):
         raise InputError("descriptors and positions must be finite", field="desc")
     if bool((feats.desc[~feats.mask] != 0).any()):
@@ -339,8 +378,12 @@ def extract_features(
 
 
 def extract_square_features(
-    images: Sequence[Image.Image], backbone: Backbone, *, size: int = defaults.FEATURES_SIZE,
-    dtype: torch.dtype = torch.float32, progress: Progress | None = None,
+    images: Sequence[Image.Image],
+    backbone: Backbone,
+    *,
+    size: int = defaults.FEATURES_SIZE,
+    dtype: torch.dtype = torch.float32,
+    progress: Progress | None = None,
 ) -> torch.Tensor:
     """Features for S_features: every image resized to ``size`` x ``size`` (aspect ratio broken, A.2).
 
@@ -369,8 +412,14 @@ def image_digest(image: Image.Image) -> str:
     return h.hexdigest()
 
 
-def features_key(digests: Sequence[str], backbone: str, *, scales: Sequence[int] = defaults.SCALES,
-                 query_scale: int = defaults.QUERY_SCALE, dtype: torch.dtype = torch.float32) -> str:
+def features_key(
+    digests: Sequence[str],
+    backbone: str,
+    *,
+    scales: Sequence[int] = defaults.SCALES,
+    query_scale: int = defaults.QUERY_SCALE,
+    dtype: torch.dtype = torch.float32,
+) -> str:
     """Key of a manuscript's cached features: its images' content, the backbone and every parameter."""
     h = hashlib.sha256(f"{backbone}|{list(scales)}|{query_scale}|{dtype}|v1".encode())
     for d in digests:

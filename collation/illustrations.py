@@ -92,8 +92,10 @@ def read_via_boxes(via_file: str | Path) -> list[tuple[str, tuple[int, int, int,
             for region in entry.get("regions", []):
                 shape = region["shape_attributes"]
                 if shape.get("name") != "rect":
-                    raise InputError(f"{via_file}: {entry['filename']} has a {shape.get('name')!r} region; "
-                                     "only rectangles are supported")
+                    raise InputError(
+                        f"{via_file}: {entry['filename']} has a {shape.get('name')!r} region; "
+                        "only rectangles are supported"
+                    )
                 boxes.append((entry["filename"], tuple(int(shape[k]) for k in ("x", "y", "width", "height"))))
         return boxes
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -112,8 +114,9 @@ def crop_box(folio: Image.Image, box: tuple[int, int, int, int]) -> Image.Image:
     return folio.crop((left, top, right, bottom))
 
 
-def via_illustrations(via_file: str | Path, folios: str | Path | None = None, *,
-                      skip_missing: bool = False) -> list[Illustration]:
+def via_illustrations(
+    via_file: str | Path, folios: str | Path | None = None, *, skip_missing: bool = False
+) -> list[Illustration]:
     """The illustrations a VIA file marks on the folio images in ``folios`` (default: its folder).
 
     A region whose folio image is absent is an error, unless ``skip_missing``: then it is left out
@@ -142,8 +145,9 @@ def via_illustrations(via_file: str | Path, folios: str | Path | None = None, *,
     return illustrations
 
 
-def detected_illustrations(folios: list[str | Path], *, detector=None, min_score: float | None = None
-                           ) -> list[Illustration]:
+def detected_illustrations(
+    folios: list[str | Path], *, detector=None, min_score: float | None = None
+) -> list[Illustration]:
     """Every illustration that ``detector`` finds on whole folio images: folios in the order given, then
     reading order on each folio (``collation.detection.detect_illustrations``)."""
     from .detection import detect_illustrations
@@ -152,6 +156,12 @@ def detected_illustrations(folios: list[str | Path], *, detector=None, min_score
     for path in map(Path, folios):
         folio = open_image(path)
         for r, d in enumerate(detect_illustrations(folio, detector=detector, min_score=min_score)):
-            illustrations.append(Illustration(f"{path.stem}_{r}", f"{path.stem} #{r}", crop_box(folio, d.xywh),
-                                              {"folio": path.name, "xywh": list(d.xywh), "score": d.score}))
+            illustrations.append(
+                Illustration(
+                    f"{path.stem}_{r}",
+                    f"{path.stem} #{r}",
+                    crop_box(folio, d.xywh),
+                    {"folio": path.name, "xywh": list(d.xywh), "score": d.score},
+                )
+            )
     return illustrations

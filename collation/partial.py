@@ -48,8 +48,13 @@ def matched_cells(affine: torch.Tensor, query_pos: torch.Tensor, query_cells: to
     return (inside & real).sum(dim=1).float()
 
 
-def partial_normalizer(affine: torch.Tensor, query_pos: torch.Tensor, query_cells: torch.Tensor, *,
-                       min_area: float = defaults.PARTIAL_MIN_AREA) -> torch.Tensor:
+def partial_normalizer(
+    affine: torch.Tensor,
+    query_pos: torch.Tensor,
+    query_cells: torch.Tensor,
+    *,
+    min_area: float = defaults.PARTIAL_MIN_AREA,
+) -> torch.Tensor:
     """The divisor of a partial directional score: matched cells, at least ``min_area`` · N_Q (and 1).
 
     Args as ``matched_cells``; min_area: in (0, 1].

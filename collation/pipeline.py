@@ -54,9 +54,19 @@ class CollationResult:
     of the transposition of b's illustration that gave S (docs/transpositions.md)."""
 
 
-def check_options(*, backbone: str, similarity: str, seed: int, kernel: str, normalization: str, propagation: str,
-                  orientation: str, candidates: int | None = None, transpositions: str = defaults.TRANSPOSITIONS,
-                  partial: bool = defaults.PARTIAL) -> dict:
+def check_options(
+    *,
+    backbone: str,
+    similarity: str,
+    seed: int,
+    kernel: str,
+    normalization: str,
+    propagation: str,
+    orientation: str,
+    candidates: int | None = None,
+    transpositions: str = defaults.TRANSPOSITIONS,
+    partial: bool = defaults.PARTIAL,
+) -> dict:
     """Every option of a collation checked against its allowed values, before any work is done.
 
     Returns:
@@ -65,17 +75,28 @@ def check_options(*, backbone: str, similarity: str, seed: int, kernel: str, nor
     Raises:
         OptionError: naming the option and its allowed values. InputError: a seed that is not an integer.
     """
-    for option, value, allowed in (("backbone", backbone, BACKBONES), ("similarity", similarity, SIMILARITIES),
-                                   ("kernel", kernel, KERNELS), ("normalization", normalization, NORMALIZATIONS),
-                                   ("propagation", propagation, PROPAGATIONS),
-                                   ("orientation", orientation, ORIENTATIONS)):
+    for option, value, allowed in (
+        ("backbone", backbone, BACKBONES),
+        ("similarity", similarity, SIMILARITIES),
+        ("kernel", kernel, KERNELS),
+        ("normalization", normalization, NORMALIZATIONS),
+        ("propagation", propagation, PROPAGATIONS),
+        ("orientation", orientation, ORIENTATIONS),
+    ):
         check_option(option, value, allowed)
     check_integer("seed", seed)
     if candidates is not None:
         check_positive_int("candidates", candidates)
-    options = {"backbone": backbone, "similarity": similarity, "seed": seed, "kernel": kernel,
-               "normalization": normalization, "propagation": propagation, "orientation": orientation,
-               "candidates": candidates}
+    options = {
+        "backbone": backbone,
+        "similarity": similarity,
+        "seed": seed,
+        "kernel": kernel,
+        "normalization": normalization,
+        "propagation": propagation,
+        "orientation": orientation,
+        "candidates": candidates,
+    }
     # Transposed and partial copies (docs/transpositions.md): S_trans and S_matching only; recorded
     # only when used, so the records of plain collations stay as they were.
     names = transposition_names(transpositions)
@@ -126,9 +147,18 @@ def run_collation(
     names = [m.name for m in manuscripts]
     if len(set(names)) != len(names):
         raise InputError(f"manuscript names must be unique: {names}", field="manuscripts")
-    options = check_options(backbone=backbone, similarity=similarity, seed=seed, kernel=kernel,
-                            normalization=normalization, propagation=propagation, orientation=orientation,
-                            candidates=candidates, transpositions=transpositions, partial=partial)
+    options = check_options(
+        backbone=backbone,
+        similarity=similarity,
+        seed=seed,
+        kernel=kernel,
+        normalization=normalization,
+        propagation=propagation,
+        orientation=orientation,
+        candidates=candidates,
+        transpositions=transpositions,
+        partial=partial,
+    )
     if propagation == "3-cycles" and len(manuscripts) < 3:
         raise InputError("3-cycle propagation needs three or more manuscripts", field="propagation")
     model = load_backbone(backbone, device=resolve_device(device), weights_dir=weights_dir)
@@ -148,9 +178,14 @@ def run_collation(
     n_turned = len(transposition_names(transpositions))
     if n_turned > 1:
         for b, m in enumerate(manuscripts[1:], start=1):
-            turned[b] = extract_transposed_features([ill.image for ill in m.illustrations], model, transpositions,
-                                                    plain=features[b], dtype=dtype,
-                                                    progress=stage(f"transposed features {m.name}"))
+            turned[b] = extract_transposed_features(
+                [ill.image for ill in m.illustrations],
+                model,
+                transpositions,
+                plain=features[b],
+                dtype=dtype,
+                progress=stage(f"transposed features {m.name}"),
+            )
     del model
     scores, transposed = {}, {}
     for a in range(len(manuscripts)):
@@ -160,12 +195,26 @@ def run_collation(
                 scores[(a, b)] = score_features_matrix(features[a], features[b])
             elif turned:
                 scores[(a, b)], transposed[(a, b)] = score_matrix_transposed(
-                    features[a], turned[b], n_turned, similarity=similarity, seed=seed, kernel=kernel,
-                    partial=partial, progress=stage(label))
+                    features[a],
+                    turned[b],
+                    n_turned,
+                    similarity=similarity,
+                    seed=seed,
+                    kernel=kernel,
+                    partial=partial,
+                    progress=stage(label),
+                )
             else:
-                scores[(a, b)], _ = pruned_score_matrix(features[a], features[b], options["candidates"],
-                                                        similarity=similarity, seed=seed, kernel=kernel,
-                                                        partial=partial, progress=stage(label))
+                scores[(a, b)], _ = pruned_score_matrix(
+                    features[a],
+                    features[b],
+                    options["candidates"],
+                    similarity=similarity,
+                    seed=seed,
+                    kernel=kernel,
+                    partial=partial,
+                    progress=stage(label),
+                )
     result = CollationResult(list(manuscripts), options, transposed=transposed)
     result.pairs = collate(scores, normalization=normalization, propagation=propagation, orientation=orientation)
     return result
@@ -182,12 +231,17 @@ def correspondences(result: CollationResult, a: int, b: int) -> list[dict]:
     three = {tuple(p) for p in pr.three_cycles.tolist()}
     rows = []
     for i, j in enumerate(pr.P_S.argmax(axis=1).tolist() if pr.P_S.size else []):
-        rows.append({
-            "source": {"index": i, "id": result.manuscripts[a].illustrations[i].id},
-            "match": {"index": j, "id": result.manuscripts[b].illustrations[j].id},
-            "S": float(pr.S[i, j]), "N_S": float(pr.N_S[i, j]), "P_S": float(pr.P_S[i, j]),
-            "two_cycle": (i, j) in two, "three_cycle": (i, j) in three,
-        })
+        rows.append(
+            {
+                "source": {"index": i, "id": result.manuscripts[a].illustrations[i].id},
+                "match": {"index": j, "id": result.manuscripts[b].illustrations[j].id},
+                "S": float(pr.S[i, j]),
+                "N_S": float(pr.N_S[i, j]),
+                "P_S": float(pr.P_S[i, j]),
+                "two_cycle": (i, j) in two,
+                "three_cycle": (i, j) in three,
+            }
+        )
     if (a, b) in result.transposed:  # which transposition of the match gave S (docs/transpositions.md)
         names = winner_names(result.transposed[(a, b)], result.options["transpositions"])
         for row in rows:
@@ -200,8 +254,10 @@ def concordance_rows(result: CollationResult) -> list[dict]:
     per group in the order of the first manuscript, cells as in the service's ``concordance.csv``:
     label = the illustration's id, canvas = its folio or file, image = its file when it has one."""
     sizes = {m: len(ms.illustrations) for m, ms in enumerate(result.manuscripts)}
-    evidence = {pair: PairEvidence(pr.P_S, np.concatenate([pr.two_cycles, pr.three_cycles]), {})
-                for pair, pr in result.pairs.items()}
+    evidence = {
+        pair: PairEvidence(pr.P_S, np.concatenate([pr.two_cycles, pr.three_cycles]), {})
+        for pair, pr in result.pairs.items()
+    }
     rows = []
     for group in build_groups(sizes, evidence):
         cells: list[dict | None] = []
@@ -212,12 +268,26 @@ def concordance_rows(result: CollationResult) -> list[dict]:
                 continue
             ill = manuscript.illustrations[member.position]
             source = ill.source or {}
-            cells.append({"index": member.position, "label": ill.id,
-                          "canvas": source.get("folio") or source.get("file"), "xywh": source.get("xywh"),
-                          "image": source.get("file"), "confidence": member.confidence, "verdict": None})
+            cells.append(
+                {
+                    "index": member.position,
+                    "label": ill.id,
+                    "canvas": source.get("folio") or source.get("file"),
+                    "xywh": source.get("xywh"),
+                    "image": source.get("file"),
+                    "confidence": member.confidence,
+                    "verdict": None,
+                }
+            )
         first = group.members[0]
-        rows.append({"id": f"{first.manuscript}-{first.position}", "size": len(group.members),
-                     "confidence": group.confidence, "cells": cells})
+        rows.append(
+            {
+                "id": f"{first.manuscript}-{first.position}",
+                "size": len(group.members),
+                "confidence": group.confidence,
+                "cells": cells,
+            }
+        )
     return rows
 
 
@@ -233,27 +303,41 @@ def write_results(result: CollationResult, out_dir: str | Path) -> Path:
             write_npy(folder / f"{name}.npy", getattr(pr, name))
         if (a, b) in result.transposed:
             write_npy(folder / "T.npy", result.transposed[(a, b)])
-    write_json(out / "collation.json", {
-        "software": {"name": "image-collation", "version": __version__},
-        "options": result.options,
-        "torch": torch.__version__,
-        "manuscripts": [
-            {"name": m.name, "illustrations": [
-                {"index": k, "id": ill.id, "label": ill.label, **ill.source} for k, ill in enumerate(m.illustrations)
-            ]} for m in result.manuscripts
-        ],
-        "pairs": [pair_name(result, a, b) for a, b in result.pairs],
-    })
-    write_json(out / "correspondences.json", {
-        "similarity": result.options["similarity"],
-        **({"transposition_names": result.options["transposition_names"]} if result.transposed else {}),
-        "pairs": [{
-            "pair": [result.manuscripts[a].name, result.manuscripts[b].name],
-            "two_cycles": pr.two_cycles.tolist(),
-            "three_cycles": pr.three_cycles.tolist(),
-            "matches": correspondences(result, a, b),
-        } for (a, b), pr in result.pairs.items()],
-    })
+    write_json(
+        out / "collation.json",
+        {
+            "software": {"name": "image-collation", "version": __version__},
+            "options": result.options,
+            "torch": torch.__version__,
+            "manuscripts": [
+                {
+                    "name": m.name,
+                    "illustrations": [
+                        {"index": k, "id": ill.id, "label": ill.label, **ill.source}
+                        for k, ill in enumerate(m.illustrations)
+                    ],
+                }
+                for m in result.manuscripts
+            ],
+            "pairs": [pair_name(result, a, b) for a, b in result.pairs],
+        },
+    )
+    write_json(
+        out / "correspondences.json",
+        {
+            "similarity": result.options["similarity"],
+            **({"transposition_names": result.options["transposition_names"]} if result.transposed else {}),
+            "pairs": [
+                {
+                    "pair": [result.manuscripts[a].name, result.manuscripts[b].name],
+                    "two_cycles": pr.two_cycles.tolist(),
+                    "three_cycles": pr.three_cycles.tolist(),
+                    "matches": correspondences(result, a, b),
+                }
+                for (a, b), pr in result.pairs.items()
+            ],
+        },
+    )
     text = concordance_csv(concordance_rows(result), [m.name for m in result.manuscripts])
     write_bytes(out / "concordance.csv", text.encode("utf-8"))
     return out

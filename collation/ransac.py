@@ -147,8 +147,9 @@ def transfer_error2(affine: torch.Tensor, src: torch.Tensor, dst: torch.Tensor) 
     return ((mapped - dst.unsqueeze(2)) ** 2).sum(dim=-1)
 
 
-def cell_scores(error2: torch.Tensor, sim: torch.Tensor, cell: torch.Tensor, n_cells: int,
-                sigma2x2: float) -> torch.Tensor:
+def cell_scores(
+    error2: torch.Tensor, sim: torch.Tensor, cell: torch.Tensor, n_cells: int, sigma2x2: float
+) -> torch.Tensor:
     """Σ over query cells of the best sim · exp(−e²/sigma2x2) among that cell's matches.
 
     Args:
@@ -214,8 +215,14 @@ def select_hypothesis(
     return affine[torch.arange(b, device=affine.device), best], found
 
 
-def _check_matches(target_pos: torch.Tensor, query_pos: torch.Tensor, sim: torch.Tensor, cell: torch.Tensor,
-                   count: torch.Tensor, draws: torch.Tensor) -> None:
+def _check_matches(
+    target_pos: torch.Tensor,
+    query_pos: torch.Tensor,
+    sim: torch.Tensor,
+    cell: torch.Tensor,
+    count: torch.Tensor,
+    draws: torch.Tensor,
+) -> None:
     dims = check_shape("target_pos", target_pos, ("B", "M", 2))
     check_shape("query_pos", query_pos, ("B", "M", 2), dims)
     check_shape("sim", sim, ("B", "M"), dims)

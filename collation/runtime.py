@@ -47,8 +47,14 @@ class Runtime:
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @classmethod
-    def create(cls, settings: Settings, *, redis: Redis | None = None, fetcher: Fetcher | None = None,
-               backbones: dict[tuple[str, str], Backbone] | None = None) -> Runtime:
+    def create(
+        cls,
+        settings: Settings,
+        *,
+        redis: Redis | None = None,
+        fetcher: Fetcher | None = None,
+        backbones: dict[tuple[str, str], Backbone] | None = None,
+    ) -> Runtime:
         """A runtime for ``settings``.
 
         Args:
@@ -60,8 +66,13 @@ class Runtime:
         """
         if redis is None and settings.redis_url:
             redis = Redis.from_url(settings.redis_url, socket_connect_timeout=5, health_check_interval=10)
-        return cls(settings=settings, store=DataStore(settings.data_dir), redis=redis, _fetcher=fetcher,
-                   _backbones=backbones if backbones is not None else {})
+        return cls(
+            settings=settings,
+            store=DataStore(settings.data_dir),
+            redis=redis,
+            _fetcher=fetcher,
+            _backbones=backbones if backbones is not None else {},
+        )
 
     # ----------------------------------------------------------------------------------------------
 
@@ -121,8 +132,7 @@ class Runtime:
 
         with self._lock:
             if self._detector is None:
-                self._detector = load_detector(self.settings.detector_model,
-                                               min_score=self.settings.detector_min_score)
+                self._detector = load_detector(self.settings.detector_model, min_score=self.settings.detector_min_score)
             return self._detector
 
     def features(self, key: str) -> MultiScaleFeatures:

@@ -53,23 +53,37 @@ class FetchSettings:
     max_retry_after: float = field(default=60.0, metadata=_help("Longest Retry-After honoured; longer ones fail."))
     max_redirects: int = field(default=5, metadata=_help("Redirects followed per request, each checked."))
     per_host: int = field(default=4, metadata=_help("Concurrent requests per host."))
-    min_interval: float = field(default=0.0, metadata=_help("Seconds between two request starts on one host "
-                                                            "(e.g. 12 for Gallica)."))
-    cache_dir: Path | None = field(default=None, metadata=_help("On-disk cache of fetched documents and images; "
-                                                                "unset: memory only (the command line uses "
-                                                                "`$XDG_CACHE_HOME/image-collation/iiif`)."))
+    min_interval: float = field(
+        default=0.0, metadata=_help("Seconds between two request starts on one host (e.g. 12 for Gallica).")
+    )
+    cache_dir: Path | None = field(
+        default=None,
+        metadata=_help(
+            "On-disk cache of fetched documents and images; "
+            "unset: memory only (the command line uses "
+            "`$XDG_CACHE_HOME/image-collation/iiif`)."
+        ),
+    )
     json_cache_entries: int = field(default=512, metadata=_help("Parsed JSON documents kept in memory."))
-    json_cache_bytes: int = field(default=64 * 2**20, metadata=_help(
-        "Memory the parsed JSON documents kept may take, in bytes (a parsed document takes 10-25 times its "
-        "JSON text; larger ones are not kept)."))
+    json_cache_bytes: int = field(
+        default=64 * 2**20,
+        metadata=_help(
+            "Memory the parsed JSON documents kept may take, in bytes (a parsed document takes 10-25 times its "
+            "JSON text; larger ones are not kept)."
+        ),
+    )
     max_json_bytes: int = field(default=32 * 2**20, metadata=_help("Cap of one manifest, list or info.json."))
     max_image_bytes: int = field(default=64 * 2**20, metadata=_help("Cap of one image response."))
     max_image_pixels: int = field(default=100_000_000, metadata=_help("Cap of one decoded image."))
     max_canvases: int = field(default=10_000, metadata=_help("Canvases read from one manifest."))
-    region_long_side: int = field(default=352, metadata=_help("Long side in pixels of fetched region images "
-                                                              "(the features need 22 cells of 16 px)."))
-    allow_private: bool = field(default=False, metadata=_help("Fetch from private, loopback and link-local "
-                                                              "addresses too (never on a public service)."))
+    region_long_side: int = field(
+        default=352,
+        metadata=_help("Long side in pixels of fetched region images (the features need 22 cells of 16 px)."),
+    )
+    allow_private: bool = field(
+        default=False,
+        metadata=_help("Fetch from private, loopback and link-local addresses too (never on a public service)."),
+    )
 
 
 def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -84,57 +98,95 @@ def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
 class Settings:
     """The settings of one process. Field ``name`` is read from ``COLLATION_<NAME>``."""
 
-    redis_url: str | None = field(default=None, metadata=_help(
-        "Redis of the queues. Unset: `collate serve` starts a private one. Workers need it."))
-    data_dir: Path = field(default=Path("data"), metadata=_help(
-        "The data store: collations, region images, cached features and scores. Shared by the API and all "
-        "workers."))
-    device: str = field(default="auto", metadata=_help(
-        "`auto` (CUDA when present), `cpu`, `cuda` or `cuda:N` for feature extraction and scoring."))
-    backbone: str = field(default=defaults.BACKBONE, metadata=_help(
-        "Default of the `backbone` option (`resnet50-conv4` is the paper's; it needs its weights)."))
-    weights_dir: Path | None = field(default=None, metadata=_help(
-        "Folder with `resnet50-0676ba61.pth` (else the torch cache)."))
-    detector_model: Path | None = field(default=None, metadata=_help(
-        "TorchScript illustration detector for pages without region annotations (contract in "
-        "docs/detection.md); unset: the built-in image-analysis detector."))
-    detector_min_score: float = field(default=0.5, metadata=_help(
-        "Detected illustrations scoring lower (0..1) are dropped."))
-    allowed_hosts: tuple[str, ...] = field(default=(), metadata=_help(
-        "Comma-separated hosts that may be fetched although they resolve to private or loopback addresses, "
-        "e.g. `127.0.0.1` for a local image server. Everything else private is refused."))
-    api_tokens: tuple[str, ...] = field(default=(), metadata=_help(
-        "Comma-separated bearer tokens. When set, POST and DELETE need `Authorization: Bearer <token>`; reads "
-        "stay open for viewers."))
-    public_url: str | None = field(default=None, metadata=_help(
-        "External base URL (e.g. `https://collation.example.org`) used in annotation and manifest ids; unset: "
-        "the URL of each request."))
+    redis_url: str | None = field(
+        default=None,
+        metadata=_help("Redis of the queues. Unset: `collate serve` starts a private one. Workers need it."),
+    )
+    data_dir: Path = field(
+        default=Path("data"),
+        metadata=_help(
+            "The data store: collations, region images, cached features and scores. Shared by the API and all workers."
+        ),
+    )
+    device: str = field(
+        default="auto",
+        metadata=_help("`auto` (CUDA when present), `cpu`, `cuda` or `cuda:N` for feature extraction and scoring."),
+    )
+    backbone: str = field(
+        default=defaults.BACKBONE,
+        metadata=_help("Default of the `backbone` option (`resnet50-conv4` is the paper's; it needs its weights)."),
+    )
+    weights_dir: Path | None = field(
+        default=None, metadata=_help("Folder with `resnet50-0676ba61.pth` (else the torch cache).")
+    )
+    detector_model: Path | None = field(
+        default=None,
+        metadata=_help(
+            "TorchScript illustration detector for pages without region annotations (contract in "
+            "docs/detection.md); unset: the built-in image-analysis detector."
+        ),
+    )
+    detector_min_score: float = field(
+        default=0.5, metadata=_help("Detected illustrations scoring lower (0..1) are dropped.")
+    )
+    allowed_hosts: tuple[str, ...] = field(
+        default=(),
+        metadata=_help(
+            "Comma-separated hosts that may be fetched although they resolve to private or loopback addresses, "
+            "e.g. `127.0.0.1` for a local image server. Everything else private is refused."
+        ),
+    )
+    api_tokens: tuple[str, ...] = field(
+        default=(),
+        metadata=_help(
+            "Comma-separated bearer tokens. When set, POST and DELETE need `Authorization: Bearer <token>`; reads "
+            "stay open for viewers."
+        ),
+    )
+    public_url: str | None = field(
+        default=None,
+        metadata=_help(
+            "External base URL (e.g. `https://collation.example.org`) used in annotation and manifest ids; unset: "
+            "the URL of each request."
+        ),
+    )
     host: str = field(default="127.0.0.1", metadata=_help("Where `collate serve` listens (`--host` wins)."))
     port: int = field(default=8000, metadata=_help("Port of `collate serve` (`--port` wins; 0 picks a free one)."))
-    queue_io: str = field(default="collation-io", metadata=_help(
-        "Queue of manifests, regions, planning and final results."))
-    queue_compute: str = field(default="collation-compute", metadata=_help(
-        "Queue of features and pair scores (GPU workers listen here)."))
-    chunk_pairs: int = field(default=512, metadata=_help(
-        "Pairs per scoring job: about 10 s of CPU with efficientnet-lite0."))
+    queue_io: str = field(
+        default="collation-io", metadata=_help("Queue of manifests, regions, planning and final results.")
+    )
+    queue_compute: str = field(
+        default="collation-compute", metadata=_help("Queue of features and pair scores (GPU workers listen here).")
+    )
+    chunk_pairs: int = field(
+        default=512, metadata=_help("Pairs per scoring job: about 10 s of CPU with efficientnet-lite0.")
+    )
     job_timeout: int = field(default=3600, metadata=_help("Seconds one job may run."))
     job_retries: int = field(default=2, metadata=_help("Retries of a failed or abandoned job."))
-    heartbeat_ttl: int = field(default=20, metadata=_help(
-        "Seconds after which a silent worker's job is abandoned and retried."))
-    sweep_interval: float = field(default=15.0, metadata=_help(
-        "Seconds between the API's recovery sweeps (re-enqueue what Redis lost, retry dead workers' jobs); 0: "
-        "one sweep at start only."))
+    heartbeat_ttl: int = field(
+        default=20, metadata=_help("Seconds after which a silent worker's job is abandoned and retried.")
+    )
+    sweep_interval: float = field(
+        default=15.0,
+        metadata=_help(
+            "Seconds between the API's recovery sweeps (re-enqueue what Redis lost, retry dead workers' jobs); 0: "
+            "one sweep at start only."
+        ),
+    )
     max_manifests: int = field(default=32, metadata=_help("Manifests per collation."))
     max_regions: int = field(default=5000, metadata=_help("Regions per manuscript."))
-    features_cached: int = field(default=8, metadata=_help(
-        "Feature sets a worker keeps in memory between jobs."))
+    features_cached: int = field(default=8, metadata=_help("Feature sets a worker keeps in memory between jobs."))
     page_size: int = field(default=100, metadata=_help("Annotations per page of the AnnotationCollection."))
     cors_origin: str = field(default="*", metadata=_help("`Access-Control-Allow-Origin` of every response."))
-    openapi_path: Path | None = field(default=None, metadata=_help(
-        "The contract served at `/api/v1/openapi.yaml`; unset: the `openapi.yaml` of the repository."))
+    openapi_path: Path | None = field(
+        default=None,
+        metadata=_help("The contract served at `/api/v1/openapi.yaml`; unset: the `openapi.yaml` of the repository."),
+    )
     log_level: str = field(default="INFO", metadata=_help("Log level of `collate serve` and `collate worker`."))
-    iiif: FetchSettings = field(default_factory=FetchSettings, metadata=_help(
-        "IIIF fetching, one `COLLATION_IIIF_<NAME>` variable per field of `FetchSettings`."))
+    iiif: FetchSettings = field(
+        default_factory=FetchSettings,
+        metadata=_help("IIIF fetching, one `COLLATION_IIIF_<NAME>` variable per field of `FetchSettings`."),
+    )
 
     # ----------------------------------------------------------------------------------------------
 
@@ -166,13 +218,23 @@ class Settings:
     def check(self) -> None:
         """Raises ``SettingsError`` on values that parse but cannot work."""
         if self.device not in DEVICES and not self.device.startswith("cuda:"):
-            raise SettingsError(f"{ENV_PREFIX}DEVICE must be auto, cpu, cuda or cuda:N, not {self.device!r}",
-                                field="DEVICE")
+            raise SettingsError(
+                f"{ENV_PREFIX}DEVICE must be auto, cpu, cuda or cuda:N, not {self.device!r}", field="DEVICE"
+            )
         if self.log_level.upper() not in LOG_LEVELS:
-            raise SettingsError(f"{ENV_PREFIX}LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, "
-                                f"not {self.log_level!r}", field="LOG_LEVEL")
-        for name in ("chunk_pairs", "job_timeout", "heartbeat_ttl", "max_manifests", "max_regions",
-                     "features_cached", "page_size"):
+            raise SettingsError(
+                f"{ENV_PREFIX}LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, not {self.log_level!r}",
+                field="LOG_LEVEL",
+            )
+        for name in (
+            "chunk_pairs",
+            "job_timeout",
+            "heartbeat_ttl",
+            "max_manifests",
+            "max_regions",
+            "features_cached",
+            "page_size",
+        ):
             if getattr(self, name) < 1:
                 raise SettingsError(f"{ENV_PREFIX}{name.upper()} must be at least 1", field=name.upper())
         for name in ("per_host", "region_long_side", "max_canvases"):
@@ -254,8 +316,11 @@ def _field_types(cls: type) -> dict[str, Any]:
 
 def _parser(tp: Any) -> Callable[[str], Any]:
     for known, parser in PARSERS.items():
-        if tp == known or (isinstance(tp, types.UnionType) and isinstance(known, types.UnionType) and
-                           set(typing.get_args(tp)) == set(typing.get_args(known))):
+        if tp == known or (
+            isinstance(tp, types.UnionType)
+            and isinstance(known, types.UnionType)
+            and set(typing.get_args(tp)) == set(typing.get_args(known))
+        ):
             return parser
     raise TypeError(f"no parser for settings of type {tp}")
 
@@ -304,8 +369,11 @@ def _format(value: Any) -> str:
 
 
 def _environ(obj: Any, prefix: str, skip: tuple[str, ...] = ()) -> dict[str, str]:
-    return {prefix + f.name.upper(): _format(getattr(obj, f.name))
-            for f in fields(obj) if f.name not in skip and getattr(obj, f.name) is not None}
+    return {
+        prefix + f.name.upper(): _format(getattr(obj, f.name))
+        for f in fields(obj)
+        if f.name not in skip and getattr(obj, f.name) is not None
+    }
 
 
 # --------------------------------------------------------------------------------------------------

@@ -107,16 +107,24 @@ def directional_scores(
         error2 = ((tpos - qpos) ** 2).sum(dim=-1, keepdim=True)
         total = cell_scores(error2, sim, cell, lq, sigma2x2).squeeze(1)
     elif partial:  # hook of the partial-copy option (docs/transpositions.md)
-        total, affine = ransac_scores(tpos, qpos, sim, cell, valid.sum(dim=1), lq, draws, kernel=kernel,
-                                      with_affine=True)
+        total, affine = ransac_scores(
+            tpos, qpos, sim, cell, valid.sum(dim=1), lq, draws, kernel=kernel, with_affine=True
+        )
         return (total / partial_normalizer(affine, query_pos, query_cells)).clamp(max=1.0)
     else:
         total = ransac_scores(tpos, qpos, sim, cell, valid.sum(dim=1), lq, draws, kernel=kernel)
     return total / query_cells.clamp(min=1)
 
 
-def _gather_matches(cos: torch.Tensor, lengths: list[int], tpos: torch.Tensor, seg: torch.Tensor,
-                    flat: torch.Tensor, sizes: list[int], lq: int) -> tuple[torch.Tensor, ...]:
+def _gather_matches(
+    cos: torch.Tensor,
+    lengths: list[int],
+    tpos: torch.Tensor,
+    seg: torch.Tensor,
+    flat: torch.Tensor,
+    sizes: list[int],
+    lq: int,
+) -> tuple[torch.Tensor, ...]:
     """Mutual matches of one target against packed queries, laid out as ``(J, S * lq)`` slots.
 
     A couple (p, q) is mutual at scale s when cos[p, q] is the largest of q's column within scale s
@@ -159,9 +167,16 @@ def _gather_matches(cos: torch.Tensor, lengths: list[int], tpos: torch.Tensor, s
     return per_query(valid), per_query(sim), per_query(pos)
 
 
-def _score_matches(valid: torch.Tensor, sim: torch.Tensor, tpos: torch.Tensor, qpos: torch.Tensor,
-                   lq: int, draws: torch.Tensor | None, kernel: str,
-                   with_affine: bool = False) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+def _score_matches(
+    valid: torch.Tensor,
+    sim: torch.Tensor,
+    tpos: torch.Tensor,
+    qpos: torch.Tensor,
+    lq: int,
+    draws: torch.Tensor | None,
+    kernel: str,
+    with_affine: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """Σ over query cells of the best weighted match (RANSAC for S_trans): ``(B, M)`` slots in, ``(B,)`` out
     (and the winning ``(B, 3, 2)`` affine maps with ``with_affine``, for the partial-copy normalizer)."""
     b, m = valid.shape
@@ -176,9 +191,16 @@ def _score_matches(valid: torch.Tensor, sim: torch.Tensor, tpos: torch.Tensor, q
 
 
 def directional_pairs(
-    targets: MultiScaleFeatures, queries: MultiScaleFeatures, pairs: torch.Tensor, *, seed: int | None,
-    kernel: str = defaults.KERNEL, iterations: int = defaults.RANSAC_ITERATIONS, batch_size: int = 64,
-    progress: Progress | None = None, partial: bool = False,
+    targets: MultiScaleFeatures,
+    queries: MultiScaleFeatures,
+    pairs: torch.Tensor,
+    *,
+    seed: int | None,
+    kernel: str = defaults.KERNEL,
+    iterations: int = defaults.RANSAC_ITERATIONS,
+    batch_size: int = 64,
+    progress: Progress | None = None,
+    partial: bool = False,
 ) -> torch.Tensor:
     """Directional scores of (target t, query u) couples, one matrix product per target.
 
@@ -288,8 +310,10 @@ def score_pairs(
         ``(P,)`` float64 on the CPU, in [0, 2].
     """
     if similarity == "s_features":
-        raise InputError("score_pairs computes s_trans or s_matching; s_features needs square features "
-                         "(score_features_matrix)", field="similarity")
+        raise InputError(
+            "score_pairs computes s_trans or s_matching; s_features needs square features (score_features_matrix)",
+            field="similarity",
+        )
     check_option("similarity", similarity, PAIR_SIMILARITIES)
     check_option("kernel", kernel, KERNELS)
     check_integer("seed", seed)
@@ -308,11 +332,28 @@ def score_pairs(
         return (lambda done, _: progress(offset + done, total)) if progress else None
 
     # Draws are keyed by (target, query): the reverse direction's keys are (j, i).
-    s1 = directional_pairs(feats0, feats1, pairs, seed=ransac_seed, kernel=kernel, iterations=iterations,
-                           batch_size=batch_size, progress=stage(0), partial=partial)
-    s2 = directional_pairs(feats1, feats0, pairs[:, [1, 0]], seed=ransac_seed, kernel=kernel,
-                           iterations=iterations, batch_size=batch_size, progress=stage(len(pairs)),
-                           partial=partial)
+    s1 = directional_pairs(
+        feats0,
+        feats1,
+        pairs,
+        seed=ransac_seed,
+        kernel=kernel,
+        iterations=iterations,
+        batch_size=batch_size,
+        progress=stage(0),
+        partial=partial,
+    )
+    s2 = directional_pairs(
+        feats1,
+        feats0,
+        pairs[:, [1, 0]],
+        seed=ransac_seed,
+        kernel=kernel,
+        iterations=iterations,
+        batch_size=batch_size,
+        progress=stage(len(pairs)),
+        partial=partial,
+    )
     return (s1 + s2).double().cpu()
 
 
@@ -345,8 +386,17 @@ def score_matrix(
     Arguments and checks as ``score_pairs``.
     """
     n0, n1 = len(feats0), len(feats1)
-    scores = score_pairs(feats0, feats1, all_pairs(n0, n1), similarity=similarity, seed=seed, kernel=kernel,
-                         batch_size=batch_size, progress=progress, partial=partial)
+    scores = score_pairs(
+        feats0,
+        feats1,
+        all_pairs(n0, n1),
+        similarity=similarity,
+        seed=seed,
+        kernel=kernel,
+        batch_size=batch_size,
+        progress=progress,
+        partial=partial,
+    )
     return scores.numpy().reshape(n0, n1)
 
 

@@ -116,8 +116,9 @@ def score_pairs_transposed(
     """
     t = check_positive_int("n_transpositions", n_transpositions)
     if len(transposed1) % t:
-        raise InputError(f"{len(transposed1)} transposed illustrations are not {t} transpositions of a set",
-                         field="n_transpositions")
+        raise InputError(
+            f"{len(transposed1)} transposed illustrations are not {t} transpositions of a set", field="n_transpositions"
+        )
     n1 = len(transposed1) // t
     pairs = as_index_pairs("pairs", pairs, (len(feats0), n1))
     offsets = (torch.arange(t) * n1).repeat_interleave(len(pairs))

@@ -28,8 +28,13 @@ def physiologus_dir() -> Path:
 def physiologus() -> Path:
     """The shared Physiologus folder; tests that need it skip cleanly when it is absent."""
     path = physiologus_dir()
-    needed = [path / "annotations" / "P2.via.json", path / "annotations" / "P3.via.json", path / "P2" / "folios",
-              path / "P3" / "folios", path / "ground_truth" / "P2-P3.json"]
+    needed = [
+        path / "annotations" / "P2.via.json",
+        path / "annotations" / "P3.via.json",
+        path / "P2" / "folios",
+        path / "P3" / "folios",
+        path / "ground_truth" / "P2-P3.json",
+    ]
     missing = [str(p) for p in needed if not p.exists()]
     if missing:
         pytest.skip(f"Physiologus test data absent (set COLLATION_TEST_DATA): {missing[0]}")

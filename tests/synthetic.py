@@ -27,8 +27,9 @@ def drawing(seed: int, size: tuple[int, int] = (320, 256)) -> Image.Image:
 
 def restyled_copy(image: Image.Image, matrix=(1.08, 0.08, -12, -0.06, 0.95, 10)) -> Image.Image:
     """Another 'copyist's' version: an affine warp, other colours, softer strokes."""
-    warped = image.transform(image.size, Image.Transform.AFFINE, matrix, resample=Image.Resampling.BICUBIC,
-                             fillcolor=PAPER)
+    warped = image.transform(
+        image.size, Image.Transform.AFFINE, matrix, resample=Image.Resampling.BICUBIC, fillcolor=PAPER
+    )
     pixels = np.asarray(warped, dtype=np.float32)
     tinted = np.clip(pixels[..., [1, 2, 0]] * 0.9 + 15, 0, 255).astype(np.uint8)  # swap colour channels
     return Image.fromarray(tinted).filter(ImageFilter.GaussianBlur(1.2))

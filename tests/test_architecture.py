@@ -18,10 +18,33 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "collation"
 
 BASE = {"settings", "errors", "defaults", "atomic", "__init__", "py"}
-ENGINE = {"backbones", "candidates", "features", "ransac", "similarity", "correspondences", "evaluation",
-          "illustrations", "checks", "detection", "concordance", "partial", "transpositions"}
-RANK = {"base": 0, "engine": 1, "iiif": 2, "store": 3, "runtime": 4, "jobs": 5, "service": 6, "viewer": 6,
-        "pipeline": 3, "cli": 7}
+ENGINE = {
+    "backbones",
+    "candidates",
+    "features",
+    "ransac",
+    "similarity",
+    "correspondences",
+    "evaluation",
+    "illustrations",
+    "checks",
+    "detection",
+    "concordance",
+    "partial",
+    "transpositions",
+}
+RANK = {
+    "base": 0,
+    "engine": 1,
+    "iiif": 2,
+    "store": 3,
+    "runtime": 4,
+    "jobs": 5,
+    "service": 6,
+    "viewer": 6,
+    "pipeline": 3,
+    "cli": 7,
+}
 """A module may import modules of a lower or equal rank only (service and viewer are siblings)."""
 
 LINE_LIMIT = 400
@@ -71,8 +94,7 @@ def imports_of(path: Path) -> set[str]:
                 target = node.module or ""
             if target.startswith("collation"):
                 found.add(target)
-                found.update(f"{target}.{alias.name}" for alias in node.names
-                             if is_module(f"{target}.{alias.name}"))
+                found.update(f"{target}.{alias.name}" for alias in node.names if is_module(f"{target}.{alias.name}"))
     return found
 
 
@@ -111,8 +133,17 @@ def test_web_layers_reach_the_jobs_through_one_module():
 def test_service_and_viewer_meet_only_in_the_app_factory():
     for module, targets in GRAPH.items():
         if layer(module) == "viewer":
-            bad = [t for t in targets if t in ("collation.service.routes", "collation.service.cli",
-                                               "collation.service.collations", COMPOSITION_ROOT)]
+            bad = [
+                t
+                for t in targets
+                if t
+                in (
+                    "collation.service.routes",
+                    "collation.service.cli",
+                    "collation.service.collations",
+                    COMPOSITION_ROOT,
+                )
+            ]
             assert not bad, f"{module} imports the API's routes, commands or app factory: {bad}"
         if layer(module) == "service" and module != COMPOSITION_ROOT and not module.endswith("service"):
             bad = [t for t in targets if layer(t) == "viewer"]
@@ -136,7 +167,7 @@ def test_no_import_circles():
         stack.append(module)
         for target in sorted(edges(module)):
             if state.get(target) == 1:
-                circles.append(" -> ".join([*stack[stack.index(target):], target]))
+                circles.append(" -> ".join([*stack[stack.index(target) :], target]))
             elif target not in state:
                 visit(target)
         stack.pop()
@@ -154,16 +185,23 @@ def test_no_global_statements_or_module_level_caches(path):
     for node in ast.walk(tree):
         assert not isinstance(node, ast.Global | ast.Nonlocal), f"{path.name}:{node.lineno}: `global` statement"
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-            node, ast.AnnAssign) and node.value is not None else []
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign) and node.value is not None
+            else []
+        )
         value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
         for target in targets:
             if not isinstance(target, ast.Name) or target.id.isupper() or target.id.startswith("__"):
                 continue  # constants are UPPER_CASE; their values are never changed (read-only by convention)
             mutable = isinstance(value, ast.Dict | ast.List | ast.Set) or (
-                isinstance(value, ast.Call) and isinstance(value.func, ast.Name | ast.Attribute)
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Name | ast.Attribute)
                 and (value.func.id if isinstance(value.func, ast.Name) else value.func.attr)
-                in ("dict", "list", "set", "OrderedDict", "defaultdict", "deque", "Lock", "RLock", "Event"))
+                in ("dict", "list", "set", "OrderedDict", "defaultdict", "deque", "Lock", "RLock", "Event")
+            )
             assert not mutable, f"{path.name}:{node.lineno}: module-level mutable state `{target.id}`"
 
 
@@ -175,4 +213,5 @@ def test_long_files_say_why(path):
         docstring = ast.get_docstring(ast.parse(text)) or ""
         assert LONG_FILE_REASON in docstring.lower(), (
             f"{path.relative_to(PACKAGE)} has {lines} lines: split it, or say why in its docstring "
-            f"('{LONG_FILE_REASON} ...')")
+            f"('{LONG_FILE_REASON} ...')"
+        )

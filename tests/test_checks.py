@@ -26,7 +26,11 @@ def test_option_error_names_the_option_and_every_allowed_value():
         check_option("kernel", "gauss", ("reference", "paper"))
     assert str(e.value) == "unknown kernel 'gauss': choose one of reference, paper"
     assert (e.value.option, e.value.value, e.value.allowed, e.value.field) == (
-        "kernel", "gauss", ("reference", "paper"), "kernel")
+        "kernel",
+        "gauss",
+        ("reference", "paper"),
+        "kernel",
+    )
     assert isinstance(e.value, InputError)
     with pytest.raises(OptionError):
         check_option("kernel", None, ("reference", "paper"))
@@ -99,8 +103,10 @@ def test_numbers():
 
 def test_checks_survive_python_optimizations():
     # Boundary checks are request validation, not asserts: `python -O` must not remove them.
-    code = ("from collation.checks import check_option\n"
-            "try:\n    check_option('kernel', 'x', ('reference', 'paper'))\n"
-            "except Exception as e:\n    print(type(e).__name__)\n")
+    code = (
+        "from collation.checks import check_option\n"
+        "try:\n    check_option('kernel', 'x', ('reference', 'paper'))\n"
+        "except Exception as e:\n    print(type(e).__name__)\n"
+    )
     out = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "OptionError"

@@ -60,8 +60,7 @@ def test_evaluate_json_and_table(matched, tmp_path, capsys):
     gt.write_text("[[0, 2], [1, 1], [2, 0]]")
     assert main(["evaluate", str(matched), "--ground-truth", str(gt), "--pair", "A,B", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report == {"pair": "A-B", "n_gt": 3, "similarity": "s_trans",
-                      "accuracy": {"S": 1.0, "N_S": 1.0, "P_S": 1.0}}
+    assert report == {"pair": "A-B", "n_gt": 3, "similarity": "s_trans", "accuracy": {"S": 1.0, "N_S": 1.0, "P_S": 1.0}}
     gt.write_text("[[2, 0], [1, 1]]")  # the same truth seen from B: indices of B first
     assert main(["evaluate", str(matched), "--ground-truth", str(gt), "--pair", "B,A"]) == 0
     table = capsys.readouterr().out
@@ -106,8 +105,12 @@ def test_bad_inputs_end_with_one_line_and_status_2(two_folders, matched, tmp_pat
 
 def test_installed_command_prints_no_traceback(tmp_path):
     collate = Path(sys.executable).parent / "collate"
-    proc = subprocess.run([str(collate), "evaluate", str(tmp_path), "--ground-truth", "x.json", "--pair", "A,B"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [str(collate), "evaluate", str(tmp_path), "--ground-truth", "x.json", "--pair", "A,B"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     expected = f"collate: error: {tmp_path}: not a collation output folder (no readable collation.json)"
     assert proc.stderr.strip() == expected
@@ -144,8 +147,9 @@ def captured_run(monkeypatch):
     return calls
 
 
-def test_settings_come_from_the_environment_once_and_flags_win(two_folders, tmp_path, monkeypatch, capsys,
-                                                                 captured_run):
+def test_settings_come_from_the_environment_once_and_flags_win(
+    two_folders, tmp_path, monkeypatch, capsys, captured_run
+):
     args = ["match", f"A={two_folders / 'A'}", f"B={two_folders / 'B'}", "--out", str(tmp_path / "o")]
     monkeypatch.setenv("COLLATION_WEIGHTS_DIR", str(tmp_path / "weights"))
     monkeypatch.setenv("COLLATION_DEVICE", "cpu")
@@ -172,14 +176,27 @@ def test_run_collation_checks_every_option_before_loading_a_backbone(two_folders
     from collation.pipeline import Manuscript
 
     manuscripts = [Manuscript("A", []), Manuscript("B", [])]  # no images: work would fail much later
-    good = {"backbone": "efficientnet-lite0", "similarity": "s_trans", "seed": 0, "kernel": "reference",
-            "normalization": "max", "propagation": "2-cycles", "orientation": "forward"}
+    good = {
+        "backbone": "efficientnet-lite0",
+        "similarity": "s_trans",
+        "seed": 0,
+        "kernel": "reference",
+        "normalization": "max",
+        "propagation": "2-cycles",
+        "orientation": "forward",
+    }
     assert check_options(**good) == {**good, "candidates": None}
     assert check_options(**good, candidates=5)["candidates"] == 5
     with pytest.raises(InputError, match="candidates"):
         run_collation(manuscripts, candidates=0)
-    for option, bad in (("backbone", "vgg"), ("similarity", "s_cos"), ("kernel", "gauss"),
-                        ("normalization", "median"), ("propagation", "4-cycles"), ("orientation", "up")):
+    for option, bad in (
+        ("backbone", "vgg"),
+        ("similarity", "s_cos"),
+        ("kernel", "gauss"),
+        ("normalization", "median"),
+        ("propagation", "4-cycles"),
+        ("orientation", "up"),
+    ):
         with pytest.raises(OptionError) as e:
             run_collation(manuscripts, **{**good, option: bad})
         assert e.value.option == option and "choose one of" in str(e.value)

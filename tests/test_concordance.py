@@ -34,8 +34,10 @@ def diagonal(n0: int, n1: int, shift: int = 0) -> np.ndarray:
 
 def evidence_of(scores: dict, verdicts: dict | None = None, propagation: str = "2-cycles") -> dict:
     results = collate(scores, propagation=propagation)
-    return {pair: PairEvidence(r.P_S, np.concatenate([r.two_cycles, r.three_cycles]), (verdicts or {}).get(pair, {}))
-            for pair, r in results.items()}
+    return {
+        pair: PairEvidence(r.P_S, np.concatenate([r.two_cycles, r.three_cycles]), (verdicts or {}).get(pair, {}))
+        for pair, r in results.items()
+    }
 
 
 def ends(groups: list) -> list[list[tuple[int, int]]]:
@@ -44,7 +46,13 @@ def ends(groups: list) -> list[list[tuple[int, int]]]:
 
 def test_verdict_categories_and_aliases() -> None:
     assert [verdict_category(v) for v in ("confirmed", "rejected", *CATEGORIES)] == [
-        "exact", "none", "exact", "partial", "semantic", "none"]
+        "exact",
+        "none",
+        "exact",
+        "partial",
+        "semantic",
+        "none",
+    ]
     assert [is_match(v) for v in CATEGORIES] == [True, True, True, False]
     with pytest.raises(InputError):
         verdict_category("maybe")
@@ -54,8 +62,12 @@ def test_three_witnesses_form_triplets_and_lone_illustrations_are_rows() -> None
     # witness 2 lacks illustration 0 of the others: it starts at their illustration 1
     scores = {(0, 1): diagonal(4, 4), (0, 2): diagonal(4, 3, -1), (1, 2): diagonal(4, 3, -1)}
     groups = build_groups({0: 4, 1: 4, 2: 3}, evidence_of(scores))
-    assert ends(groups) == [[(0, 0), (1, 0)], [(0, 1), (1, 1), (2, 0)], [(0, 2), (1, 2), (2, 1)],
-                            [(0, 3), (1, 3), (2, 2)]]
+    assert ends(groups) == [
+        [(0, 0), (1, 0)],
+        [(0, 1), (1, 1), (2, 0)],
+        [(0, 2), (1, 2), (2, 1)],
+        [(0, 3), (1, 3), (2, 2)],
+    ]
     assert all(x.confidence == 1.0 for g in groups for x in g.members)
     assert all(g.confidence == 1.0 for g in groups)
 
@@ -66,9 +78,11 @@ def test_at_most_one_member_per_witness_and_the_stronger_link_wins() -> None:
     s01 = np.array([[0.9, 0.1], [0.1, 0.9]])
     s02 = np.array([[0.8], [0.1]])
     s12 = np.array([[0.1], [0.7]])
-    ev = {(0, 1): PairEvidence(s01, np.array([[0, 0], [1, 1]]), {}),
-          (0, 2): PairEvidence(s02, np.array([[0, 0]]), {}),
-          (1, 2): PairEvidence(s12, np.array([[1, 0]]), {})}
+    ev = {
+        (0, 1): PairEvidence(s01, np.array([[0, 0], [1, 1]]), {}),
+        (0, 2): PairEvidence(s02, np.array([[0, 0]]), {}),
+        (1, 2): PairEvidence(s12, np.array([[1, 0]]), {}),
+    }
     groups = build_groups({0: 2, 1: 2, 2: 1}, ev)
     assert ends(groups) == [[(0, 0), (1, 0), (2, 0)], [(0, 1), (1, 1)]]
     member = groups[0].member(1)
@@ -80,8 +94,12 @@ def test_min_score_drops_weak_automatic_links_but_not_expert_ones() -> None:
     s = diagonal(3, 3)
     s[2, 2] = 0.3
     ev = {(0, 1): PairEvidence(s, np.array([[0, 0], [1, 1], [2, 2]]), {})}
-    assert ends(build_groups({0: 3, 1: 3}, ev, min_score=0.5)) == [[(0, 0), (1, 0)], [(0, 1), (1, 1)], [(0, 2)],
-                                                                     [(1, 2)]]
+    assert ends(build_groups({0: 3, 1: 3}, ev, min_score=0.5)) == [
+        [(0, 0), (1, 0)],
+        [(0, 1), (1, 1)],
+        [(0, 2)],
+        [(1, 2)],
+    ]
     ev = {(0, 1): PairEvidence(s, np.array([[0, 0], [1, 1], [2, 2]]), {(2, 2): "partial"})}
     groups = build_groups({0: 3, 1: 3}, ev, min_score=0.5)
     assert ends(groups)[-1] == [(0, 2), (1, 2)]
@@ -120,9 +138,25 @@ def test_bad_evidence_is_an_input_error() -> None:
 
 
 def test_csv_has_one_row_per_group_and_the_cells_of_each_witness() -> None:
-    rows = [{"id": "0-0", "size": 2, "confidence": 0.5, "cells": [
-        {"index": 0, "label": "f. 1r", "canvas": "c0", "xywh": [1, 2, 3, 4], "image": "http://i/0", "confidence": 0.5,
-         "verdict": None}, None]}]
+    rows = [
+        {
+            "id": "0-0",
+            "size": 2,
+            "confidence": 0.5,
+            "cells": [
+                {
+                    "index": 0,
+                    "label": "f. 1r",
+                    "canvas": "c0",
+                    "xywh": [1, 2, 3, 4],
+                    "image": "http://i/0",
+                    "confidence": 0.5,
+                    "verdict": None,
+                },
+                None,
+            ],
+        }
+    ]
     table = list(csv.reader(io.StringIO(concordance_csv(rows, ["A", "B"]))))
     assert table[0][:4] == ["group", "size", "confidence", "A index"] and len(table[0]) == 3 + 2 * 7
     assert table[1][:9] == ["0-0", "2", "0.5000", "0", "f. 1r", "c0", "1,2,3,4", "http://i/0", "0.5000"]
@@ -137,12 +171,16 @@ def test_collate_match_writes_the_same_concordance_csv(tmp_path) -> None:
 
     def witness(name: str, n: int) -> Manuscript:
         image = Image.new("RGB", (8, 8))
-        return Manuscript(name, [Illustration(f"{name}-{k}.png", f"{k}", image, {"file": f"/crops/{name}/{k}.png"})
-                                 for k in range(n)])
+        return Manuscript(
+            name, [Illustration(f"{name}-{k}.png", f"{k}", image, {"file": f"/crops/{name}/{k}.png"}) for k in range(n)]
+        )
 
     scores = {(0, 1): diagonal(3, 3), (0, 2): diagonal(3, 2, -1), (1, 2): diagonal(3, 2, -1)}
-    result = CollationResult([witness("A", 3), witness("B", 3), witness("C", 2)], {"similarity": "s_trans"},
-                             collate(scores, propagation="3-cycles"))
+    result = CollationResult(
+        [witness("A", 3), witness("B", 3), witness("C", 2)],
+        {"similarity": "s_trans"},
+        collate(scores, propagation="3-cycles"),
+    )
     table = list(csv.reader(io.StringIO((write_results(result, tmp_path) / "concordance.csv").read_text())))
     assert table[0][:4] == ["group", "size", "confidence", "A index"] and len(table[0]) == 3 + 3 * 7
     assert [row[:3] for row in table[1:]] == [["0-0", "2", "1.0000"], ["0-1", "3", "1.0000"], ["0-2", "3", "1.0000"]]

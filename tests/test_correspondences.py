@@ -122,11 +122,14 @@ def test_confirmed_pairs_become_seeds_and_rejected_ones_do_not():
 # -- boundary checks -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("option", "value", "allowed"), [
-    ("normalization", "median", NORMALIZATIONS),
-    ("propagation", "4-cycles", PROPAGATIONS),
-    ("orientation", "sideways", ORIENTATIONS),
-])
+@pytest.mark.parametrize(
+    ("option", "value", "allowed"),
+    [
+        ("normalization", "median", NORMALIZATIONS),
+        ("propagation", "4-cycles", PROPAGATIONS),
+        ("orientation", "sideways", ORIENTATIONS),
+    ],
+)
 def test_unknown_options_of_collate_name_the_allowed_values(option, value, allowed):
     s = np.eye(3)
     with pytest.raises(OptionError) as e:

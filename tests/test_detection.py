@@ -15,8 +15,9 @@ from collation.detection.model import ModelDetector
 from collation.errors import InputError
 
 PAPER = (226, 214, 184)
-SCRIPTING = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:FutureWarning",
-                                       "ignore:`torch.jit.save` is deprecated:FutureWarning")
+SCRIPTING = pytest.mark.filterwarnings(
+    "ignore:`torch.jit.script` is deprecated:FutureWarning", "ignore:`torch.jit.save` is deprecated:FutureWarning"
+)
 """The tests script their detectors; loading a TorchScript file does not warn."""
 
 
@@ -27,8 +28,17 @@ def iou(a, b) -> float:
     return iw * ih / (aw * ah + bw * bh - iw * ih)
 
 
-def text_lines(draw: ImageDraw.ImageDraw, rng, x0: int, y0: int, x1: int, y1: int, line: int = 26,
-               ink=(60, 40, 30), rubric: bool = True) -> None:
+def text_lines(
+    draw: ImageDraw.ImageDraw,
+    rng,
+    x0: int,
+    y0: int,
+    x1: int,
+    y1: int,
+    line: int = 26,
+    ink=(60, 40, 30),
+    rubric: bool = True,
+) -> None:
     """Rows of small dark glyph blobs, a red initial at the start of some rows."""
     for y in range(y0, y1 - line, line):
         x = x0
@@ -54,8 +64,17 @@ def drawing(draw: ImageDraw.ImageDraw, rng, box) -> None:
         draw.ellipse([cx - r, cy - r // 2, cx + r, cy + r // 2], fill=colour, outline=(40, 30, 20), width=2)
 
 
-def page(size=(760, 1060), *, drawings=(), text=((90, 80, 670, 980),), ruling=True, border=0, chart=False,
-         stain=False, seed=0) -> Image.Image:
+def page(
+    size=(760, 1060),
+    *,
+    drawings=(),
+    text=((90, 80, 670, 980),),
+    ruling=True,
+    border=0,
+    chart=False,
+    stain=False,
+    seed=0,
+) -> Image.Image:
     """A synthetic folio: text blocks, drawings (x, y, w, h), ruling, a dark scan border, a colour chart."""
     rng = np.random.default_rng(seed)
     w, h = size
@@ -75,11 +94,20 @@ def page(size=(760, 1060), *, drawings=(), text=((90, 80, 670, 980),), ruling=Tr
     image.paste(folio, (border, border))
     if chart:
         d = ImageDraw.Draw(image)
-        colours = [(255, 255, 255), (0, 0, 0), (200, 30, 30), (30, 160, 40), (30, 60, 200), (230, 200, 30),
-                   (120, 120, 120), (200, 80, 160)]
+        colours = [
+            (255, 255, 255),
+            (0, 0, 0),
+            (200, 30, 30),
+            (30, 160, 40),
+            (30, 60, 200),
+            (230, 200, 30),
+            (120, 120, 120),
+            (200, 80, 160),
+        ]
         for i, colour in enumerate(colours):
-            d.rectangle([border + 40 + i * 60, h + 2 * border + 20, border + 95 + i * 60, h + 2 * border + 75],
-                        fill=colour)
+            d.rectangle(
+                [border + 40 + i * 60, h + 2 * border + 20, border + 95 + i * 60, h + 2 * border + 75], fill=colour
+            )
     return image
 
 
@@ -160,10 +188,14 @@ class FixedBoxes(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         assert x.dim() == 4 and x.shape[1] == 3
         h, w = float(x.shape[2]), float(x.shape[3])
-        rel = torch.tensor([[0.1, 0.2, 0.6, 0.5, 0.9, 0.0],   # kept
-                            [0.12, 0.21, 0.6, 0.5, 0.8, 1.0],  # suppressed by NMS
-                            [0.5, 0.6, 0.9, 0.9, 0.7, 1.0],   # kept, second class
-                            [0.0, 0.0, 0.2, 0.2, 0.1, 0.0]])  # below the minimum score
+        rel = torch.tensor(
+            [
+                [0.1, 0.2, 0.6, 0.5, 0.9, 0.0],  # kept
+                [0.12, 0.21, 0.6, 0.5, 0.8, 1.0],  # suppressed by NMS
+                [0.5, 0.6, 0.9, 0.9, 0.7, 1.0],  # kept, second class
+                [0.0, 0.0, 0.2, 0.2, 0.1, 0.0],
+            ]
+        )  # below the minimum score
         scale = torch.tensor([w, h, w, h, 1.0, 1.0])
         return rel * scale, x.mean().reshape(1)
 
@@ -181,8 +213,7 @@ def test_a_torchscript_detector_behind_the_same_interface(model_file):
     assert isinstance(detector, ModelDetector) and isinstance(detector, Detector)
     image = Image.new("RGB", (800, 1000), PAPER)
     found = detect_illustrations(image, detector=detector)
-    assert [(d.xywh, d.label) for d in found] == [((80, 200, 400, 300), "miniature"),
-                                                  ((400, 600, 320, 300), "diagram")]
+    assert [(d.xywh, d.label) for d in found] == [((80, 200, 400, 300), "miniature"), ((400, 600, 320, 300), "diagram")]
     assert [d.score for d in found] == [0.9, 0.7]
     assert detect_illustrations(image, detector=detector, min_score=0.8)[0].score == 0.9
 
@@ -229,12 +260,28 @@ def test_collate_match_detect_on_folders_of_folios(tmp_path, capsys, monkeypatch
     for name, seed in (("A", 0), ("B", 1)):
         folder = tmp_path / name
         folder.mkdir()
-        page(drawings=[(100, 90, 540, 330), (150, 620, 460, 330)], text=[(90, 440, 670, 600)],
-             seed=seed).save(folder / "f1.png")
+        page(drawings=[(100, 90, 540, 330), (150, 620, 460, 330)], text=[(90, 440, 670, 600)], seed=seed).save(
+            folder / "f1.png"
+        )
         page(seed=seed + 5).save(folder / "f2.png")
     out = tmp_path / "out"
-    assert main(["match", f"A={tmp_path / 'A'}", f"B={tmp_path / 'B'}", "--detect", "--out", str(out),
-                 "--backbone", "efficientnet-lite0", "--device", "cpu"]) == 0
+    assert (
+        main(
+            [
+                "match",
+                f"A={tmp_path / 'A'}",
+                f"B={tmp_path / 'B'}",
+                "--detect",
+                "--out",
+                str(out),
+                "--backbone",
+                "efficientnet-lite0",
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     record = json.loads((out / "collation.json").read_text())
     ills = record["manuscripts"][0]["illustrations"]
     assert [i["id"] for i in ills] == ["f1_0", "f1_1"]
@@ -248,7 +295,8 @@ def test_recall_and_stray_boxes_on_the_physiologus_folios(physiologus):
     from pathlib import Path
 
     spec = importlib.util.spec_from_file_location(
-        "bench_detect", Path(__file__).resolve().parent.parent / "benchmarks" / "bench_detect.py")
+        "bench_detect", Path(__file__).resolve().parent.parent / "benchmarks" / "bench_detect.py"
+    )
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     report = bench.evaluate(physiologus, load_detector(None))

@@ -246,8 +246,14 @@ def test_save_and_load_keep_everything_on_every_device(three, tmp_path, device, 
 
 
 def _tampered(three: MultiScaleFeatures, **changes) -> dict:
-    data = {"desc": three.desc, "pos": three.pos, "mask": three.mask, "scales": list(three.scales),
-            "query_scale": three.query_scale, "backbone": three.backbone}
+    data = {
+        "desc": three.desc,
+        "pos": three.pos,
+        "mask": three.mask,
+        "scales": list(three.scales),
+        "query_scale": three.query_scale,
+        "backbone": three.backbone,
+    }
     return {**data, **changes}
 
 
@@ -263,21 +269,24 @@ def _padding_with_values(three):
     return desc
 
 
-@pytest.mark.parametrize(("change", "reason"), [
-    (lambda t: {"desc": t.desc[0]}, "desc must have shape"),
-    (lambda t: {"pos": t.pos[..., :1]}, "pos must have shape"),
-    (lambda t: {"mask": t.mask.long()}, "mask must have a bool"),
-    (lambda t: {"desc": t.desc.double()}, "desc must have one of"),
-    (lambda t: {"desc": t.desc[..., :100]}, "efficientnet-lite0 has 112 channels"),
-    (lambda t: {"scales": [18, 19, 20, 21]}, "4 scales"),
-    (lambda t: {"scales": [18, 19, 20, 21, 23]}, "cell counts do not fit"),
-    (lambda t: {"query_scale": 17}, "query scale 17"),
-    (lambda t: {"backbone": "vgg16"}, "unknown backbone 'vgg16'"),
-    (lambda t: {"mask": _unshifted_mask(t)}, "real cells must come first"),
-    (lambda t: {"desc": _padding_with_values(t)}, "padded cells"),
-    (lambda t: {"pos": t.pos * 2}, r"positions must lie in \(0, 1\)"),
-    (lambda t: {"scales": "18-22"}, "scales must be a list"),
-])
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (lambda t: {"desc": t.desc[0]}, "desc must have shape"),
+        (lambda t: {"pos": t.pos[..., :1]}, "pos must have shape"),
+        (lambda t: {"mask": t.mask.long()}, "mask must have a bool"),
+        (lambda t: {"desc": t.desc.double()}, "desc must have one of"),
+        (lambda t: {"desc": t.desc[..., :100]}, "efficientnet-lite0 has 112 channels"),
+        (lambda t: {"scales": [18, 19, 20, 21]}, "4 scales"),
+        (lambda t: {"scales": [18, 19, 20, 21, 23]}, "cell counts do not fit"),
+        (lambda t: {"query_scale": 17}, "query scale 17"),
+        (lambda t: {"backbone": "vgg16"}, "unknown backbone 'vgg16'"),
+        (lambda t: {"mask": _unshifted_mask(t)}, "real cells must come first"),
+        (lambda t: {"desc": _padding_with_values(t)}, "padded cells"),
+        (lambda t: {"pos": t.pos * 2}, r"positions must lie in \(0, 1\)"),
+        (lambda t: {"scales": "18-22"}, "scales must be a list"),
+    ],
+)
 def test_a_tampered_features_file_is_a_typed_error_naming_it(three, tmp_path, change, reason):
     path = tmp_path / "tampered.pt"
     torch.save(_tampered(three, **change(three)), path)
@@ -287,12 +296,15 @@ def test_a_tampered_features_file_is_a_typed_error_naming_it(three, tmp_path, ch
     assert e.value.http_status == 500
 
 
-@pytest.mark.parametrize(("content", "reason"), [
-    (b"", "not a readable features file"),
-    (b"\x80\x04 certainly not a zip archive", "not a readable features file"),
-    (None, "not a features file: expected keys"),  # a torch file of something else: a state dict
-    ("truncated", "not a readable features file"),
-])
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"", "not a readable features file"),
+        (b"\x80\x04 certainly not a zip archive", "not a readable features file"),
+        (None, "not a features file: expected keys"),  # a torch file of something else: a state dict
+        ("truncated", "not a readable features file"),
+    ],
+)
 def test_a_corrupt_or_foreign_features_file_is_a_typed_error_naming_it(three, tmp_path, content, reason):
     path = tmp_path / "features.pt"
     if content is None:

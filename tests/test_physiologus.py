@@ -17,8 +17,9 @@ def test_via_order_and_crops_match_the_readme(physiologus):
     boxes = read_via_boxes(physiologus / "annotations" / "P2.via.json")
     assert len(boxes) == 51
     assert boxes[0] == ("Ott.gr.354_0008_fa_0001v_m.jpg", (152, 128, 539, 787))
-    ills = via_illustrations(physiologus / "annotations" / "P3.via.json", physiologus / "P3" / "folios",
-                             skip_missing=True)
+    ills = via_illustrations(
+        physiologus / "annotations" / "P3.via.json", physiologus / "P3" / "folios", skip_missing=True
+    )
     assert len(ills) == 15
     assert ills[14].source == {"folio": "image--199.jpg", "xywh": [267, 308, 492, 408]}
     assert ills[14].image.size == (492, 408)
@@ -26,10 +27,22 @@ def test_via_order_and_crops_match_the_readme(physiologus):
 
 def test_s_trans_n_s_and_p_s_are_perfect_on_the_15_pairs(physiologus, tmp_path, capsys):
     out = tmp_path / "out"
-    args = ["match", f"P2={physiologus / 'annotations' / 'P2.via.json'}",
-            f"P3={physiologus / 'annotations' / 'P3.via.json'}", "--folios", f"P2={physiologus / 'P2' / 'folios'}",
-            "--folios", f"P3={physiologus / 'P3' / 'folios'}", "--skip-missing-folios", "--out", str(out),
-            "--backbone", "efficientnet-lite0", "--device", "cpu"]
+    args = [
+        "match",
+        f"P2={physiologus / 'annotations' / 'P2.via.json'}",
+        f"P3={physiologus / 'annotations' / 'P3.via.json'}",
+        "--folios",
+        f"P2={physiologus / 'P2' / 'folios'}",
+        "--folios",
+        f"P3={physiologus / 'P3' / 'folios'}",
+        "--skip-missing-folios",
+        "--out",
+        str(out),
+        "--backbone",
+        "efficientnet-lite0",
+        "--device",
+        "cpu",
+    ]
     assert main(args) == 0
     capsys.readouterr()
     gt = physiologus / "ground_truth" / "P2-P3.json"

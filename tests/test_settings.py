@@ -20,16 +20,18 @@ def test_defaults_without_environment():
 
 
 def test_each_type_has_its_parser():
-    settings = Settings.from_env({
-        "COLLATION_PORT": " 8080 ",
-        "COLLATION_SWEEP_INTERVAL": "2.5",
-        "COLLATION_ALLOWED_HOSTS": "127.0.0.1, iiif.local ,,",
-        "COLLATION_WEIGHTS_DIR": "~/weights",
-        "COLLATION_PUBLIC_URL": "",
-        "COLLATION_IIIF_ALLOW_PRIVATE": "yes",
-        "COLLATION_IIIF_MIN_INTERVAL": "12",
-        "COLLATION_IIIF_CACHE_DIR": "/var/cache/collation",
-    })
+    settings = Settings.from_env(
+        {
+            "COLLATION_PORT": " 8080 ",
+            "COLLATION_SWEEP_INTERVAL": "2.5",
+            "COLLATION_ALLOWED_HOSTS": "127.0.0.1, iiif.local ,,",
+            "COLLATION_WEIGHTS_DIR": "~/weights",
+            "COLLATION_PUBLIC_URL": "",
+            "COLLATION_IIIF_ALLOW_PRIVATE": "yes",
+            "COLLATION_IIIF_MIN_INTERVAL": "12",
+            "COLLATION_IIIF_CACHE_DIR": "/var/cache/collation",
+        }
+    )
     assert settings.port == 8080
     assert settings.sweep_interval == 2.5
     assert settings.allowed_hosts == ("127.0.0.1", "iiif.local")
@@ -40,20 +42,25 @@ def test_each_type_has_its_parser():
     assert settings.iiif.cache_dir == Path("/var/cache/collation")
 
 
-@pytest.mark.parametrize("raw, expected", [("1", True), ("true", True), ("On", True), ("0", False), ("no", False),
-                                           ("off", False), ("", False)])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [("1", True), ("true", True), ("On", True), ("0", False), ("no", False), ("off", False), ("", False)],
+)
 def test_one_boolean_parser(raw, expected):
     assert Settings.from_env({"COLLATION_IIIF_ALLOW_PRIVATE": raw}).iiif.allow_private is expected
 
 
-@pytest.mark.parametrize("variable, raw", [
-    ("COLLATION_PORT", "eighty"),
-    ("COLLATION_PORT", "٨٠"),  # Arabic-Indic digits pass int() but are not ASCII
-    ("COLLATION_CHUNK_PAIRS", "1.5"),
-    ("COLLATION_SWEEP_INTERVAL", "soon"),
-    ("COLLATION_IIIF_ALLOW_PRIVATE", "maybe"),
-    ("COLLATION_IIIF_PER_HOST", "many"),
-])
+@pytest.mark.parametrize(
+    "variable, raw",
+    [
+        ("COLLATION_PORT", "eighty"),
+        ("COLLATION_PORT", "٨٠"),  # Arabic-Indic digits pass int() but are not ASCII
+        ("COLLATION_CHUNK_PAIRS", "1.5"),
+        ("COLLATION_SWEEP_INTERVAL", "soon"),
+        ("COLLATION_IIIF_ALLOW_PRIVATE", "maybe"),
+        ("COLLATION_IIIF_PER_HOST", "many"),
+    ],
+)
 def test_bad_values_name_their_variable(variable, raw):
     with pytest.raises(SettingsError) as info:
         Settings.from_env({variable: raw})
@@ -61,8 +68,15 @@ def test_bad_values_name_their_variable(variable, raw):
     assert variable in info.value.message
 
 
-@pytest.mark.parametrize("variable, raw", [("COLLATION_DEVICE", "tpu"), ("COLLATION_CHUNK_PAIRS", "0"),
-                                           ("COLLATION_LOG_LEVEL", "LOUD"), ("COLLATION_IIIF_PER_HOST", "0")])
+@pytest.mark.parametrize(
+    "variable, raw",
+    [
+        ("COLLATION_DEVICE", "tpu"),
+        ("COLLATION_CHUNK_PAIRS", "0"),
+        ("COLLATION_LOG_LEVEL", "LOUD"),
+        ("COLLATION_IIIF_PER_HOST", "0"),
+    ],
+)
 def test_values_that_cannot_work_are_refused(variable, raw):
     with pytest.raises(SettingsError, match=variable.removeprefix("COLLATION_").removeprefix("IIIF_")):
         Settings.from_env({variable: raw})
@@ -83,9 +97,14 @@ def test_settings_are_frozen():
 
 
 def test_child_processes_get_the_same_settings():
-    settings = Settings.from_env({}, redis_url="redis://127.0.0.1:6390/0", data_dir="/srv/collation",
-                                 allowed_hosts="127.0.0.1,iiif.local", sweep_interval=0,
-                                 iiif={"allow_private": True, "min_interval": 3})
+    settings = Settings.from_env(
+        {},
+        redis_url="redis://127.0.0.1:6390/0",
+        data_dir="/srv/collation",
+        allowed_hosts="127.0.0.1,iiif.local",
+        sweep_interval=0,
+        iiif={"allow_private": True, "min_interval": 3},
+    )
     assert Settings.from_env(settings.to_environ()) == settings
 
 

@@ -102,10 +102,13 @@ def test_bad_requests_are_input_errors(originals):
         score_pairs(originals, originals, [[0, 0]], similarity="s_features")
 
 
-@pytest.mark.parametrize(("option", "value", "allowed"), [
-    ("similarity", "s_cosine", "s_trans, s_matching"),
-    ("kernel", "gaussian", "reference, paper"),
-])
+@pytest.mark.parametrize(
+    ("option", "value", "allowed"),
+    [
+        ("similarity", "s_cosine", "s_trans, s_matching"),
+        ("kernel", "gaussian", "reference, paper"),
+    ],
+)
 def test_unknown_options_of_score_pairs_name_the_allowed_values(originals, option, value, allowed):
     with pytest.raises(OptionError, match=f"unknown {option} '{value}': choose one of {allowed}") as e:
         score_pairs(originals, originals, [[0, 0]], **{option: value})
@@ -167,8 +170,9 @@ def test_mutual_nearest_neighbours_are_the_same_in_every_dtype(device, dtype):
     order = torch.stack([torch.randperm(40, generator=g)[:30] for _ in range(2)])  # (S, Lq) partner of each cell
     target = torch.nn.functional.normalize(torch.randn(3, 2, 40, 64, generator=g), dim=-1)
     for s in range(2):
-        target[:, s, order[s]] = torch.nn.functional.normalize(query + 0.02 * torch.randn(3, 30, 64, generator=g),
-                                                               dim=-1)
+        target[:, s, order[s]] = torch.nn.functional.normalize(
+            query + 0.02 * torch.randn(3, 30, 64, generator=g), dim=-1
+        )
     sim, index, valid = mutual_matches(target, query)
     assert torch.equal(index, order.expand(3, -1, -1)) and valid.all()  # the float32 reference is right
     sim_d, index_d, valid_d = mutual_matches(target.to(device, dtype), query.to(device, dtype))

@@ -92,10 +92,22 @@ def test_none_gives_exactly_the_old_scores(originals, transposed):
 
 @device_dtype_grid
 def test_the_transposition_wins_and_is_reported(originals, transposed, device, dtype):
-    f0 = type(originals)(originals.desc.to(device, dtype), originals.pos.to(device), originals.mask.to(device),
-                         originals.scales, originals.query_scale, originals.backbone)
-    f1 = type(transposed)(transposed.desc.to(device, dtype), transposed.pos.to(device), transposed.mask.to(device),
-                          transposed.scales, transposed.query_scale, transposed.backbone)
+    f0 = type(originals)(
+        originals.desc.to(device, dtype),
+        originals.pos.to(device),
+        originals.mask.to(device),
+        originals.scales,
+        originals.query_scale,
+        originals.backbone,
+    )
+    f1 = type(transposed)(
+        transposed.desc.to(device, dtype),
+        transposed.pos.to(device),
+        transposed.mask.to(device),
+        transposed.scales,
+        transposed.query_scale,
+        transposed.backbone,
+    )
     s_none, _ = score_matrix_transposed(f0, f1.select(range(N)), 1)
     s_mirror, t_mirror = score_matrix_transposed(f0, f1.select(range(2 * N)), 2)
     s_all, t_all = score_matrix_transposed(f0, f1, len(TRANSPOSITIONS))
@@ -128,8 +140,10 @@ def _half_scene_case(backbone):
     distractor = other.copy()
     distractor.paste(scene.crop((0, 0, 230, 256)), (0, 0))
     half = scene.crop((192, 0, 384, 256))
-    return (extract_features([scene, drawing(5, (384, 256))], backbone),
-            extract_features([restyled_copy(half), restyled_copy(distractor)], backbone))
+    return (
+        extract_features([scene, drawing(5, (384, 256))], backbone),
+        extract_features([restyled_copy(half), restyled_copy(distractor)], backbone),
+    )
 
 
 def test_partial_lets_a_half_scene_copy_win(backbone):
@@ -164,13 +178,21 @@ def test_partial_is_checked(originals):
         assert e.value.field == "partial"
     with pytest.raises(InputError):
         score_pairs(originals, originals, [[0, 0]], similarity="s_matching", partial=True)
-    assert torch.equal(score_pairs(originals, originals, [[0, 1]], partial=False),
-                       score_pairs(originals, originals, [[0, 1]]))
+    assert torch.equal(
+        score_pairs(originals, originals, [[0, 1]], partial=False), score_pairs(originals, originals, [[0, 1]])
+    )
 
 
 def test_collation_options_are_validated_and_recorded():
-    base = dict(backbone="efficientnet-lite0", similarity="s_trans", seed=0, kernel="reference",
-                normalization="max", propagation="2-cycles", orientation="forward")
+    base = dict(
+        backbone="efficientnet-lite0",
+        similarity="s_trans",
+        seed=0,
+        kernel="reference",
+        normalization="max",
+        propagation="2-cycles",
+        orientation="forward",
+    )
     assert "transpositions" not in check_options(**base) and "partial" not in check_options(**base)
     options = check_options(**base, transpositions="mirror", partial=True)
     assert options["transpositions"] == "mirror" and options["transposition_names"] == ["identity", "mirror"]
@@ -191,8 +213,23 @@ def test_collate_match_writes_the_winner(tmp_path, capsys):
         for k, image in enumerate(images):
             image.save(tmp_path / name / f"f{k}.png")
     out = tmp_path / "out"
-    assert main(["match", f"A={tmp_path / 'A'}", f"B={tmp_path / 'B'}", "--out", str(out), "--device", "cpu",
-                 "--transpositions", "all", "--partial"]) == 0
+    assert (
+        main(
+            [
+                "match",
+                f"A={tmp_path / 'A'}",
+                f"B={tmp_path / 'B'}",
+                "--out",
+                str(out),
+                "--device",
+                "cpu",
+                "--transpositions",
+                "all",
+                "--partial",
+            ]
+        )
+        == 0
+    )
     meta = json.loads((out / "collation.json").read_text())
     assert meta["options"]["transpositions"] == "all" and meta["options"]["partial"] is True
     corr = json.loads((out / "correspondences.json").read_text())
@@ -205,4 +242,3 @@ def test_collate_match_writes_the_winner(tmp_path, capsys):
     capsys.readouterr()
     with pytest.raises(SystemExit):
         main(["match", f"A={tmp_path / 'A'}", f"B={tmp_path / 'B'}", "--out", str(out), "--transpositions", "x"])
-

@@ -68,8 +68,10 @@ class BuiltinDetector:
         self.conf = SimpleNamespace(**{**builtin.default_conf, **conf})
 
     def __call__(self, image: Image.Image) -> list[Detection]:
-        return [Detection(tuple(int(v) for v in xywh), round(float(score), 4))
-                for xywh, score in builtin.detect(image, self.conf)]
+        return [
+            Detection(tuple(int(v) for v in xywh), round(float(score), 4))
+            for xywh, score in builtin.detect(image, self.conf)
+        ]
 
 
 def load_detector(model: str | Path | None = None, *, min_score: float | None = None) -> Detector:
@@ -99,8 +101,9 @@ def reading_order(detections: Sequence[Detection]) -> list[Detection]:
     return ordered
 
 
-def detect_illustrations(image: Image.Image, *, detector: Detector | None = None,
-                         min_score: float | None = None) -> list[Detection]:
+def detect_illustrations(
+    image: Image.Image, *, detector: Detector | None = None, min_score: float | None = None
+) -> list[Detection]:
     """Illustrations on one page image, in reading order, boxes clipped to the image.
 
     Args:

@@ -29,26 +29,28 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-default_conf = MappingProxyType({
-    "size": 512,  # long side of the working image, pixels
-    "cell": 8,  # side of one cell of the working image, pixels
-    "dark": 0.22,  # a pixel this much darker than the paper (0..1 of the paper's lightness) is ink or paint
-    "colour": 0.12,  # ... or this far from the paper's hue (chroma difference, 0..1)
-    "stroke": 5,  # areas of ink or paint narrower than this (working pixels) are strokes: script, lines
-    "solid": 0.35,  # a neighbourhood of cells this much covered by solid areas is part of a drawing
-    "weak": 0.16,  # ... and grows over neighbourhoods this much covered (hysteresis)
-    "margin": 2,  # ... but not within this many cells of the backdrop (the edges of the leaves)
-    "background": 0.15,  # cells this far from the paper's colour may be the scan's backdrop
-    "max_background": 0.85,  # largest share of backdrop around a drawing
-    "gap": 3,  # parts of a drawing this many cells apart are one drawing
-    "window": 5,  # side of the neighbourhood in cells (larger than a text line)
-    "open": 3,  # side of the opening in cells: thinner bands are not drawings
-    "min_area": 0.012,  # smallest drawing, as a share of the image's area
-    "min_side": 0.08,  # shortest side of a drawing, as a share of the image's long side
-    "max_aspect": 4.0,  # longest over shortest side
-    "border": 1,  # components this many cells from the image's edge are the scan's background
-    "min_score": 0.5,
-})
+default_conf = MappingProxyType(
+    {
+        "size": 512,  # long side of the working image, pixels
+        "cell": 8,  # side of one cell of the working image, pixels
+        "dark": 0.22,  # a pixel this much darker than the paper (0..1 of the paper's lightness) is ink or paint
+        "colour": 0.12,  # ... or this far from the paper's hue (chroma difference, 0..1)
+        "stroke": 5,  # areas of ink or paint narrower than this (working pixels) are strokes: script, lines
+        "solid": 0.35,  # a neighbourhood of cells this much covered by solid areas is part of a drawing
+        "weak": 0.16,  # ... and grows over neighbourhoods this much covered (hysteresis)
+        "margin": 2,  # ... but not within this many cells of the backdrop (the edges of the leaves)
+        "background": 0.15,  # cells this far from the paper's colour may be the scan's backdrop
+        "max_background": 0.85,  # largest share of backdrop around a drawing
+        "gap": 3,  # parts of a drawing this many cells apart are one drawing
+        "window": 5,  # side of the neighbourhood in cells (larger than a text line)
+        "open": 3,  # side of the opening in cells: thinner bands are not drawings
+        "min_area": 0.012,  # smallest drawing, as a share of the image's area
+        "min_side": 0.08,  # shortest side of a drawing, as a share of the image's long side
+        "max_aspect": 4.0,  # longest over shortest side
+        "border": 1,  # components this many cells from the image's edge are the scan's background
+        "min_score": 0.5,
+    }
+)
 
 
 def working_image(image: Image.Image, size: int) -> tuple[np.ndarray, float]:
@@ -110,8 +112,7 @@ def background_cells(rgb: np.ndarray, paper: np.ndarray, conf: SimpleNamespace) 
     eligible = far & ((mean.mean(axis=2) < 0.3) | (spread.numpy() < 0.04))
     h, w = eligible.shape
     seen = np.zeros_like(eligible)
-    queue = deque((r, c) for r in range(h) for c in range(w)
-                  if (r in (0, h - 1) or c in (0, w - 1)) and eligible[r, c])
+    queue = deque((r, c) for r in range(h) for c in range(w) if (r in (0, h - 1) or c in (0, w - 1)) and eligible[r, c])
     for r, c in queue:
         seen[r, c] = True
     while queue:
@@ -181,8 +182,9 @@ def merge_boxes(boxes: list[tuple[int, int, int, int]], gap: int) -> list[tuple[
     return boxes
 
 
-def accept(box: tuple[int, int, int, int], solid: torch.Tensor, background: np.ndarray,
-           conf: SimpleNamespace) -> float | None:
+def accept(
+    box: tuple[int, int, int, int], solid: torch.Tensor, background: np.ndarray, conf: SimpleNamespace
+) -> float | None:
     """The score of a candidate box (row0, col0, row1, col1) in cells, or None when it is not a drawing."""
     r0, c0, r1, c1 = box
     h, w = background.shape
@@ -195,18 +197,23 @@ def accept(box: tuple[int, int, int, int], solid: torch.Tensor, background: np.n
     if max(bh, bw) > conf.max_aspect * min(bh, bw):
         return None
     ring = np.ones((h, w), dtype=bool)
-    ring[max(r0 - 2, 0): r1 + 2, max(c0 - 2, 0): c1 + 2] = False
-    ring[max(r0 - 4, 0): r1 + 4, max(c0 - 4, 0): c1 + 4] &= True
+    ring[max(r0 - 2, 0) : r1 + 2, max(c0 - 2, 0) : c1 + 2] = False
+    ring[max(r0 - 4, 0) : r1 + 4, max(c0 - 4, 0) : c1 + 4] &= True
     outer = np.zeros((h, w), dtype=bool)
-    outer[max(r0 - 4, 0): r1 + 4, max(c0 - 4, 0): c1 + 4] = True
+    outer[max(r0 - 4, 0) : r1 + 4, max(c0 - 4, 0) : c1 + 4] = True
     ring &= outer
     if background[ring].mean() > conf.max_background:
         return None  # lying on the backdrop, not on the page: a colour chart, a ruler, a label
     return min(1.0, float(solid[r0:r1, c0:c1].mean()) / conf.solid)
 
 
-def _judged(merged: list[tuple[int, int, int, int]], parts: list[tuple[int, int, int, int]], solid: torch.Tensor,
-            background: np.ndarray, conf: SimpleNamespace) -> list[tuple[int, int, int, int]]:
+def _judged(
+    merged: list[tuple[int, int, int, int]],
+    parts: list[tuple[int, int, int, int]],
+    solid: torch.Tensor,
+    background: np.ndarray,
+    conf: SimpleNamespace,
+) -> list[tuple[int, int, int, int]]:
     """The merged boxes, except that one refused as a whole is replaced by the parts it merged: a
     painting whose ground runs into the leaf edge can be merged with a strip of that edge (the gutter,
     a dark margin) into a box that lies on the backdrop, while the painting alone lies on the page. Parts
@@ -233,11 +240,19 @@ def detect(image: Image.Image, conf: SimpleNamespace) -> list[tuple[tuple[int, i
     solid[torch.from_numpy(background)] = 0.0
     cover = _box_mean(solid, conf.window)
     strong = _open(cover > conf.solid, conf.open).numpy()
-    page = ~(F.max_pool2d(torch.from_numpy(background).float()[None, None], 1 + 2 * conf.margin, 1,
-                          conf.margin)[0, 0].numpy() > 0.5)
+    page = ~(
+        F.max_pool2d(torch.from_numpy(background).float()[None, None], 1 + 2 * conf.margin, 1, conf.margin)[
+            0, 0
+        ].numpy()
+        > 0.5
+    )
     weak = ((cover > conf.weak).numpy() & page) | strong
-    grown = [box for box in components(weak) if strong[box[0]:box[2], box[1]:box[3]].any() and
-             max(box[2] - box[0], box[3] - box[1]) <= conf.max_aspect * min(box[2] - box[0], box[3] - box[1])]
+    grown = [
+        box
+        for box in components(weak)
+        if strong[box[0] : box[2], box[1] : box[3]].any()
+        and max(box[2] - box[0], box[3] - box[1]) <= conf.max_aspect * min(box[2] - box[0], box[3] - box[1])
+    ]
     found = []
     for r0, c0, r1, c1 in _judged(merge_boxes(grown, conf.gap), grown, solid, background, conf):
         score = accept((r0, c0, r1, c1), solid, background, conf)

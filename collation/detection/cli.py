@@ -13,10 +13,14 @@ from ..errors import InputError
 
 
 def add_detector_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", metavar="PATH",
-                        help="TorchScript detector (default: $COLLATION_DETECTOR_MODEL, else the built-in one)")
-    parser.add_argument("--min-score", type=float,
-                        help="drop boxes scoring lower (default: $COLLATION_DETECTOR_MIN_SCORE)")
+    parser.add_argument(
+        "--model",
+        metavar="PATH",
+        help="TorchScript detector (default: $COLLATION_DETECTOR_MODEL, else the built-in one)",
+    )
+    parser.add_argument(
+        "--min-score", type=float, help="drop boxes scoring lower (default: $COLLATION_DETECTOR_MIN_SCORE)"
+    )
 
 
 def detector_from_args(args: argparse.Namespace):
@@ -54,9 +58,15 @@ def cmd_detect(args: argparse.Namespace) -> int:
     for path in image_paths(args.images):
         image = open_image(path)
         found = detect_illustrations(image, detector=detector, min_score=min_score)
-        pages.append({"image": str(path), "width": image.width, "height": image.height,
-                      "detector": detector.name,
-                      "illustrations": [{"xywh": list(d.xywh), "score": d.score, "label": d.label} for d in found]})
+        pages.append(
+            {
+                "image": str(path),
+                "width": image.width,
+                "height": image.height,
+                "detector": detector.name,
+                "illustrations": [{"xywh": list(d.xywh), "score": d.score, "label": d.label} for d in found],
+            }
+        )
         if not args.json:
             boxes = "  ".join(f"{','.join(map(str, d.xywh))} ({d.score:.2f})" for d in found) or "-"
             print(f"{path}\t{len(found)}\t{boxes}")
@@ -67,9 +77,13 @@ def cmd_detect(args: argparse.Namespace) -> int:
 
 def add_detect_command(sub) -> None:
     detect = sub.add_parser("detect", help="find the illustrations on whole folio images")
-    detect.add_argument("images", nargs="+", metavar="IMAGE_OR_FOLDER",
-                        help="folio images, or folders of them (natural order)")
-    detect.add_argument("--json", action="store_true",
-                        help="print JSON: per image its size and illustrations (xywh in its pixels, score, label)")
+    detect.add_argument(
+        "images", nargs="+", metavar="IMAGE_OR_FOLDER", help="folio images, or folders of them (natural order)"
+    )
+    detect.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON: per image its size and illustrations (xywh in its pixels, score, label)",
+    )
     add_detector_options(detect)
     detect.set_defaults(handler=cmd_detect)

@@ -45,8 +45,9 @@ class ModelDetector:
                 warnings.filterwarnings("ignore", "`torch.jit.load` is deprecated", FutureWarning)
                 self.module = torch.jit.load(str(path), map_location="cpu").eval()
         except (RuntimeError, ValueError) as e:
-            raise InputError(f"{path}: not a TorchScript file ({str(e).splitlines()[0][:200]})",
-                             field="detector_model") from None
+            raise InputError(
+                f"{path}: not a TorchScript file ({str(e).splitlines()[0][:200]})", field="detector_model"
+            ) from None
         self.path = path
         self.name = f"model:{path.name}"
         self.min_score, self.nms_iou = min_score, nms_iou
@@ -66,15 +67,17 @@ class ModelDetector:
             out = out[0]
         if not isinstance(out, torch.Tensor) or out.dim() != 2 or out.shape[1] not in (5, 6):
             shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-            raise InputError(f"{self.path}: the detector returned {shape}, expected boxes (N, 5) or (N, 6)",
-                             field="detector_model")
+            raise InputError(
+                f"{self.path}: the detector returned {shape}, expected boxes (N, 5) or (N, 6)", field="detector_model"
+            )
         out = out.float()
         out = out[out[:, 4] >= self.min_score]
         out = out[nms(out[:, :4], out[:, 4], self.nms_iou)]
         found = []
         for row in out.tolist():
             x0, y0, x1, y1 = (v / scale for v in row[:4])
-            label = self.labels[int(row[5])] if len(row) == 6 and 0 <= int(row[5]) < len(self.labels) else \
-                self.labels[0]
+            label = (
+                self.labels[int(row[5])] if len(row) == 6 and 0 <= int(row[5]) < len(self.labels) else self.labels[0]
+            )
             found.append(Detection((round(x0), round(y0), round(x1 - x0), round(y1 - y0)), round(row[4], 4), label))
         return found

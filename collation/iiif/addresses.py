@@ -175,8 +175,12 @@ def resolve_target(
         for address in addresses:
             problem = _address_problem(address)
             if problem is not None:
-                raise _refuse(url, what, f"host {host} resolves to {problem} address {address} "
-                              "(set allow_private or list the host in allowed_hosts to fetch from it)")
+                raise _refuse(
+                    url,
+                    what,
+                    f"host {host} resolves to {problem} address {address} "
+                    "(set allow_private or list the host in allowed_hosts to fetch from it)",
+                )
     return Target(url=url, scheme=scheme, host=host, port=port, address=str(addresses[0]), host_header=host_header)
 
 

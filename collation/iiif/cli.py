@@ -133,13 +133,22 @@ def add_inspect_command(subparsers: argparse._SubParsersAction) -> None:
     )
     inspect.add_argument("manifest", help="manifest URL or local file")
     inspect.add_argument("--json", action="store_true", help="print the report as JSON")
-    inspect.add_argument("--max-info", type=int, default=20, metavar="N",
-                         help="read the info.json of at most N image services (default 20; 0: none)")
+    inspect.add_argument(
+        "--max-info",
+        type=int,
+        default=20,
+        metavar="N",
+        help="read the info.json of at most N image services (default 20; 0: none)",
+    )
     found = inspect.add_mutually_exclusive_group()
-    found.add_argument("--detect", action="store_true",
-                       help="show the illustrations the detector finds even when the manifest has annotations")
-    found.add_argument("--no-detect", action="store_true",
-                       help="do not detect illustrations on a manifest without region annotations")
+    found.add_argument(
+        "--detect",
+        action="store_true",
+        help="show the illustrations the detector finds even when the manifest has annotations",
+    )
+    found.add_argument(
+        "--no-detect", action="store_true", help="do not detect illustrations on a manifest without region annotations"
+    )
     add_manifest_options(inspect)
     inspect.set_defaults(handler=cmd_inspect)
 

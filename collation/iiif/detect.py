@@ -63,8 +63,9 @@ def canvas_area(canvas: Canvas) -> tuple[int, int, int, int]:
     return x, y, max(1, w), max(1, h)
 
 
-def to_canvas(detection: Detection, area: tuple[int, int, int, int], size: tuple[int, int],
-              canvas: Canvas) -> tuple[int, int, int, int] | None:
+def to_canvas(
+    detection: Detection, area: tuple[int, int, int, int], size: tuple[int, int], canvas: Canvas
+) -> tuple[int, int, int, int] | None:
     """A box in the pixels of the fetched image (``size``, showing ``area``) in integer canvas
     units, clipped to the canvas; None when empty."""
     ax, ay, aw, ah = area
@@ -78,8 +79,9 @@ def to_canvas(detection: Detection, area: tuple[int, int, int, int], size: tuple
     return x0, y0, x1 - x0, y1 - y0
 
 
-def _search(canvas: Canvas, detector: Detector | None, long_side: int,
-            fetcher: Fetcher) -> list[tuple[tuple[int, int, int, int], Detection]] | CollationError:
+def _search(
+    canvas: Canvas, detector: Detector | None, long_side: int, fetcher: Fetcher
+) -> list[tuple[tuple[int, int, int, int], Detection]] | CollationError:
     """(canvas box, detection) of one canvas, or the error that kept its image from loading."""
     try:
         area = canvas_area(canvas)
@@ -116,8 +118,9 @@ def detect_regions(
     usable = []
     for canvas in manifest.canvases:
         if canvas.image is None or not canvas.width or not canvas.height:
-            result.problems.append(RegionProblem(f"canvas {canvas.id} has no image or no size: not searched for "
-                                                 "illustrations", canvas.id))
+            result.problems.append(
+                RegionProblem(f"canvas {canvas.id} has no image or no size: not searched for illustrations", canvas.id)
+            )
         else:
             usable.append(canvas)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
@@ -125,23 +128,29 @@ def detect_regions(
     found: list[tuple[Canvas, tuple[int, int, int, int], Detection]] = []
     for canvas, outcome in zip(usable, outcomes, strict=True):
         if isinstance(outcome, CollationError):
-            result.problems.append(RegionProblem(f"canvas {canvas.id}: its image could not be loaded for detection: "
-                                                 f"{outcome.message}", canvas.id))
+            result.problems.append(
+                RegionProblem(
+                    f"canvas {canvas.id}: its image could not be loaded for detection: {outcome.message}", canvas.id
+                )
+            )
             continue
         result.searched += 1
         result.with_regions += bool(outcome)
         found += [(canvas, box, detection) for box, detection in outcome]
     if len(found) > max_regions:
-        raise LimitError(f"{manifest.url or manifest.id}: {len(found)} illustrations detected, more than the cap "
-                         f"of {max_regions}", url=manifest.url)
+        raise LimitError(
+            f"{manifest.url or manifest.id}: {len(found)} illustrations detected, more than the cap of {max_regions}",
+            url=manifest.url,
+        )
     per_canvas = Counter(canvas.index for canvas, _, _ in found)
     numbered: Counter[int] = Counter()
     for canvas, box, detection in found:
         numbered[canvas.index] += 1
         on_canvas, number = per_canvas[canvas.index], numbered[canvas.index]
         label = f"{canvas.label}: detected illustration" + (f" {number}" if on_canvas > 1 else "")
-        result.regions.append(Region(len(result.regions), canvas.id, canvas.index, box, label,
-                                     score=round(float(detection.score), 4)))
+        result.regions.append(
+            Region(len(result.regions), canvas.id, canvas.index, box, label, score=round(float(detection.score), 4))
+        )
     return result
 
 
@@ -149,8 +158,10 @@ def detection_note(found: DetectedRegions, reason: str) -> str:
     """The record line: ``'<reason>: 37 illustrations detected on 29 of 51 canvases'``, saying
     how many canvases could not be searched."""
     n = len(found.regions)
-    line = (f"{reason}: {n} illustration{'s' if n != 1 else ''} detected on {found.with_regions} of "
-            f"{found.canvases} canvas{'es' if found.canvases != 1 else ''}")
+    line = (
+        f"{reason}: {n} illustration{'s' if n != 1 else ''} detected on {found.with_regions} of "
+        f"{found.canvases} canvas{'es' if found.canvases != 1 else ''}"
+    )
     if found.searched < found.canvases:
         line += f" ({found.canvases - found.searched} could not be searched)"
     return line

@@ -173,8 +173,12 @@ def _by_tiles(
                 url = f"{info.id}/{tx},{ty},{tw},{th}/{_size_param(info, out_w, out_h)}/0/{info.quality}.jpg"
                 tile = _fit(fetcher.get_image(url, what="tile"), (out_w, out_h), url, out=slot)
                 mosaic.paste(tile, (left, top))
-        box = ((x - origin_x) / scale * f, (y - origin_y) / scale * f,
-               (x + w - origin_x) / scale * f, (y + h - origin_y) / scale * f)
+        box = (
+            (x - origin_x) / scale * f,
+            (y - origin_y) / scale * f,
+            (x + w - origin_x) / scale * f,
+            (y + h - origin_y) / scale * f,
+        )
         return _crop_resize(mosaic, box, size)
     return None
 
@@ -234,10 +238,14 @@ def _from_service(image: ImageSource, region: Region, canvas: Canvas, long_side:
         info = read_info(image.service_id, fetcher=fetcher, version_hint=image.service_version)
     except FetchError as exc:
         if exc.status in (401, 403):  # IIIF Auth: say where to log in, never read the HTML page
-            where = (image.login or getattr(exc, "login", None)
-                     or "the library's login page (no IIIF Auth service declared)")
-            raise FetchError(f"image service {image.service_id}: login required at {where} (HTTP {exc.status})",
-                             url=exc.url, status=exc.status) from None
+            where = (
+                image.login or getattr(exc, "login", None) or "the library's login page (no IIIF Auth service declared)"
+            )
+            raise FetchError(
+                f"image service {image.service_id}: login required at {where} (HTTP {exc.status})",
+                url=exc.url,
+                status=exc.status,
+            ) from None
         raise
     rect = image_rect(region.xywh, canvas, (info.width, info.height))
     size = target_size(
@@ -280,9 +288,7 @@ def _from_static(image: ImageSource, region: Region, canvas: Canvas, long_side: 
     return _crop_resize(full, (x, y, x + w, y + h), size)
 
 
-def fetch_region(
-    region: Region, canvas: Canvas, *, long_side: int | None = None, fetcher: Fetcher
-) -> Image.Image:
+def fetch_region(region: Region, canvas: Canvas, *, long_side: int | None = None, fetcher: Fetcher) -> Image.Image:
     """The pixels of one region as an RGB image whose long side is ``long_side`` pixels (default
     ``fetcher.region_long_side``; less for small regions, never upscaled). Raises ``FetchError``,
     ``UnsafeURLError``, ``LimitError`` or ``ManifestError``."""

@@ -81,7 +81,6 @@ def _retry_after(value: str | None, now: float) -> float | None:
     return max(0.0, when.timestamp() - now)
 
 
-
 Clock = Callable[[], float]
 """``time.monotonic``-like (seconds, for intervals and deadlines) or ``time.time``-like (epoch
 seconds, for Retry-After dates); injected in tests so that no test depends on the wall clock."""
@@ -236,13 +235,18 @@ class Fetcher:
         Raises ``UnsafeURLError`` (policy) or ``FetchError`` (network, timeout).
         """
         target = self.target(self._normalize(url, what), what=what)
-        prepared = requests.Request("POST", target.url, json=payload,
-                                    headers={"User-Agent": self.conf.user_agent}).prepare()
+        prepared = requests.Request(
+            "POST", target.url, json=payload, headers={"User-Agent": self.conf.user_agent}
+        ).prepare()
         try:
             with self.adapter.deadlines.within(self.conf.total_timeout):
-                raw = self.adapter.send_pinned(prepared, target, timeout=(self.conf.connect_timeout,
-                                                                          self.conf.read_timeout),
-                                               verify=self.session.verify, cert=self.session.cert)
+                raw = self.adapter.send_pinned(
+                    prepared,
+                    target,
+                    timeout=(self.conf.connect_timeout, self.conf.read_timeout),
+                    verify=self.session.verify,
+                    cert=self.session.cert,
+                )
                 raw.close()
         except (requests.RequestException, OSError, http.client.HTTPException) as exc:
             raise FetchError(f"{what} {url}: {_describe(exc)}", url=url) from None
@@ -319,8 +323,9 @@ class Fetcher:
                         raw.close()
             except (requests.RequestException, OSError, ValueError, http.client.HTTPException) as exc:
                 if deadline.expired:  # never retried: a trickling server would hold us (retries + 1) times
-                    raise FetchError(f"{what} {current}: took longer than {self.conf.total_timeout} s",
-                                     url=current) from None
+                    raise FetchError(
+                        f"{what} {current}: took longer than {self.conf.total_timeout} s", url=current
+                    ) from None
                 if not isinstance(exc, requests.Timeout | requests.ConnectionError):
                     raise FetchError(f"{what} {current}: {_describe(exc)}", url=current) from None
                 if attempt < self.conf.retries:
@@ -403,8 +408,9 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def fetcher_for(settings: Settings, *, allowed_hosts: Sequence[str] = (), cache_dir: str | Path | None = None,
-                **injected: Any) -> Fetcher:
+def fetcher_for(
+    settings: Settings, *, allowed_hosts: Sequence[str] = (), cache_dir: str | Path | None = None, **injected: Any
+) -> Fetcher:
     """The fetcher of a process with these settings (``settings.iiif``, ``settings.allowed_hosts``).
 
     ``allowed_hosts`` adds hosts (the command line's ``--allow-host``), ``cache_dir`` replaces the

@@ -165,14 +165,16 @@ def read_info(service_id: str, *, fetcher: Fetcher, version_hint: int | None = N
     """
     base = service_base(service_id)
     try:
-        doc, _final = fetcher.get_json(f"{base}/info.json", what="info.json",
-                                       accept=lambda d: parse_info(d, url=base, version_hint=version_hint))
+        doc, _final = fetcher.get_json(
+            f"{base}/info.json", what="info.json", accept=lambda d: parse_info(d, url=base, version_hint=version_hint)
+        )
     except FetchError as exc:
         login = _login_in(getattr(exc, "body", None)) if exc.status in (401, 403) else None
         if login is None:
             raise
-        error = FetchError(f"image service {base}: login required at {login} (HTTP {exc.status})",
-                           url=exc.url, status=exc.status)
+        error = FetchError(
+            f"image service {base}: login required at {login} (HTTP {exc.status})", url=exc.url, status=exc.status
+        )
         error.login = login
         raise error from None
     return parse_info(doc, url=base, version_hint=version_hint)

@@ -90,19 +90,27 @@ def inspect_manifest(
     """Read ``source`` (URL or local file) as a collation would and report it (see the module doc).
     Raises what ``select_regions`` raises for a manifest that cannot be read at all."""
     manifest, regions, problems, regions_source, note = select_regions(
-        source, fetcher=fetcher, selector=selector, given=given, whole_canvases=whole_canvases,
-        max_regions=max_regions, detect=detect, detector=detector,
+        source,
+        fetcher=fetcher,
+        selector=selector,
+        given=given,
+        whole_canvases=whole_canvases,
+        max_regions=max_regions,
+        detect=detect,
+        detector=detector,
     )
     canvases = []
     for canvas in manifest.canvases:
-        canvases.append({
-            "index": canvas.index,
-            "id": canvas.id,
-            "label": canvas.label,
-            "width": canvas.width,
-            "height": canvas.height,
-            "images": [_image_dict(image) for image in canvas.painted()],
-        })
+        canvases.append(
+            {
+                "index": canvas.index,
+                "id": canvas.id,
+                "label": canvas.label,
+                "width": canvas.width,
+                "height": canvas.height,
+                "images": [_image_dict(image) for image in canvas.painted()],
+            }
+        )
     with_regions = {r.canvas_index for r in regions}
     order = sorted(range(len(canvases)), key=lambda i: (i not in with_regions, i))
     infos: dict[str, ServiceInfo | None] = {}
@@ -134,32 +142,43 @@ def inspect_manifest(
     }
 
 
-def _read(service: str, entry: dict[str, Any], fetcher: Fetcher, problems: list[RegionProblem],
-          canvas_id: str) -> ServiceInfo | None:
+def _read(
+    service: str, entry: dict[str, Any], fetcher: Fetcher, problems: list[RegionProblem], canvas_id: str
+) -> ServiceInfo | None:
     try:
         info = read_info(service, fetcher=fetcher, version_hint=entry["image_api_version"])
     except CollationError as exc:
         status = getattr(exc, "status", None)
         if status in (401, 403):
-            where = (entry["login"] or getattr(exc, "login", None)
-                     or "the library's login page (no IIIF Auth service declared)")
-            problems.append(RegionProblem(f"image service {service}: login required at {where} (HTTP {status})",
-                                          canvas_id, service))
+            where = (
+                entry["login"]
+                or getattr(exc, "login", None)
+                or "the library's login page (no IIIF Auth service declared)"
+            )
+            problems.append(
+                RegionProblem(f"image service {service}: login required at {where} (HTTP {status})", canvas_id, service)
+            )
         else:
             problems.append(RegionProblem(f"image service {service}: {exc.message}", canvas_id, service))
         return None
     if info.login or entry["login"]:
-        problems.append(RegionProblem(f"image service {service}: login required at {info.login or entry['login']}",
-                                      canvas_id, service))
+        problems.append(
+            RegionProblem(
+                f"image service {service}: login required at {info.login or entry['login']}", canvas_id, service
+            )
+        )
     return info
 
 
 def format_inspection(report: dict[str, Any]) -> str:
     """Plain text of an ``inspect_manifest`` report, for the command line."""
     m, s = report["manifest"], report["summary"]
-    lines = [f"manifest: {m['id']}", f"label: {m['label'] or '(none)'}",
-             f"IIIF Presentation {m['version']}, {s['canvases']} canvases ({s['canvases_with_image']} with an image), "
-             f"{s['regions']} regions, {s['problems']} problems"]
+    lines = [
+        f"manifest: {m['id']}",
+        f"label: {m['label'] or '(none)'}",
+        f"IIIF Presentation {m['version']}, {s['canvases']} canvases ({s['canvases_with_image']} with an image), "
+        f"{s['regions']} regions, {s['problems']} problems",
+    ]
     for canvas in report["canvases"]:
         size = f"{canvas['width']}×{canvas['height']}"
         lines.append(f"canvas {canvas['index']}: {canvas['id']} ({size}) {canvas['label']}")
@@ -170,7 +189,8 @@ def format_inspection(report: dict[str, Any]) -> str:
                 what += f", level {info['level'] if info else image['level'] if image['level'] is not None else '?'})"
                 if info:
                     what += f" {info['width']}×{info['height']}, sizes {len(info['sizes'])}, tiles " + (
-                        ", ".join(f"{t['width']}×{t['height']} {t['scale_factors']}" for t in info["tiles"]) or "none")
+                        ", ".join(f"{t['width']}×{t['height']} {t['scale_factors']}" for t in info["tiles"]) or "none"
+                    )
             else:
                 what = f"  static image {image['static_url']}"
             for key in ("target", "selector", "choice"):
@@ -182,10 +202,15 @@ def format_inspection(report: dict[str, Any]) -> str:
     if report.get("regions_note"):
         lines.append(report["regions_note"])
     for region in report["regions"]:
-        origin = (f"(detected, score {region['score']:.2f})" if region.get("score") is not None
-                  else region["annotation_id"] or "(given/whole canvas)")
-        lines.append(f"region {region['index']}: canvas {region['canvas_index']} xywh "
-                     f"{','.join(map(str, region['xywh']))} from {origin}")
+        origin = (
+            f"(detected, score {region['score']:.2f})"
+            if region.get("score") is not None
+            else region["annotation_id"] or "(given/whole canvas)"
+        )
+        lines.append(
+            f"region {region['index']}: canvas {region['canvas_index']} xywh "
+            f"{','.join(map(str, region['xywh']))} from {origin}"
+        )
     if report["problems"]:
         lines.append(f"problems ({len(report['problems'])}):")
         lines += [f"  - {p['message']}" for p in report["problems"]]

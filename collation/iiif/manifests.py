@@ -192,7 +192,6 @@ def _v2_canvases(doc: dict[str, Any], where: str, url: str | None) -> tuple[list
     return canvases, "sequences[0].canvases"
 
 
-
 def _parse_canvas(raw: dict[str, Any], index: int, version: int, url: str | None, name: str) -> Canvas:
     canvas_id = json_id(raw)
     assert canvas_id is not None
@@ -267,8 +266,11 @@ def load_manifest(source: str, *, fetcher: Fetcher | None = None, max_canvases: 
         if fetcher is None:
             raise ManifestError(f"manifest {source}: a URL needs a fetcher", url=source)
         parsed: list[Manifest] = []  # the reader accepts the document before the fetcher caches it
-        doc, _final = fetcher.get_json(source, what="manifest", accept=lambda d: parsed.append(
-            parse_manifest(d, url=source.strip(), max_canvases=max_canvases)))
+        doc, _final = fetcher.get_json(
+            source,
+            what="manifest",
+            accept=lambda d: parsed.append(parse_manifest(d, url=source.strip(), max_canvases=max_canvases)),
+        )
         return parsed[0] if parsed else parse_manifest(doc, url=source.strip(), max_canvases=max_canvases)
     path = Path(source)
     limit = conf.max_json_bytes

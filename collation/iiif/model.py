@@ -112,6 +112,7 @@ class Manifest:
                 return canvas
         return None
 
+
 # -- small JSON helpers --------------------------------------------------------------------------
 
 

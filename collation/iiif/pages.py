@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 MAX_ANNOTATION_PAGES = 1_000
 """Cap on annotation lists/pages read per manifest, including ``next`` pages."""
 
+
 @dataclass(frozen=True)
 class RegionProblem:
     """Why something that might have been a region is not one; reported, not raised."""
@@ -92,8 +93,9 @@ def load_annotations(
                     problems.append(RegionProblem(f"annotation list {url} not fetched (no fetcher)", canvas_id, url))
                     break
                 try:
-                    doc, _final = fetcher.get_json(url, what="annotation list",
-                                                   accept=lambda d, u=url: _annotations_in(d, u))
+                    doc, _final = fetcher.get_json(
+                        url, what="annotation list", accept=lambda d, u=url: _annotations_in(d, u)
+                    )
                 except CollationError as exc:
                     problems.append(RegionProblem(exc.message, canvas_id, url))
                     break

@@ -195,8 +195,9 @@ def _percent_selector(image: ImageSource, pct: Rect, notes: list[str]) -> ImageS
         notes.append(f"percent region {pct} of an image of unknown size: the whole image is used")
         return image
     x, y, w, h = pct
-    return replace(image, selector=(x * image.width / 100, y * image.height / 100,
-                                    w * image.width / 100, h * image.height / 100))
+    return replace(
+        image, selector=(x * image.width / 100, y * image.height / 100, w * image.width / 100, h * image.height / 100)
+    )
 
 
 def _image_api_selector(image: ImageSource, selector: dict[str, Any], notes: list[str]) -> ImageSource | None:

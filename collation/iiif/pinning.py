@@ -140,8 +140,9 @@ class PinnedAdapter(HTTPAdapter):
         request.pinned_target = target  # type: ignore[attr-defined]
         return self.send(request, proxies={}, **kwargs)
 
-    def get_connection_with_tls_context(self, request: requests.PreparedRequest, verify: Any,
-                                        proxies: dict[str, str] | None = None, cert: Any = None) -> HTTPConnectionPool:
+    def get_connection_with_tls_context(
+        self, request: requests.PreparedRequest, verify: Any, proxies: dict[str, str] | None = None, cert: Any = None
+    ) -> HTTPConnectionPool:
         target: Target | None = getattr(request, "pinned_target", None)
         if target is None:  # never resolve a name here: every request must have been checked
             raise requests.exceptions.InvalidURL(f"{request.url}: no checked address (use Fetcher)", request=request)
@@ -150,12 +151,19 @@ class PinnedAdapter(HTTPAdapter):
             pool = self._pools.get(key)
             if pool is None:
                 if target.scheme == "https":
-                    pool = _HTTPSPool(target.address, target.port, maxsize=self._maxsize, block=False,
-                                      server_hostname=target.host, assert_hostname=target.host,
-                                      deadlines=self.deadlines)
+                    pool = _HTTPSPool(
+                        target.address,
+                        target.port,
+                        maxsize=self._maxsize,
+                        block=False,
+                        server_hostname=target.host,
+                        assert_hostname=target.host,
+                        deadlines=self.deadlines,
+                    )
                 else:
-                    pool = _HTTPPool(target.address, target.port, maxsize=self._maxsize, block=False,
-                                     deadlines=self.deadlines)
+                    pool = _HTTPPool(
+                        target.address, target.port, maxsize=self._maxsize, block=False, deadlines=self.deadlines
+                    )
                 self._pools[key] = pool
                 while len(self._pools) > MAX_POOLS:
                     self._pools.popitem(last=False)[1].close()

@@ -38,8 +38,9 @@ from collation.settings import Settings
 if TYPE_CHECKING:
     from collation.iiif.http import Fetcher
 
-NO_ANNOTATIONS = ("the manifest links no annotations (no otherContent/annotations): no region; "
-                  "give regions or use whole canvases")
+NO_ANNOTATIONS = (
+    "the manifest links no annotations (no otherContent/annotations): no region; give regions or use whole canvases"
+)
 """The problem of a manifest without annotations (dropped when its illustrations are detected)."""
 
 
@@ -216,8 +217,9 @@ def _annotated_regions(
     seen: set[tuple[str | None, str, tuple[int, int, int, int]]] = set()
     for annotation, list_url, _referrer in load_annotations(sources, fetcher, problems):
         if not isinstance(annotation, dict):
-            problems.append(RegionProblem(f"annotation list {list_url}: an entry is not an annotation",
-                                          source=list_url))
+            problems.append(
+                RegionProblem(f"annotation list {list_url}: an entry is not an annotation", source=list_url)
+            )
             continue
         motivations = [bare(m) for m in as_list(annotation.get("motivation")) if isinstance(m, str)]
         texts, tags = _bodies(annotation)
@@ -237,17 +239,30 @@ def _annotated_regions(
                 canvas, image = layers[canvas_id]
                 shape = _on_layer(shape, canvas, image)
                 if shape is None:
-                    problems.append(RegionProblem(f"{name} targets image {canvas_id} of canvas {canvas.id}, whose "
-                                                  "size is unknown: not used", canvas.id, list_url))
+                    problems.append(
+                        RegionProblem(
+                            f"{name} targets image {canvas_id} of canvas {canvas.id}, whose size is unknown: not used",
+                            canvas.id,
+                            list_url,
+                        )
+                    )
                     break
             if canvas is None:
-                what = f"targets {canvas_id}, which is not a canvas of this manifest" if canvas_id else \
-                    "has a target with no canvas id (no source, no id)"
+                what = (
+                    f"targets {canvas_id}, which is not a canvas of this manifest"
+                    if canvas_id
+                    else "has a target with no canvas id (no source, no id)"
+                )
                 problems.append(RegionProblem(f"{name} {what}", canvas_id, list_url))
                 break
             if shape is None:
-                problems.append(RegionProblem(f"{name} targets the whole canvas {canvas.id} or a point (no region): "
-                                              "not an illustration box", canvas.id, list_url))
+                problems.append(
+                    RegionProblem(
+                        f"{name} targets the whole canvas {canvas.id} or a point (no region): not an illustration box",
+                        canvas.id,
+                        list_url,
+                    )
+                )
                 break
             xywh = shape_on_canvas(shape, canvas)
             if xywh is None:

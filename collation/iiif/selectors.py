@@ -134,7 +134,6 @@ def svg_bounding_box(svg: Any) -> tuple[float, float, float, float] | None:
     return min(xs), min(ys), max(xs) - min(xs), max(ys) - min(ys)
 
 
-
 # -- selectors and targets ----------------------------------------------------------------------
 
 

@@ -97,8 +97,16 @@ def list_regions(
 ) -> tuple[Manifest, list[Region], list[RegionProblem]]:
     """Load a manifest and find its regions; without ``detect``, no pixels are fetched. With
     detection, its note is the last problem."""
-    choice = select_regions(source, fetcher=fetcher, selector=selector, given=given, whole_canvases=whole_canvases,
-                            max_regions=max_regions, detect=detect, detector=detector)
+    choice = select_regions(
+        source,
+        fetcher=fetcher,
+        selector=selector,
+        given=given,
+        whole_canvases=whole_canvases,
+        max_regions=max_regions,
+        detect=detect,
+        detector=detector,
+    )
     problems = choice.problems + ([RegionProblem(choice.note)] if choice.note and choice.regions else [])
     return choice.manifest, choice.regions, problems
 
@@ -122,7 +130,11 @@ def select_regions(
     manifest = load_manifest(source, fetcher=fetcher)
     if not detect:
         regions, problems = find_regions(
-            manifest, fetcher=fetcher, selector=selector, given=given, whole_canvases=whole_canvases,
+            manifest,
+            fetcher=fetcher,
+            selector=selector,
+            given=given,
+            whole_canvases=whole_canvases,
             max_regions=max_regions,
         )
         kind = "given" if given is not None else "whole_canvases" if whole_canvases else "annotations"
@@ -165,8 +177,15 @@ def load_manuscript_regions(
     a problem saying why nothing could be used.
     """
     manifest, regions, problems, kind, note = select_regions(
-        source, fetcher=fetcher, selector=selector, given=given, whole_canvases=whole_canvases,
-        max_regions=max_regions, detect=detect, detector=detector, workers=workers,
+        source,
+        fetcher=fetcher,
+        selector=selector,
+        given=given,
+        whole_canvases=whole_canvases,
+        max_regions=max_regions,
+        detect=detect,
+        detector=detector,
+        workers=workers,
     )
     if not regions and not require_regions:
         if kind != "detected":  # detection has said why already
@@ -197,8 +216,11 @@ def load_manuscript_regions(
     images: list[Image.Image] = []
     for region, result in zip(regions, results, strict=True):
         if isinstance(result, CollationError):
-            problems.append(RegionProblem(f"region {region.index} ({region.label}): {result.message}",
-                                          region.canvas_id, region=region.index))
+            problems.append(
+                RegionProblem(
+                    f"region {region.index} ({region.label}): {result.message}", region.canvas_id, region=region.index
+                )
+            )
         else:
             kept.append(region)
             images.append(result)

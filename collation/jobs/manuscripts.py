@@ -81,12 +81,23 @@ def problem_error(problem: RegionProblem) -> dict[str, Any]:
 
 def empty_doc(m: int, url: str) -> dict[str, Any]:
     """The document of manuscript ``m`` before anything could be read."""
-    return {"index": m, "manifest": url, "manifest_id": None, "label": None, "version": None,
-            "regions": [], "regions_source": None, "regions_note": None, "errors": [], "features_key": None}
+    return {
+        "index": m,
+        "manifest": url,
+        "manifest_id": None,
+        "label": None,
+        "version": None,
+        "regions": [],
+        "regions_source": None,
+        "regions_note": None,
+        "errors": [],
+        "features_key": None,
+    }
 
 
-def read_manuscript(record: dict, m: int, store: DataStore, fetcher: Fetcher,
-                    max_regions: int = 5000, detector: Any = None) -> tuple[dict, dict | None]:
+def read_manuscript(
+    record: dict, m: int, store: DataStore, fetcher: Fetcher, max_regions: int = 5000, detector: Any = None
+) -> tuple[dict, dict | None]:
     """Reads manuscript ``m`` of a collation and stores its region images.
 
     Returns:
@@ -104,9 +115,16 @@ def read_manuscript(record: dict, m: int, store: DataStore, fetcher: Fetcher,
     spec = (record["request"].get("regions") or {}).get(str(m))
     doc = empty_doc(m, url)
     try:
-        found = load_manuscript_regions(url, fetcher=fetcher, max_regions=max_regions, workers=FETCH_THREADS,
-                                        strict=False, require_regions=False, detector=detector or RuntimeDetector(),
-                                        **region_options(spec))
+        found = load_manuscript_regions(
+            url,
+            fetcher=fetcher,
+            max_regions=max_regions,
+            workers=FETCH_THREADS,
+            strict=False,
+            require_regions=False,
+            detector=detector or RuntimeDetector(),
+            **region_options(spec),
+        )
     except CollationError as exc:  # the manifest (or its region annotations) could not be read
         doc["errors"].append({"message": exc.message})
         return doc, None
@@ -118,8 +136,13 @@ def _document(doc: dict[str, Any], found: ManuscriptRegions, store: DataStore, b
     from ..features import features_key, image_digest
 
     manifest = found.manifest
-    doc.update(manifest_id=manifest.id, label=manifest.label, version=manifest.version,
-               regions_source=found.source, regions_note=found.note)
+    doc.update(
+        manifest_id=manifest.id,
+        label=manifest.label,
+        version=manifest.version,
+        regions_source=found.source,
+        regions_note=found.note,
+    )
     doc["errors"] += [problem_error(problem) for problem in found.problems]
     kept = []
     for region, image in zip(found.regions, found.images, strict=True):

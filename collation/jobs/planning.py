@@ -80,9 +80,15 @@ def pairs_to_score(options: dict[str, Any], key: str, n0: int, n1: int, pair_cou
     return pair_count(key)
 
 
-def next_steps(record: dict[str, Any], docs: Sequence[dict | None], failures: Mapping[Step, str],
-               have_features: HaveFeatures, have_scores: HaveScores, have_chunk: HaveChunk,
-               pair_count: PairCount | None = None) -> Plan:
+def next_steps(
+    record: dict[str, Any],
+    docs: Sequence[dict | None],
+    failures: Mapping[Step, str],
+    have_features: HaveFeatures,
+    have_scores: HaveScores,
+    have_chunk: HaveChunk,
+    pair_count: PairCount | None = None,
+) -> Plan:
     """The steps a collation needs next, or that it must fail.
 
     Args:
@@ -133,8 +139,9 @@ def next_steps(record: dict[str, Any], docs: Sequence[dict | None], failures: Ma
     return Plan("scoring" if chunks else "finalizing", (*chunks, finalize))
 
 
-def _manuscript_steps(docs: Sequence[dict | None], failures: Mapping[Step, str],
-                      have_features: HaveFeatures) -> list[Planned]:
+def _manuscript_steps(
+    docs: Sequence[dict | None], failures: Mapping[Step, str], have_features: HaveFeatures
+) -> list[Planned]:
     """Prepare and describe the manuscripts that are not ready, unless their step failed for good."""
     steps: list[Planned] = []
     for m, doc in enumerate(docs):
@@ -146,9 +153,14 @@ def _manuscript_steps(docs: Sequence[dict | None], failures: Mapping[Step, str],
     return steps
 
 
-def scoring_progress(record: dict[str, Any], docs: Sequence[dict | None], failures: Mapping[Step, str],
-                     have_scores: HaveScores, have_chunk: HaveChunk,
-                     pair_count: PairCount | None = None) -> tuple[int, int]:
+def scoring_progress(
+    record: dict[str, Any],
+    docs: Sequence[dict | None],
+    failures: Mapping[Step, str],
+    have_scores: HaveScores,
+    have_chunk: HaveChunk,
+    pair_count: PairCount | None = None,
+) -> tuple[int, int]:
     """(done, total): region pairs whose scores are in the store, over all pairs to score (a pair's
     candidate pairs when pruned; all n0 x n1 until they are computed)."""
     ready = usable_manuscripts(docs, failures)

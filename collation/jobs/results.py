@@ -25,8 +25,15 @@ def compute_results(scores: dict[tuple[int, int], np.ndarray], options: dict[str
 
     results = collate(scores, normalization=options["normalization"], propagation=options["propagation"])
     return {
-        pair: {"S": r.S, "N_S": r.N_S, "P_S": r.P_S, "two_cycles": r.two_cycles, "three_cycles": r.three_cycles,
-               "auto_seeds": r.seeds, "seeds": r.seeds}
+        pair: {
+            "S": r.S,
+            "N_S": r.N_S,
+            "P_S": r.P_S,
+            "two_cycles": r.two_cycles,
+            "three_cycles": r.three_cycles,
+            "auto_seeds": r.seeds,
+            "seeds": r.seeds,
+        }
         for pair, r in results.items()
     }
 

@@ -66,8 +66,9 @@ def plan_from_store(store: DataStore, record: dict) -> Plan:
     """``next_steps`` over what the store holds for ``record``'s collation."""
     cid, n = record["id"], len(record["request"]["manifests"])
     docs = [store.load_manuscript(cid, m) for m in range(n)]
-    return next_steps(record, docs, store.load_failures(cid), store.has_features, store.has_scores,
-                      store.has_chunk, store.pair_count)
+    return next_steps(
+        record, docs, store.load_failures(cid), store.has_features, store.has_scores, store.has_chunk, store.pair_count
+    )
 
 
 def update_scoring_progress(store: DataStore, cid: str) -> None:
@@ -77,8 +78,9 @@ def update_scoring_progress(store: DataStore, cid: str) -> None:
     except CollationNotFound:
         return
     docs = [store.load_manuscript(cid, m) for m in range(len(record["request"]["manifests"]))]
-    done, total = scoring_progress(record, docs, store.load_failures(cid), store.has_scores, store.has_chunk,
-                                   store.pair_count)
+    done, total = scoring_progress(
+        record, docs, store.load_failures(cid), store.has_scores, store.has_chunk, store.pair_count
+    )
     set_progress(store, cid, "scoring", done, total)
 
 
@@ -97,8 +99,7 @@ def drop_dangling_executions(connection: Redis, job: Job) -> int:
     started = StartedJobRegistry(job.origin, connection=connection)
     dropped = 0
     for raw in connection.zrange(registry.key, 0, -1):
-        execution = Execution(id=raw.decode() if isinstance(raw, bytes) else raw, job_id=job.id,
-                              connection=connection)
+        execution = Execution(id=raw.decode() if isinstance(raw, bytes) else raw, job_id=job.id, connection=connection)
         if not connection.exists(execution.key):
             connection.zrem(registry.key, execution.id)
             connection.zrem(started.key, execution.composite_key)
@@ -222,8 +223,9 @@ class Scheduler:
         with activate(self.runtime):  # the failure callbacks of abandoned jobs read the store
             for kind in ("io", "compute"):
                 # The timer penalty bounds failure callbacks from any thread (the service sweeps in one).
-                StartedJobRegistry(self.runtime.queue(kind).name, connection=self.connection,
-                                   death_penalty_class=TimerDeathPenalty).cleanup()
+                StartedJobRegistry(
+                    self.runtime.queue(kind).name, connection=self.connection, death_penalty_class=TimerDeathPenalty
+                ).cleanup()
         count = 0
         for cid in self.store.list_collations():
             try:
@@ -244,8 +246,9 @@ class Scheduler:
 
         Under a Redis lock per collation, so that jobs finishing together and the sweep agree.
         """
-        with self.connection.lock(RedisKeys.advance_lock(cid), timeout=ADVANCE_LOCK_TIMEOUT,
-                                  blocking_timeout=ADVANCE_LOCK_TIMEOUT):
+        with self.connection.lock(
+            RedisKeys.advance_lock(cid), timeout=ADVANCE_LOCK_TIMEOUT, blocking_timeout=ADVANCE_LOCK_TIMEOUT
+        ):
             self._queued = {}
             try:
                 return self._advance(cid)
@@ -274,8 +277,9 @@ class Scheduler:
         """
         if job is None:
             return self.advance(cid)
-        with self.connection.lock(RedisKeys.advance_lock(cid), timeout=ADVANCE_LOCK_TIMEOUT,
-                                  blocking_timeout=ADVANCE_LOCK_TIMEOUT):
+        with self.connection.lock(
+            RedisKeys.advance_lock(cid), timeout=ADVANCE_LOCK_TIMEOUT, blocking_timeout=ADVANCE_LOCK_TIMEOUT
+        ):
             self._queued = {}
             self.ensure(cid, Step.plan(), [job], reuse_live=False)
         return "replanning"

@@ -216,9 +216,14 @@ def score_chunk(runtime: Runtime, cid: str, a: int, b: int, k: int) -> str:
     out = []
     for start in range(0, len(pairs), step):
         live_record(store, cid)
-        scores = similarity.score_pairs(feats0, feats1, pairs[start : start + step],
-                                        similarity=options["similarity"], seed=options["seed"],
-                                        kernel=options["kernel"])
+        scores = similarity.score_pairs(
+            feats0,
+            feats1,
+            pairs[start : start + step],
+            similarity=options["similarity"],
+            seed=options["seed"],
+            kernel=options["kernel"],
+        )
         out.append(np.asarray(scores, dtype=np.float64))
     write_npy(store.chunk_path(key, chunk_pairs, k), np.concatenate(out))
     update_scoring_progress(store, cid)

@@ -56,11 +56,11 @@ class CollationWorker(SimpleWorker):
         heartbeat_ttl: seconds; ``runtime.settings.heartbeat_ttl`` by default.
     """
 
-    def __init__(self, queues: Any, *args: Any, runtime: Runtime, heartbeat_ttl: int | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, queues: Any, *args: Any, runtime: Runtime, heartbeat_ttl: int | None = None, **kwargs: Any
+    ) -> None:
         self.runtime = runtime
-        self.heartbeat_ttl = max(3, int(heartbeat_ttl if heartbeat_ttl is not None
-                                        else runtime.settings.heartbeat_ttl))
+        self.heartbeat_ttl = max(3, int(heartbeat_ttl if heartbeat_ttl is not None else runtime.settings.heartbeat_ttl))
         self.stop_requested = False
         kwargs.setdefault("worker_ttl", self.heartbeat_ttl + 16)  # an idle worker wakes every ttl + 1 s
         kwargs.setdefault("maintenance_interval", self.heartbeat_ttl)
@@ -103,8 +103,7 @@ class CollationWorker(SimpleWorker):
     def execute_job(self, job: Job, queue: Queue) -> None:
         execution = self.prepare_execution(job)
         stop = threading.Event()
-        beat = threading.Thread(target=self._beat, args=(job, execution, stop), daemon=True,
-                                name=f"heartbeat-{job.id}")
+        beat = threading.Thread(target=self._beat, args=(job, execution, stop), daemon=True, name=f"heartbeat-{job.id}")
         beat.start()
         try:
             with activate(self.runtime):
@@ -130,8 +129,10 @@ def drop_job_remnants(connection: redis.Redis, queue: Queue) -> int:
     fails on it. Returns how many were removed.
     """
     dropped = 0
-    for registry in (ReadyJobRegistry(queue.name, connection=connection),
-                     DeferredJobRegistry(queue.name, connection=connection)):
+    for registry in (
+        ReadyJobRegistry(queue.name, connection=connection),
+        DeferredJobRegistry(queue.name, connection=connection),
+    ):
         for raw in connection.zrange(registry.key, 0, -1):
             jid = raw.decode() if isinstance(raw, bytes) else raw
             key = Job.key_for(jid)
@@ -156,8 +157,9 @@ def queue_names(settings: Settings, which: Sequence[str] = ("io", "compute")) ->
     return [names[w] for w in which]
 
 
-def work(settings: Settings, which: Sequence[str] = ("io", "compute"), *, burst: bool = False,
-         name: str | None = None) -> None:
+def work(
+    settings: Settings, which: Sequence[str] = ("io", "compute"), *, burst: bool = False, name: str | None = None
+) -> None:
     """Runs a worker on the collation queues until stopped (or, with ``burst``, until they are empty).
 
     Builds the process's runtime once (the backbone stays loaded between jobs). A worker whose loop

@@ -22,22 +22,30 @@ log = logging.getLogger("collation.service")
 def add_subcommands(subparsers: Any) -> None:
     """Adds ``serve`` and ``worker`` to an argparse subparsers object (each sets ``handler``)."""
     serve = subparsers.add_parser(
-        "serve", help="run the collation API (and, without COLLATION_REDIS_URL, a private Redis and a worker)",
+        "serve",
+        help="run the collation API (and, without COLLATION_REDIS_URL, a private Redis and a worker)",
         description="Runs the REST API. Without COLLATION_REDIS_URL it also starts a private redis-server "
-                    "under COLLATION_DATA_DIR and worker processes, so it works on one machine with nothing "
-                    "else running.")
+        "under COLLATION_DATA_DIR and worker processes, so it works on one machine with nothing "
+        "else running.",
+    )
     serve.add_argument("--host", help="address to bind (default COLLATION_HOST or 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default COLLATION_PORT or 8000; 0 picks a free one)")
-    serve.add_argument("--workers", type=int, default=None,
-                       help="worker processes to start (default: 1 with a private Redis, else 0)")
+    serve.add_argument(
+        "--workers", type=int, default=None, help="worker processes to start (default: 1 with a private Redis, else 0)"
+    )
     serve.set_defaults(handler=run_serve)
 
     worker = subparsers.add_parser(
-        "worker", help="run an RQ worker on the collation queues",
-        description="Runs a non-forking RQ worker that keeps its backbone loaded between jobs.")
+        "worker",
+        help="run an RQ worker on the collation queues",
+        description="Runs a non-forking RQ worker that keeps its backbone loaded between jobs.",
+    )
     worker.add_argument("--burst", action="store_true", help="quit when the queues are empty")
-    worker.add_argument("--queues", default="io,compute",
-                        help="io, compute or both (default io,compute); GPU machines take compute only")
+    worker.add_argument(
+        "--queues",
+        default="io,compute",
+        help="io, compute or both (default io,compute); GPU machines take compute only",
+    )
     worker.add_argument("--name", help="worker name (default: random)")
     worker.set_defaults(handler=run_worker)
 
@@ -68,8 +76,11 @@ def run_serve(args: argparse.Namespace) -> int:
     from .app import create_app
     from .state import service_state
 
-    overrides = {name: value for name, value in (("host", getattr(args, "host", None)),
-                                                 ("port", getattr(args, "port", None))) if value is not None}
+    overrides = {
+        name: value
+        for name, value in (("host", getattr(args, "host", None)), ("port", getattr(args, "port", None)))
+        if value is not None
+    }
     settings = Settings.from_env(**overrides)
     _logging(settings)
     redis_process = None

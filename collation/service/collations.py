@@ -34,8 +34,12 @@ def submit(runtime: Runtime, body: dict[str, Any], base: str) -> tuple[dict, boo
     options = resolve_options(body.get("options"), runtime.settings)
     regions = body.get("regions") or {}
     cid = collation_id(body["manifests"], regions, options)
-    request = {"manifests": list(body["manifests"]), "regions": regions, "options": body.get("options") or {},
-               "callback_url": body.get("callback_url")}
+    request = {
+        "manifests": list(body["manifests"]),
+        "regions": regions,
+        "options": body.get("options") or {},
+        "callback_url": body.get("callback_url"),
+    }
     record = new_record(cid, request, options, runtime.settings)
     record["base_url"] = base
     return jobs.submit(record)
@@ -68,16 +72,18 @@ def status_document(store: DataStore, cid: str, base: str) -> dict[str, Any]:
             state = "failed" if Step.prepare(m) in failures else "pending"
         else:
             state = "ready" if usable(doc) and Step.features(m) not in failures else "failed"
-        manuscripts.append({
-            "index": m,
-            "manifest": url,
-            "label": doc["label"] if doc else None,
-            "status": state,
-            "regions": len(doc["regions"]) if doc else 0,
-            "regions_source": doc.get("regions_source") if doc else None,
-            "regions_note": doc.get("regions_note") if doc else None,
-            "errors": errors,
-        })
+        manuscripts.append(
+            {
+                "index": m,
+                "manifest": url,
+                "label": doc["label"] if doc else None,
+                "status": state,
+                "regions": len(doc["regions"]) if doc else 0,
+                "regions_source": doc.get("regions_source") if doc else None,
+                "regions_note": doc.get("regions_note") if doc else None,
+                "errors": errors,
+            }
+        )
     return {
         "id": cid,
         "status": record["status"],
@@ -96,8 +102,9 @@ def _region(region: dict) -> dict[str, Any]:
     return {"index": region["index"], "canvas": region["canvas_id"], "xywh": [int(v) for v in region["xywh"]]}
 
 
-def correspondences(store: DataStore, cid: str, pair: tuple[int, int], score: str, top: int,
-                    min_score: float | None = None) -> dict[str, Any]:
+def correspondences(
+    store: DataStore, cid: str, pair: tuple[int, int], score: str, top: int, min_score: float | None = None
+) -> dict[str, Any]:
     """``GET /collations/{id}/correspondences``: for each region of ``pair[0]``, its best ``top``
     candidates in ``pair[1]`` by the chosen score, those below ``min_score`` left out (a region
     may then have no candidate; ranks stay those of the full list)."""
@@ -113,8 +120,14 @@ def correspondences(store: DataStore, cid: str, pair: tuple[int, int], score: st
             if min_score is not None and not matrix[r, c] >= min_score:
                 continue
             other = res["regions1"][c]
-            candidate = {**_region(other), "S": float(res["S"][r, c]), "N_S": float(res["N_S"][r, c]),
-                         "P_S": float(res["P_S"][r, c]), "rank": rank, "cycle_consistent": (r, c) in res["cycles"]}
+            candidate = {
+                **_region(other),
+                "S": float(res["S"][r, c]),
+                "N_S": float(res["N_S"][r, c]),
+                "P_S": float(res["P_S"][r, c]),
+                "rank": rank,
+                "cycle_consistent": (r, c) in res["cycles"],
+            }
             assessed = verdicts.get((region["index"], other["index"]))
             if assessed:
                 candidate["assessment"] = assessed["verdict"]  # as the expert gave it (aliases included)
@@ -151,14 +164,15 @@ def add_batch(store: DataStore, cid: str, body: dict[str, Any], base: str) -> di
     members = sorted((m["manuscript"], m["index"]) for m in body["members"])
     pairs = []
     for k, (a, i) in enumerate(members):
-        for b, j in members[k + 1:]:
+        for b, j in members[k + 1 :]:
             _check_regions(store, record, a, b, i, j, "members", ("members", "members"))
             pairs.append((a, b, i, j))
     return {"id": cid, "items": [with_links(item, cid, base) for item in _store(store, cid, pairs, body)]}
 
 
-def _check_regions(store: DataStore, record: dict, a: int, b: int, i: int, j: int, pair_field: str,
-                   fields: tuple[str, str]) -> None:
+def _check_regions(
+    store: DataStore, record: dict, a: int, b: int, i: int, j: int, pair_field: str, fields: tuple[str, str]
+) -> None:
     """Raises the 400 problem naming ``fields`` when region i of a or region j of b does not exist."""
     res = pair_results(store, record, a, b, field=pair_field)
     for name, m, regions, value in ((fields[0], a, res["regions0"], i), (fields[1], b, res["regions1"], j)):
@@ -172,17 +186,19 @@ def _store(store: DataStore, cid: str, pairs: list[tuple[int, int, int, int]], b
         items = store.load_assessments(cid)
         added = []
         for a, b, i, j in pairs:
-            added.append({
-                "id": f"{len(items) + len(added) + 1}",
-                "pair": [a, b],
-                "source": i,
-                "target": j,
-                "verdict": body["verdict"],
-                "category": verdict_category(body["verdict"]),
-                "creator": body.get("creator"),
-                "note": body.get("note"),
-                "created": now(),
-            })
+            added.append(
+                {
+                    "id": f"{len(items) + len(added) + 1}",
+                    "pair": [a, b],
+                    "source": i,
+                    "target": j,
+                    "verdict": body["verdict"],
+                    "category": verdict_category(body["verdict"]),
+                    "creator": body.get("creator"),
+                    "note": body.get("note"),
+                    "created": now(),
+                }
+            )
         store.save_assessments(cid, items + added)
         apply_assessments(store, cid)
     return added
@@ -198,12 +214,18 @@ def with_links(item: dict[str, Any], cid: str, base: str) -> dict[str, Any]:
     link = urls.url_scheme(cid, base).render("link", link=f"{a}-{b}-{source}-{target}")
     assessor = {"type": "Person", "name": item.get("creator") or "anonymous expert"}
     category = verdict_category(item["verdict"])  # items stored before categories have none
-    annotation = build_assessment(link, category, assessor=assessor, id=self_url,
-                                  created=item.get("created"), note=item.get("note"))
-    return {**item, "category": category, "annotation": annotation, "links": {
-        "self": self_url,
-        "correspondences": urls.correspondences_url(base, cid, a, b),
-    }}
+    annotation = build_assessment(
+        link, category, assessor=assessor, id=self_url, created=item.get("created"), note=item.get("note")
+    )
+    return {
+        **item,
+        "category": category,
+        "annotation": annotation,
+        "links": {
+            "self": self_url,
+            "correspondences": urls.correspondences_url(base, cid, a, b),
+        },
+    }
 
 
 def list_assessments(store: DataStore, cid: str, base: str) -> dict[str, Any]:

@@ -27,9 +27,16 @@ def _witnesses(store: DataStore, record: dict, base: str) -> list[dict[str, Any]
     out = []
     for m, url in enumerate(record["request"]["manifests"]):
         doc = store.load_manuscript(cid, m) if m in usable else None
-        out.append({"index": m, "label": (doc or {}).get("label") or f"Manuscript {m}", "manifest": url,
-                    "derived_manifest": manifest_url(base, cid, m) if doc else None, "usable": doc is not None,
-                    "regions": len(doc["regions"]) if doc else 0})
+        out.append(
+            {
+                "index": m,
+                "label": (doc or {}).get("label") or f"Manuscript {m}",
+                "manifest": url,
+                "derived_manifest": manifest_url(base, cid, m) if doc else None,
+                "usable": doc is not None,
+                "regions": len(doc["regions"]) if doc else 0,
+            }
+        )
     return out
 
 
@@ -43,8 +50,11 @@ def _evidence(store: DataStore, record: dict, score: str) -> tuple[dict, dict, d
         sizes[a], sizes[b] = len(res["regions0"]), len(res["regions1"])
         rows = {r["index"]: k for k, r in enumerate(res["regions0"])}
         cols = {r["index"]: k for k, r in enumerate(res["regions1"])}
-        verdicts = {(rows[i], cols[j]): v for (i, j), v in assessment_categories(store, cid, a, b).items()
-                    if i in rows and j in cols}
+        verdicts = {
+            (rows[i], cols[j]): v
+            for (i, j), v in assessment_categories(store, cid, a, b).items()
+            if i in rows and j in cols
+        }
         cycles = np.array(sorted(res["cycles"]), dtype=np.int64).reshape(-1, 2)
         evidence[(a, b)] = PairEvidence(res[SCORE_ARRAYS[score]], cycles, verdicts)
     return sizes, evidence, regions
@@ -58,8 +68,15 @@ def _manifests(store: DataStore, record: dict) -> dict[int, Manifest | None]:
     return out
 
 
-def concordance(store: DataStore, cid: str, base: str, *, score: str = "propagated", min_score: float | None = None,
-                sort: int | None = None) -> dict[str, Any]:
+def concordance(
+    store: DataStore,
+    cid: str,
+    base: str,
+    *,
+    score: str = "propagated",
+    min_score: float | None = None,
+    sort: int | None = None,
+) -> dict[str, Any]:
     """The concordance document (openapi.yaml ``Concordance``).
 
     Args:
@@ -85,14 +102,23 @@ def concordance(store: DataStore, cid: str, base: str, *, score: str = "propagat
     groups = sort_groups(build_groups(sizes, evidence, min_score), sort, usable)
     manifests = _manifests(store, record)
     rows = [_row(group, witnesses, regions, manifests, evidence, cid, base) for group in groups]
-    return {"id": cid, "score": score, "min_score": min_score, "sort": sort, "witnesses": witnesses,
-            "categories": CATEGORY_LABELS, "total": len(rows),
-            "matched": sum(1 for r in rows if r["size"] >= 2), "unmatched": sum(1 for r in rows if r["size"] < 2),
-            "rows": rows}
+    return {
+        "id": cid,
+        "score": score,
+        "min_score": min_score,
+        "sort": sort,
+        "witnesses": witnesses,
+        "categories": CATEGORY_LABELS,
+        "total": len(rows),
+        "matched": sum(1 for r in rows if r["size"] >= 2),
+        "unmatched": sum(1 for r in rows if r["size"] < 2),
+        "rows": rows,
+    }
 
 
-def _row(group: Group, witnesses: list[dict], regions: dict, manifests: dict, evidence: dict, cid: str,
-         base: str) -> dict[str, Any]:
+def _row(
+    group: Group, witnesses: list[dict], regions: dict, manifests: dict, evidence: dict, cid: str, base: str
+) -> dict[str, Any]:
     cells: list[dict[str, Any] | None] = []
     for w in witnesses:
         member = group.member(w["index"])
@@ -103,21 +129,27 @@ def _row(group: Group, witnesses: list[dict], regions: dict, manifests: dict, ev
         manifest = manifests.get(member.manuscript)
         canvas = manifest.canvas(region["canvas_id"]) if manifest else None
         xywh = [int(v) for v in region["xywh"]]
-        cells.append({
-            "manuscript": member.manuscript,
-            "index": region["index"],
-            "canvas": region["canvas_id"],
-            "label": canvas.label if canvas and canvas.label else region.get("label") or "",
-            "xywh": xywh,
-            "image": region_image_url(canvas, xywh, FULL_WIDTH) if canvas else None,
-            "thumbnail": region_image_url(canvas, xywh) if canvas else None,
-            "confidence": member.confidence,
-            "verdict": member.verdict,
-            "view": _view_url(group, member, regions, evidence, cid, base),
-        })
+        cells.append(
+            {
+                "manuscript": member.manuscript,
+                "index": region["index"],
+                "canvas": region["canvas_id"],
+                "label": canvas.label if canvas and canvas.label else region.get("label") or "",
+                "xywh": xywh,
+                "image": region_image_url(canvas, xywh, FULL_WIDTH) if canvas else None,
+                "thumbnail": region_image_url(canvas, xywh) if canvas else None,
+                "confidence": member.confidence,
+                "verdict": member.verdict,
+                "view": _view_url(group, member, regions, evidence, cid, base),
+            }
+        )
     first = group.members[0]
-    return {"id": f"{first.manuscript}-{regions[first.manuscript][first.position]['index']}",
-            "size": len(group.members), "confidence": group.confidence, "cells": cells}
+    return {
+        "id": f"{first.manuscript}-{regions[first.manuscript][first.position]['index']}",
+        "size": len(group.members),
+        "confidence": group.confidence,
+        "cells": cells,
+    }
 
 
 def _view_url(group: Group, member: Any, regions: dict, evidence: dict, cid: str, base: str) -> str | None:

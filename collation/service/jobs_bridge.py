@@ -43,4 +43,3 @@ def run_worker(settings: Settings, queues: Sequence[str], *, burst: bool = False
     from ..jobs.worker import work
 
     work(settings, list(queues), burst=burst, name=name)
-

@@ -44,8 +44,10 @@ def context_document() -> dict[str, Any]:
 
 
 def _method(options: dict[str, Any]) -> str:
-    return (f"{options['backbone']}+{options['similarity']}(seed={options['seed']})"
-            f"+norm({options['normalization']})+prop({options['propagation']})")
+    return (
+        f"{options['backbone']}+{options['similarity']}(seed={options['seed']})"
+        f"+norm({options['normalization']})+prop({options['propagation']})"
+    )
 
 
 def _fingerprint(store: DataStore, cid: str) -> tuple:
@@ -89,16 +91,21 @@ def correspondence_list(store: DataStore, record: dict, top: int = TOP) -> list[
     seen: set[tuple[int, int, int, int]] = set()
     out = []
     for _rank, _order, entry in sorted(candidates, key=lambda t: (t[0], t[1])):
-        key = (entry["source"]["manuscript"], entry["source"]["index"],
-               entry["target"]["manuscript"], entry["target"]["index"])
+        key = (
+            entry["source"]["manuscript"],
+            entry["source"]["index"],
+            entry["target"]["manuscript"],
+            entry["target"]["index"],
+        )
         if key not in seen:
             seen.add(key)
             out.append(entry)
     return out
 
 
-def _entry(a: int, b: int, i: int, j: int, rank: int | None, res: dict, rows: list, cols: list,
-           verdicts: dict) -> dict[str, Any]:
+def _entry(
+    a: int, b: int, i: int, j: int, rank: int | None, res: dict, rows: list, cols: list, verdicts: dict
+) -> dict[str, Any]:
     ri, cj = rows[i]["index"], cols[j]["index"]
     entry = {
         "id": f"{a}-{b}-{ri}-{cj}",
@@ -123,17 +130,25 @@ def _prepared(store: DataStore, cache: DocumentCache, cid: str, base: str) -> tu
     """(record, manuscripts, correspondences, urls) of a finished collation, from ``cache`` when unchanged."""
     record = finished_record(store, check_id(cid))
     key = (str(store.root), cid, base, _fingerprint(store, cid))
-    return cache.get_or_build(key, lambda: (record, _manuscripts(store, record), correspondence_list(store, record),
-                                            url_scheme(cid, base)))
+    return cache.get_or_build(
+        key, lambda: (record, _manuscripts(store, record), correspondence_list(store, record), url_scheme(cid, base))
+    )
 
 
-def collection(store: DataStore, cache: DocumentCache, cid: str, base: str, page: int | None,
-               page_size: int) -> dict[str, Any]:
+def collection(
+    store: DataStore, cache: DocumentCache, cid: str, base: str, page: int | None, page_size: int
+) -> dict[str, Any]:
     """``GET /collations/{id}/annotations``: the AnnotationCollection, or its page ``page`` (from 1)."""
     record, manuscripts, corrs, urls = _prepared(store, cache, cid, base)
-    doc, pages = build_link_collection(manuscripts, corrs, urls=urls, page_size=page_size,
-                                       method=_method(record["options"]), created=record.get("ended"),
-                                       label=f"Image collation {cid}: correspondences")
+    doc, pages = build_link_collection(
+        manuscripts,
+        corrs,
+        urls=urls,
+        page_size=page_size,
+        method=_method(record["options"]),
+        created=record.get("ended"),
+        label=f"Image collation {cid}: correspondences",
+    )
     if page is None:
         return doc
     if not 1 <= page <= len(pages):
@@ -156,13 +171,12 @@ def derived_manifest(store: DataStore, cache: DocumentCache, cid: str, m: int, b
     return build_derived_manifest(m, manuscripts, corrs, urls=urls)
 
 
-def canvas_page(store: DataStore, cache: DocumentCache, cid: str, m: int, canvas_number: int,
-                base: str) -> dict[str, Any]:
+def canvas_page(
+    store: DataStore, cache: DocumentCache, cid: str, m: int, canvas_number: int, base: str
+) -> dict[str, Any]:
     """``GET /collations/{id}/pages/{m}/{canvas_number}``: the viewer layer of one canvas (1-based)."""
     record, manuscripts, corrs, urls = _prepared(store, cache, cid, base)
     _usable(record, m)
     if not 1 <= canvas_number <= len(manuscripts[m][0].canvases):
         raise CollationNotFound(f"manuscript {m} has no canvas number {canvas_number}", field="canvas")
     return build_annotation_page(m, canvas_number, manuscripts, corrs, urls=urls, created=record.get("ended"))
-
-

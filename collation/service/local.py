@@ -33,14 +33,30 @@ def start_redis(folder: Path, port: int | None = None, timeout: float = 10.0) ->
     """
     binary = shutil.which("redis-server")
     if binary is None:
-        raise CollationError("redis-server is not installed: install it (apt-get install redis-server) "
-                             "or set COLLATION_REDIS_URL to a running Redis")
+        raise CollationError(
+            "redis-server is not installed: install it (apt-get install redis-server) "
+            "or set COLLATION_REDIS_URL to a running Redis"
+        )
     folder.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
     process = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder), "--save", "",
-         "--appendonly", "no", "--logfile", str(folder / "redis.log")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(folder),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--logfile",
+            str(folder / "redis.log"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     url = f"redis://127.0.0.1:{port}/0"
     client = Redis.from_url(url, socket_connect_timeout=1)

@@ -27,9 +27,16 @@ PROBLEM_TYPE = "https://github.com/image-collation/image-collation/blob/main/REA
 MEDIA_TYPE = "application/problem+json"
 
 
-def problem(status: int, title: str, detail: str | None = None, *, field: str | None = None,
-            errors: list[dict[str, str]] | None = None, headers: dict[str, str] | None = None,
-            extra: dict[str, Any] | None = None) -> Response:
+def problem(
+    status: int,
+    title: str,
+    detail: str | None = None,
+    *,
+    field: str | None = None,
+    errors: list[dict[str, str]] | None = None,
+    headers: dict[str, str] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Response:
     """A problem document response.
 
     Args:
@@ -72,8 +79,15 @@ def handle_validation_error(exc: ValidationError) -> Response:
 
 def handle_collation_error(exc: CollationError) -> Response:
     status = int(getattr(exc, "http_status", 400))
-    title = {400: "Invalid request", 401: "Unauthorized", 404: "Not found", 409: "Conflict",
-             422: "Unprocessable request", 502: "Upstream failure", 503: "Unavailable"}.get(status, "Error")
+    title = {
+        400: "Invalid request",
+        401: "Unauthorized",
+        404: "Not found",
+        409: "Conflict",
+        422: "Unprocessable request",
+        502: "Upstream failure",
+        503: "Unavailable",
+    }.get(status, "Error")
     headers = {"WWW-Authenticate": 'Bearer realm="collation"'} if status == 401 else None
     return problem(status, title, exc.message, field=exc.field, headers=headers)
 

@@ -89,8 +89,11 @@ def delete_collation(cid: str) -> Response:
 @bp.route("/collations/<cid>/correspondences", methods=["GET"])
 def get_correspondences(cid: str) -> Response:
     query = CorrespondenceQuerySchema().load(request.args.to_dict())
-    return jsonify(collations.correspondences(current_runtime().store, cid, query["pair"], query["score"],
-                                              query["top"], query["min_score"]))
+    return jsonify(
+        collations.correspondences(
+            current_runtime().store, cid, query["pair"], query["score"], query["top"], query["min_score"]
+        )
+    )
 
 
 @bp.route("/collations/<cid>/concordance", methods=["GET"])
@@ -135,8 +138,9 @@ def post_assessments_batch(cid: str) -> Response:
 def get_annotations(cid: str) -> Response:
     query = PageQuerySchema().load(request.args.to_dict())
     state = service_state()
-    doc = layers.collection(state.runtime.store, state.documents, cid, base_url(), query["page"],
-                            state.runtime.settings.page_size)
+    doc = layers.collection(
+        state.runtime.store, state.documents, cid, base_url(), query["page"], state.runtime.settings.page_size
+    )
     return jsonld(doc, "http://www.w3.org/ns/anno.jsonld")
 
 

@@ -168,8 +168,9 @@ class CollationRequestSchema(Schema):
             raise ValidationError(f"at most {self.max_manifests} manifests per collation", "manifests")
         for key in data.get("regions") or {}:
             if not INDEX.fullmatch(key) or int(key) >= len(manifests):
-                raise ValidationError(f"key {key!r} is not the index of a manifest (0..{len(manifests) - 1})",
-                                      "regions")
+                raise ValidationError(
+                    f"key {key!r} is not the index of a manifest (0..{len(manifests) - 1})", "regions"
+                )
         if (data.get("options") or {}).get("propagation") == "3-cycles" and len(manifests) < 3:
             raise ValidationError("3-cycles needs three or more manifests", "options.propagation")
 
@@ -177,8 +178,9 @@ class CollationRequestSchema(Schema):
 class AssessmentSchema(Schema):
     """Body of ``POST /collations/{id}/assessments``: an expert's verdict on one correspondence."""
 
-    pair = fields.List(fields.Integer(strict=True, validate=validate.Range(min=0)), required=True,
-                       validate=validate.Length(equal=2))
+    pair = fields.List(
+        fields.Integer(strict=True, validate=validate.Range(min=0)), required=True, validate=validate.Length(equal=2)
+    )
     source = fields.Integer(strict=True, required=True, validate=validate.Range(min=0))
     target = fields.Integer(strict=True, required=True, validate=validate.Range(min=0))
     verdict = fields.String(required=True, validate=validate.OneOf(VERDICTS))
@@ -244,4 +246,3 @@ class ConcordanceQuerySchema(Schema):
 
 class PageQuerySchema(Schema):
     page = fields.Integer(load_default=None, validate=validate.Range(min=1))
-

@@ -41,8 +41,9 @@ class Sweeper:
     @classmethod
     def for_runtime(cls, runtime: Runtime) -> Sweeper:
         """The sweeper of ``runtime``'s scheduler, every ``runtime.settings.sweep_interval`` seconds."""
-        return cls(lambda: scheduler(runtime).recover(), runtime.settings.sweep_interval,
-                   enabled=runtime.redis is not None)
+        return cls(
+            lambda: scheduler(runtime).recover(), runtime.settings.sweep_interval, enabled=runtime.redis is not None
+        )
 
     @property
     def running(self) -> bool:

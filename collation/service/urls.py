@@ -68,5 +68,6 @@ def context_url(base: str) -> str:
 
 def url_scheme(cid: str, base: str) -> UrlScheme:
     """Ids of a collation's annotation documents; each display annotation links to the viewer's compare view."""
-    return UrlScheme(base=collation_url(base, cid), context=context_url(base),
-                     viewer="{base}/view?link={link}&side={side}")
+    return UrlScheme(
+        base=collation_url(base, cid), context=context_url(base), viewer="{base}/view?link={link}&side={side}"
+    )

@@ -9,5 +9,14 @@ from .datastore import CollationNotFound, DataStore, RedisKeys, canonical_json, 
 from .records import CollationStatus
 from .steps import Step, StepKind
 
-__all__ = ["CollationNotFound", "CollationStatus", "DataStore", "RedisKeys", "Step", "StepKind", "canonical_json",
-           "digest", "read_json"]
+__all__ = [
+    "CollationNotFound",
+    "CollationStatus",
+    "DataStore",
+    "RedisKeys",
+    "Step",
+    "StepKind",
+    "canonical_json",
+    "digest",
+    "read_json",
+]

@@ -252,8 +252,9 @@ class DataStore:
     def record_failure(self, cid: str, step: Step, message: str) -> None:
         """Records that ``step`` failed for good (no-op when the collation is gone)."""
         with contextlib.suppress(CollationNotFound):
-            self.write_in_collation(cid, f"failures/{step.name}.json",
-                                    json_bytes({"step": step.name, "message": message}))
+            self.write_in_collation(
+                cid, f"failures/{step.name}.json", json_bytes({"step": step.name, "message": message})
+            )
 
     def load_failures(self, cid: str) -> dict[Step, str]:
         """The steps of a collation that failed for good, with their messages."""

@@ -18,8 +18,21 @@ from ..settings import Settings
 from .datastore import digest
 from .steps import Step, StepKind
 
-__all__ = ["ID_LENGTH", "TERMINAL", "CollationStatus", "Step", "StepKind", "chunk_count", "collation_id",
-           "is_terminal", "new_record", "now", "pair_key", "resolve_options", "usable"]
+__all__ = [
+    "ID_LENGTH",
+    "TERMINAL",
+    "CollationStatus",
+    "Step",
+    "StepKind",
+    "chunk_count",
+    "collation_id",
+    "is_terminal",
+    "new_record",
+    "now",
+    "pair_key",
+    "resolve_options",
+    "usable",
+]
 
 ID_LENGTH = 16
 """Hex digits of a collation id."""
@@ -78,8 +91,9 @@ def collation_id(manifests: Sequence[str], regions: dict | None, options: dict[s
     return digest({"manifests": list(manifests), "regions": regions or {}, "options": options}, ID_LENGTH)
 
 
-def new_record(cid: str, request: dict[str, Any], options: dict[str, Any], settings: Settings,
-               stamp: str | None = None) -> dict:
+def new_record(
+    cid: str, request: dict[str, Any], options: dict[str, Any], settings: Settings, stamp: str | None = None
+) -> dict:
     """The first record of a collation."""
     stamp = stamp or now()
     return {
@@ -111,9 +125,15 @@ def pair_key(options: dict[str, Any], features0: str, features1: str) -> str:
     ``candidates`` (pruning) enters the key only when set, so full matrices keep the keys they had
     before pruning existed, and a full matrix and a pruned one never share a key.
     """
-    parts = {"f0": features0, "f1": features1, "similarity": options["similarity"],
-             "seed": options["seed"], "kernel": options["kernel"],
-             "iterations": defaults.RANSAC_ITERATIONS, "v": 1}
+    parts = {
+        "f0": features0,
+        "f1": features1,
+        "similarity": options["similarity"],
+        "seed": options["seed"],
+        "kernel": options["kernel"],
+        "iterations": defaults.RANSAC_ITERATIONS,
+        "v": 1,
+    }
     if options.get("candidates") is not None:
         parts["candidates"] = int(options["candidates"])
     return digest(parts)

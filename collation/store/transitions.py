@@ -23,8 +23,9 @@ from .records import CollationStatus, is_terminal, now
 log = logging.getLogger("collation.store")
 
 
-def set_progress(store: DataStore, cid: str, stage: str, done: int, total: int,
-                 status: CollationStatus = CollationStatus.RUNNING) -> None:
+def set_progress(
+    store: DataStore, cid: str, stage: str, done: int, total: int, status: CollationStatus = CollationStatus.RUNNING
+) -> None:
     """Stores the progress of a running collation (no-op once it ended or was deleted)."""
 
     def change(record: dict) -> None:
@@ -72,8 +73,13 @@ def finish(store: DataStore, cid: str, usable: Sequence[int]) -> dict:
         if is_terminal(record["status"]):
             raise AlreadyEnded(cid)
         stamp = now()
-        record.update(status=CollationStatus.FINISHED.value, updated=stamp, ended=stamp, usable=list(usable),
-                      progress={"stage": CollationStatus.FINISHED.value, "done": 1, "total": 1})
+        record.update(
+            status=CollationStatus.FINISHED.value,
+            updated=stamp,
+            ended=stamp,
+            usable=list(usable),
+            progress={"stage": CollationStatus.FINISHED.value, "done": 1, "total": 1},
+        )
 
     return store.update_record(cid, change)
 
@@ -84,8 +90,13 @@ def reopen(store: DataStore, cid: str) -> dict:
 
     def change(record: dict) -> None:
         if record["status"] == CollationStatus.FAILED:
-            record.update(status=CollationStatus.QUEUED.value, errors=[], ended=None, updated=now(),
-                          progress={"stage": "queued", "done": 0, "total": 0})
+            record.update(
+                status=CollationStatus.QUEUED.value,
+                errors=[],
+                ended=None,
+                updated=now(),
+                progress={"stage": "queued", "done": 0, "total": 0},
+            )
 
     record = store.update_record(cid, change)
     if record["status"] == CollationStatus.QUEUED:

@@ -47,13 +47,15 @@ def pair_view(store: DataStore, cid: str, pair: tuple[int, int], base: str) -> d
     manuscripts = []
     for m, _url in enumerate(record["request"]["manifests"]):
         doc = store.load_manuscript(cid, m)
-        manuscripts.append({
-            "index": m,
-            "label": (doc or {}).get("label") or f"Manuscript {m}",
-            "manifest": manifest_url(base, cid, m) if m in usable else None,
-            "viewer_manifest": viewer_manifest_url(base, cid, m) if m in usable else None,
-            "usable": m in usable,
-        })
+        manuscripts.append(
+            {
+                "index": m,
+                "label": (doc or {}).get("label") or f"Manuscript {m}",
+                "manifest": manifest_url(base, cid, m) if m in usable else None,
+                "viewer_manifest": viewer_manifest_url(base, cid, m) if m in usable else None,
+                "usable": m in usable,
+            }
+        )
     regions: dict[str, dict[str, Any]] = {}
     for m in (a, b):
         doc = store.load_manuscript(cid, m) or {"regions": []}

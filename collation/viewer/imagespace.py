@@ -57,8 +57,9 @@ def viewer_manifest(store: DataStore, cache: DocumentCache, cid: str, m: int, ba
     return doc
 
 
-def viewer_page(store: DataStore, cache: DocumentCache, cid: str, m: int, canvas_number: int, base: str,
-                fetcher: Fetcher) -> dict[str, Any]:
+def viewer_page(
+    store: DataStore, cache: DocumentCache, cid: str, m: int, canvas_number: int, base: str, fetcher: Fetcher
+) -> dict[str, Any]:
     """The annotation page of canvas ``canvas_number`` (1-based) with its fragments in Mirador's image space."""
     page = copy.deepcopy(canvas_page(store, cache, cid, m, canvas_number, base))
     page["@id" if "@id" in page else "id"] = viewer_page_url(base, cid, m, canvas_number)
@@ -115,5 +116,6 @@ def _manifest(store: DataStore, cache: DocumentCache, cid: str, m: int) -> Manif
     """The input manifest of manuscript ``m`` as parsed, kept in the app's document cache."""
     record = store.load_record(check_id(cid))
     key = ("viewer-manifest", str(store.root), cid, m, record.get("ended"))
-    return cache.get_or_build(key, lambda: parse_manifest(store.load_manifest(cid, m),
-                                                          url=record["request"]["manifests"][m]))
+    return cache.get_or_build(
+        key, lambda: parse_manifest(store.load_manifest(cid, m), url=record["request"]["manifests"][m])
+    )

@@ -27,8 +27,9 @@ MIRADOR_VERSIONS = {"4": "4.0.0", "3": "3.4.3"}
 """Bundles served from ``static/vendor`` (installed by scripts/setup.sh from the npm registry);
 ``?mirador=3`` picks the 3.x one for institutions still on it."""
 
-bp = Blueprint("viewer", __name__, template_folder="templates", static_folder="static",
-               static_url_path="/viewer/static")
+bp = Blueprint(
+    "viewer", __name__, template_folder="templates", static_folder="static", static_url_path="/viewer/static"
+)
 
 
 class ViewQuerySchema(Schema):
@@ -37,8 +38,12 @@ class ViewQuerySchema(Schema):
     accepted and ignored, so a ``UrlScheme.viewer`` template may pass it."""
 
     pair = PairParam(load_default=(0, 1))
-    link = fields.String(validate=validate.Regexp(r"^(0|[1-9][0-9]{0,5})-(0|[1-9][0-9]{0,5})-[0-9]{1,9}-[0-9]{1,9}$",
-                                                  error="must be a correspondence id a-b-i-j"))
+    link = fields.String(
+        validate=validate.Regexp(
+            r"^(0|[1-9][0-9]{0,5})-(0|[1-9][0-9]{0,5})-[0-9]{1,9}-[0-9]{1,9}$",
+            error="must be a correspondence id a-b-i-j",
+        )
+    )
     side = fields.String(validate=validate.OneOf(("a", "b")))
     mirador = fields.String(load_default="4", validate=validate.OneOf(tuple(MIRADOR_VERSIONS)))
 
@@ -104,9 +109,13 @@ def concordance_view(cid: str) -> Response:
     runtime = current_runtime()
     runtime.store.load_record(check_id(cid))  # 404 before rendering anything
     config = {"id": cid, "api": base_url()}
-    html = render_template("viewer/concordance.html", cid=cid, config=config,
-                           view_url=url_for("viewer.view", cid=cid),
-                           tokens_required=bool(runtime.settings.api_tokens))
+    html = render_template(
+        "viewer/concordance.html",
+        cid=cid,
+        config=config,
+        view_url=url_for("viewer.view", cid=cid),
+        tokens_required=bool(runtime.settings.api_tokens),
+    )
     return Response(html, mimetype="text/html")
 
 
@@ -134,8 +143,9 @@ def view_manifest(cid: str, m: int) -> Response:
 def view_page(cid: str, m: int, canvas_number: int) -> Response:
     """A viewer-layer page with its boxes in the image space Mirador 3.4.3 / 4.0.0 draw in (mirador#4533)."""
     state = service_state()
-    return jsonld(viewer_page(state.runtime.store, state.documents, cid, m, canvas_number, base_url(),
-                              state.runtime.fetcher))
+    return jsonld(
+        viewer_page(state.runtime.store, state.documents, cid, m, canvas_number, base_url(), state.runtime.fetcher)
+    )
 
 
 @bp.route("/collations/<cid>/matrix.png", methods=["GET"])

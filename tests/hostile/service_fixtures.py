@@ -47,5 +47,18 @@ api = _conftest.api
 Site = _conftest.Site
 Synthetic = _conftest.Synthetic
 
-__all__ = ["Site", "Synthetic", "api", "app", "client", "openapi", "redis_server", "redis_url", "run_jobs",
-           "settings", "site", "synthetic", "workers"]
+__all__ = [
+    "Site",
+    "Synthetic",
+    "api",
+    "app",
+    "client",
+    "openapi",
+    "redis_server",
+    "redis_url",
+    "run_jobs",
+    "settings",
+    "site",
+    "synthetic",
+    "workers",
+]

@@ -53,8 +53,13 @@ def no_undocumented_server_error(ctx: Any, response: Any, case: Any) -> bool | N
     return not_a_server_error(ctx, response, case)
 
 
-CHECKS = [no_undocumented_server_error, status_code_conformance, content_type_conformance,
-          response_headers_conformance, response_schema_conformance]
+CHECKS = [
+    no_undocumented_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
 
 
 def loopback_only(host: str, port: Any = None, *args: Any, **kwargs: Any) -> Any:
@@ -79,13 +84,22 @@ def live(redis_server: Any, synthetic: Any, tmp_path_factory: pytest.TempPathFac
     url = redis_server[1].rsplit("/", 1)[0] + "/3"  # a database of its own
     Redis.from_url(url).flushdb()
     data = tmp_path_factory.mktemp("contract") / "data"
-    config = Settings.from_env({}, redis_url=url, data_dir=Path(data), allowed_hosts=("127.0.0.1",),
-                               backbone="efficientnet-lite0", device="cpu", chunk_pairs=64, sweep_interval=0,
-                               public_url="http://collation.test")
+    config = Settings.from_env(
+        {},
+        redis_url=url,
+        data_dir=Path(data),
+        allowed_hosts=("127.0.0.1",),
+        backbone="efficientnet-lite0",
+        device="cpu",
+        chunk_pairs=64,
+        sweep_interval=0,
+        public_url="http://collation.test",
+    )
     app = create_app(runtime=Runtime.create(config, fetcher=fetcher_for(config, resolve=loopback_only)), TESTING=True)
     client = app.test_client()
-    r = client.post("/api/v1/collations", json={"manifests": [synthetic.a, synthetic.b],
-                                                "regions": {"1": synthetic.b_regions}})
+    r = client.post(
+        "/api/v1/collations", json={"manifests": [synthetic.a, synthetic.b], "regions": {"1": synthetic.b_regions}}
+    )
     cid = r.get_json()["id"]
     drain(config)
     assert client.get(f"/api/v1/collations/{cid}").get_json()["status"] == "finished"
@@ -101,8 +115,14 @@ schema = schemathesis.openapi.from_path(REPO / "openapi.yaml")
 
 
 @schema.parametrize()
-@settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
-          phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=EXAMPLES,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
 def test_every_operation_keeps_the_contract(case: Any, live: Live) -> None:
     if "id" in (case.path_parameters or {}):
         digest = hashlib.sha256(repr(case.path_parameters).encode() + repr(case.query).encode()).digest()
@@ -120,10 +140,16 @@ def test_contract_figures(live: Live) -> None:
     """Prints what the run above did; every operation of the contract was exercised."""
     total = sum(live.statuses.values())
     errors = sum(count for status, count in live.statuses.items() if isinstance(status, int) and status >= 500)
-    documented = {f"{method.upper()} {path}" for path, item in schema.raw_schema["paths"].items()
-                  for method in item if method in ("get", "post", "delete", "put", "patch")}
-    print(f"\nschemathesis: {len(documented & live.operations)} of {len(documented)} operations "
-          f"(+{len(live.operations - documented)} undocumented method probes), {total} examples, "
-          f"statuses {dict(sorted(live.statuses.items(), key=str))}, server errors {errors}, contract mismatches 0")
+    documented = {
+        f"{method.upper()} {path}"
+        for path, item in schema.raw_schema["paths"].items()
+        for method in item
+        if method in ("get", "post", "delete", "put", "patch")
+    }
+    print(
+        f"\nschemathesis: {len(documented & live.operations)} of {len(documented)} operations "
+        f"(+{len(live.operations - documented)} undocumented method probes), {total} examples, "
+        f"statuses {dict(sorted(live.statuses.items(), key=str))}, server errors {errors}, contract mismatches 0"
+    )
     assert documented <= live.operations
     assert not any(isinstance(status, int) and status >= 500 for status in live.statuses)

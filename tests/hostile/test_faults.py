@@ -30,8 +30,7 @@ API = "/api/v1"
 
 
 def request_body(synthetic: Any, seed: int = 0) -> dict[str, Any]:
-    return {"manifests": [synthetic.a, synthetic.b], "regions": {"1": synthetic.b_regions},
-            "options": {"seed": seed}}
+    return {"manifests": [synthetic.a, synthetic.b], "regions": {"1": synthetic.b_regions}, "options": {"seed": seed}}
 
 
 def test_post_delete_churn_keeps_the_worker_alive(client: Any, synthetic: Any, workers: Any) -> None:
@@ -50,15 +49,29 @@ def test_post_delete_churn_keeps_the_worker_alive(client: Any, synthetic: Any, w
     assert "Traceback" not in workers.logs(), workers.logs()
     r = client.post(f"{API}/collations", json=request_body(synthetic, seed=7))
     cid = r.get_json()["id"]
-    wait_for(lambda: client.get(f"{API}/collations/{cid}").get_json()["status"] == "finished", 120,
-             "the last collation to finish", interval=0.25)
+    wait_for(
+        lambda: client.get(f"{API}/collations/{cid}").get_json()["status"] == "finished",
+        120,
+        "the last collation to finish",
+        interval=0.25,
+    )
     assert client.get(f"{API}/readyz").status_code == 200
 
 
 def fault_settings(tmp_path: Path, redis_url: str) -> Settings:
-    return Settings.from_env({}, redis_url=redis_url, data_dir=tmp_path / "data", allowed_hosts=("127.0.0.1",),
-                             backbone="efficientnet-lite0", device="cpu", chunk_pairs=4, heartbeat_ttl=3,
-                             job_retries=2, sweep_interval=1, public_url="http://collation.test")
+    return Settings.from_env(
+        {},
+        redis_url=redis_url,
+        data_dir=tmp_path / "data",
+        allowed_hosts=("127.0.0.1",),
+        backbone="efficientnet-lite0",
+        device="cpu",
+        chunk_pairs=4,
+        heartbeat_ttl=3,
+        job_retries=2,
+        sweep_interval=1,
+        public_url="http://collation.test",
+    )
 
 
 def test_a_worker_survives_a_10_s_redis_outage_and_finishes(synthetic: Any, tmp_path: Path) -> None:
@@ -78,8 +91,12 @@ def test_a_worker_survives_a_10_s_redis_outage_and_finishes(synthetic: Any, tmp_
         assert worker.poll() is None, processes.logs()
         redis_process, _ = start_redis(tmp_path / "redis", port=port)
         cid = client.post(f"{API}/collations", json=request_body(synthetic)).get_json()["id"]
-        wait_for(lambda: client.get(f"{API}/collations/{cid}").get_json()["status"] == "finished", 120,
-                 "the collation to finish after the outage", interval=0.25)
+        wait_for(
+            lambda: client.get(f"{API}/collations/{cid}").get_json()["status"] == "finished",
+            120,
+            "the collation to finish after the outage",
+            interval=0.25,
+        )
         assert worker.poll() is None
         wait_for(lambda: client.get(f"{API}/readyz").status_code == 200, 30, "the worker to register again")
     finally:
@@ -121,8 +138,9 @@ def test_a_worker_killed_at_each_stage_is_replaced(synthetic: Any, tmp_path: Pat
 
 
 @pytest.mark.parametrize("code", [errno.EROFS, errno.ENOSPC, errno.EACCES])
-def test_a_data_directory_that_cannot_be_written_is_503(client: Any, synthetic: Any, monkeypatch: pytest.MonkeyPatch,
-                                                        code: int) -> None:
+def test_a_data_directory_that_cannot_be_written_is_503(
+    client: Any, synthetic: Any, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
     """Read-only, full or forbidden (the tests run as root, so chmod cannot make it read-only): every
     write of the store fails with that OSError; the API answers a 503 problem, not a 500."""
 

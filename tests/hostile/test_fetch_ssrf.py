@@ -60,8 +60,9 @@ def test_parser_confusion_never_reaches_the_canary(template: str, canary: Canary
     assert canary.hits == [] and [a for a in jail.connects if a.startswith("127.")] == []
 
 
-def test_dns_rebinding_is_pinned_to_the_checked_address(canary: Canary, jail: Jail,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dns_rebinding_is_pinned_to_the_checked_address(
+    canary: Canary, jail: Jail, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The name answers a public address, then loopback: the connection goes to the address that was
     checked (refused by the jail, so nothing leaves), never to loopback; retries resolve again and
     are refused."""
@@ -80,6 +81,7 @@ def test_dns_rebinding_on_a_redirect_hop(canary: Canary, jail: Jail, monkeypatch
     """An allowed loopback server redirects to a name that rebinds to loopback on its second answer."""
     resolve = rebinding("hop.example", PUBLIC, "127.0.0.1")
     monkeypatch.setattr(socket, "getaddrinfo", resolve)
+
     class Redirect(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
             pass

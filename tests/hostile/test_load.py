@@ -48,5 +48,8 @@ def test_concurrent_posts_and_polls_while_a_worker_computes(app: Any, synthetic:
     print("\n" + percentiles("POST /collations", [t for _, _, t in posted + more]))
     print(percentiles("GET /collations/{id} while computing", [t for _, t in polls]))
     client = app.test_client()
-    wait_for(lambda: client.get(f"{API}/collations/{ids[0]}").get_json()["status"] == "finished", 120,
-             "the first collation under load")
+    wait_for(
+        lambda: client.get(f"{API}/collations/{ids[0]}").get_json()["status"] == "finished",
+        120,
+        "the first collation under load",
+    )

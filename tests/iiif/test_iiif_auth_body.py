@@ -13,16 +13,32 @@ from collation.iiif.info import read_info
 
 
 def _info(static_server: Any, service: list[dict[str, Any]]) -> bytes:
-    return json.dumps({"@context": "http://iiif.io/api/image/3/context.json", "id": f"{static_server.url}/x",
-                       "type": "ImageService3", "profile": "level1", "width": 1000, "height": 800,
-                       "service": service}).encode()
+    return json.dumps(
+        {
+            "@context": "http://iiif.io/api/image/3/context.json",
+            "id": f"{static_server.url}/x",
+            "type": "ImageService3",
+            "profile": "level1",
+            "width": 1000,
+            "height": 800,
+            "service": service,
+        }
+    ).encode()
 
 
 @pytest.mark.parametrize("status", [401, 403])
 def test_login_of_an_auth2_info_json_answered_with_an_error(static_server: Any, fetcher: Any, status: int) -> None:
     login = f"{static_server.url}/auth/login"
-    body = _info(static_server, [{"id": f"{static_server.url}/auth/probe", "type": "AuthProbeService2",
-                                  "service": [{"id": login, "type": "AuthAccessService2", "profile": "active"}]}])
+    body = _info(
+        static_server,
+        [
+            {
+                "id": f"{static_server.url}/auth/probe",
+                "type": "AuthProbeService2",
+                "service": [{"id": login, "type": "AuthAccessService2", "profile": "active"}],
+            }
+        ],
+    )
     static_server.routes[f"/locked{status}/info.json"] = lambda h: (status, {"Content-Type": "application/json"}, body)
     with pytest.raises(FetchError, match=f"login required at {login} \\(HTTP {status}\\)") as caught:
         read_info(f"{static_server.url}/locked{status}", fetcher=fetcher)
@@ -64,8 +80,16 @@ def test_fetching_a_region_names_the_login_of_the_error_body(static_server: Any,
     from collation.iiif import Region, fetch_region, parse_manifest
 
     login = f"{static_server.url}/auth/login"
-    body = _info(static_server, [{"id": f"{static_server.url}/auth/probe", "type": "AuthProbeService2",
-                                  "service": [{"id": login, "type": "AuthAccessService2", "profile": "active"}]}])
+    body = _info(
+        static_server,
+        [
+            {
+                "id": f"{static_server.url}/auth/probe",
+                "type": "AuthProbeService2",
+                "service": [{"id": login, "type": "AuthAccessService2", "profile": "active"}],
+            }
+        ],
+    )
     static_server.routes["/locked/info.json"] = lambda h: (401, {"Content-Type": "application/json"}, body)
     service = [{"id": f"{static_server.url}/locked", "type": "ImageService3", "profile": "level1"}]
     image = v3_image_body(f"{static_server.url}/locked/full/max/0/default.jpg", (1000, 800), service)

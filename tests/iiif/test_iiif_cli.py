@@ -20,8 +20,9 @@ def loopback_allowed(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     monkeypatch.setenv("COLLATION_IIIF_CACHE_DIR", str(tmp_path / "cache"))
 
 
-def test_match_two_manifests_finds_every_pair(iipsrv: Any, static_server: Any, loopback_allowed: None,
-                                              tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_match_two_manifests_finds_every_pair(
+    iipsrv: Any, static_server: Any, loopback_allowed: None, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     p2, boxes2 = p2_v21_manifest(iipsrv, static_server)
     p3, _ = p3_v3_manifest(iipsrv, static_server)
     out = tmp_path / "out"
@@ -46,8 +47,9 @@ def test_loopback_is_refused_unless_allowed(
     assert err.startswith("collate: error: ") and "127.0.0.1" in err and "\n" not in err
 
 
-def test_regions_lists_canvas_xywh_and_label(iipsrv: Any, static_server: Any, loopback_allowed: None,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_regions_lists_canvas_xywh_and_label(
+    iipsrv: Any, static_server: Any, loopback_allowed: None, capsys: pytest.CaptureFixture[str]
+) -> None:
     p3, boxes3 = p3_v3_manifest(iipsrv, static_server)
     assert main(["regions", p3]) == 0
     report = capsys.readouterr().out

@@ -32,8 +32,9 @@ class CorpusFetcher:
         self.by_id = {json_id(d): d for d in DOCS.values()} | {u: DOCS[n] for u, n in ALIASES.items()}
         self.served: list[Any] = []
 
-    def get_json(self, url: str, *, what: str = "document", max_bytes: int | None = None,
-                 accept: Any = None) -> tuple[Any, str]:
+    def get_json(
+        self, url: str, *, what: str = "document", max_bytes: int | None = None, accept: Any = None
+    ) -> tuple[Any, str]:
         if url not in self.by_id:
             raise FetchError(f"{what} {url}: HTTP 404", url=url, status=404)
         self.served.append(self.by_id[url])
@@ -144,8 +145,9 @@ def test_case6_shared_canvas_relative_links_and_non_lists() -> None:
     image = manifest.canvases[0].image
     assert image is not None and image.service_version == 1 and image.service_id.endswith("f648764b4d6d")
     assert regions == []
-    assert any("https://iiif.bodleian.ox.ac.uk/iiif/manifest.json" in p and "not an AnnotationList" in p
-               for p in problems)
+    assert any(
+        "https://iiif.bodleian.ox.ac.uk/iiif/manifest.json" in p and "not an AnnotationList" in p for p in problems
+    )
 
 
 def test_case6_percent_targets() -> None:

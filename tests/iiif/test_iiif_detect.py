@@ -38,8 +38,9 @@ def _folios(server: Any, name: str, missing: tuple[int, ...] = ()) -> tuple[str,
             image.save(server.root / relative, quality=90)
         canvas_id = f"{server.url}/detect/{name}/canvas/{n}"
         size = (image.width * SCALE, image.height * SCALE)
-        canvases.append(v3_canvas(canvas_id, size, body=v3_image_body(f"{server.url}/{relative}", image.size),
-                                  label=f"f{n}"))
+        canvases.append(
+            v3_canvas(canvas_id, size, body=v3_image_body(f"{server.url}/{relative}", image.size), label=f"f{n}")
+        )
         ids.append(canvas_id)
     return server.write_json(f"detect/{name}/manifest.json", v3_manifest(f"{server.url}/detect/{name}", canvases)), ids
 
@@ -67,8 +68,9 @@ def test_failed_canvases_are_problems_and_nothing_found_is_said(static_server: A
     url, ids = _folios(static_server, "partial", missing=(0,))
     result = load_manuscript_regions(url, fetcher=fetcher)
     assert [r.canvas_id for r in result.regions] == [ids[2], ids[2]]
-    assert result.note == ("no region annotations: 2 illustrations detected on 1 of 3 canvases "
-                           "(1 could not be searched)")
+    assert result.note == (
+        "no region annotations: 2 illustrations detected on 1 of 3 canvases (1 could not be searched)"
+    )
     assert [p.canvas_id for p in result.problems] == [ids[0]]
     assert "could not be loaded for detection" in result.problems[0].message
 
@@ -79,12 +81,15 @@ def test_failed_canvases_are_problems_and_nothing_found_is_said(static_server: A
     assert result.regions == [] and result.source == "detected"
     messages = [p.message for p in result.problems]
     assert len(messages) == 4 and all("could not be loaded for detection" in m for m in messages[:3])
-    assert messages[3] == ("no region annotations: 0 illustrations detected on 0 of 3 canvases (3 could not be "
-                           "searched) (no canvas image could be loaded)")
+    assert messages[3] == (
+        "no region annotations: 0 illustrations detected on 0 of 3 canvases (3 could not be "
+        "searched) (no canvas image could be loaded)"
+    )
 
 
-def test_script_only_pages_are_detected_and_found_empty_with_a_word(static_server: Any, fetcher: Any,
-                                                                    tmp_path: Path) -> None:
+def test_script_only_pages_are_detected_and_found_empty_with_a_word(
+    static_server: Any, fetcher: Any, tmp_path: Path
+) -> None:
     _folios(static_server, "text")
     doc = json.loads((static_server.root / "detect/text/manifest.json").read_text())
     doc["items"] = [doc["items"][1]]  # the script-only folio
@@ -92,15 +97,22 @@ def test_script_only_pages_are_detected_and_found_empty_with_a_word(static_serve
     path.write_text(json.dumps(doc))
     result = load_manuscript_regions(str(path), fetcher=fetcher, require_regions=False)
     assert result.regions == [] and [p.message for p in result.problems] == [
-        "no region annotations: 0 illustrations detected on 0 of 1 canvas"]
+        "no region annotations: 0 illustrations detected on 0 of 1 canvas"
+    ]
 
 
-def test_detect_true_replaces_annotations_and_false_keeps_them(static_server: Any, fetcher: Any,
-                                                               tmp_path: Path) -> None:
+def test_detect_true_replaces_annotations_and_false_keeps_them(
+    static_server: Any, fetcher: Any, tmp_path: Path
+) -> None:
     url, ids = _folios(static_server, "annotated")
     doc = json.loads((static_server.root / "detect/annotated/manifest.json").read_text())
-    doc["items"][0]["annotations"] = [{"id": f"{ids[0]}/a", "type": "AnnotationPage", "items": [
-        v3_region_annotation(f"{ids[0]}/a/1", f"{ids[0]}#xywh=10,10,100,100")]}]
+    doc["items"][0]["annotations"] = [
+        {
+            "id": f"{ids[0]}/a",
+            "type": "AnnotationPage",
+            "items": [v3_region_annotation(f"{ids[0]}/a/1", f"{ids[0]}#xywh=10,10,100,100")],
+        }
+    ]
     path = tmp_path / "annotated.json"
     path.write_text(json.dumps(doc))
     annotated = select_regions(str(path), fetcher=fetcher)
@@ -138,7 +150,8 @@ def test_detected_regions_are_shown_in_the_viewer_layer(static_server: Any, fetc
     items = page_doc["items"]
     assert len(items) == 2 and all(a["motivation"] == "commenting" for a in items)
     assert [a["target"]["selector"]["value"] for a in items] == [
-        "xywh={},{},{},{}".format(*r.xywh) for r in result.regions[1:]]
+        "xywh={},{},{},{}".format(*r.xywh) for r in result.regions[1:]
+    ]
     assert items[0]["imcol:detectionScore"] == result.regions[1].score
     assert "Illustration found by detection" in items[0]["body"][0]["value"]
     manifest = build_derived_manifest(0, manuscripts, [], urls=urls)

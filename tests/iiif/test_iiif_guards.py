@@ -88,7 +88,11 @@ def test_the_target_is_the_first_checked_address_with_the_original_host() -> Non
 
     target = resolve_target("https://Library.Example:8443/iiif/m.json", resolve=resolve)
     assert (target.address, target.host, target.port, target.host_header) == (
-        "93.184.216.34", "library.example", 8443, "library.example:8443")
+        "93.184.216.34",
+        "library.example",
+        8443,
+        "library.example:8443",
+    )
 
 
 # -- 3. a total deadline per request ------------------------------------------------------------
@@ -146,13 +150,23 @@ def test_a_huge_declared_level0_tile_is_refused_before_anything_is_allocated(
     static_server: Any, fetcher: Fetcher, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     side = 15000
-    static_server.write_json("huge/folio/info.json", {
-        "@context": "http://iiif.io/api/image/2/context.json", "@id": f"{static_server.url}/huge/folio",
-        "profile": ["http://iiif.io/api/image/2/level0.json"], "width": side, "height": side,
-        "tiles": [{"width": side, "scaleFactors": [1]}]})
+    static_server.write_json(
+        "huge/folio/info.json",
+        {
+            "@context": "http://iiif.io/api/image/2/context.json",
+            "@id": f"{static_server.url}/huge/folio",
+            "profile": ["http://iiif.io/api/image/2/level0.json"],
+            "width": side,
+            "height": side,
+            "tiles": [{"width": side, "scaleFactors": [1]}],
+        },
+    )
     Image.new("RGB", (8, 8), "white").save(static_server.root / "huge" / "folio" / "tile.jpg")
     static_server.routes["/huge/folio/0,0,"] = lambda h: (
-        200, {"Content-Type": "image/jpeg"}, (static_server.root / "huge/folio/tile.jpg").read_bytes())
+        200,
+        {"Content-Type": "image/jpeg"},
+        (static_server.root / "huge/folio/tile.jpg").read_bytes(),
+    )
     allocated: list[tuple[int, int]] = []
     real_new, real_resize = Image.new, Image.Image.resize
 
@@ -168,15 +182,42 @@ def test_a_huge_declared_level0_tile_is_refused_before_anything_is_allocated(
 
     monkeypatch.setattr(Image, "new", new)
     monkeypatch.setattr(Image.Image, "resize", resize)
-    manifest = parse_manifest({
-        "@context": "http://iiif.io/api/presentation/2/context.json", "@id": f"{static_server.url}/huge/m.json",
-        "@type": "sc:Manifest", "label": "huge", "sequences": [{"@type": "sc:Sequence", "canvases": [{
-            "@id": f"{static_server.url}/huge/c0", "@type": "sc:Canvas", "width": side, "height": side,
-            "images": [{"@type": "oa:Annotation", "motivation": "sc:painting", "on": f"{static_server.url}/huge/c0",
-                        "resource": {"@id": f"{static_server.url}/huge/folio/full/full/0/default.jpg",
-                                     "@type": "dctypes:Image",
-                                     "service": {"@id": f"{static_server.url}/huge/folio",
-                                                 "profile": "http://iiif.io/api/image/2/level0.json"}}}]}]}]})
+    manifest = parse_manifest(
+        {
+            "@context": "http://iiif.io/api/presentation/2/context.json",
+            "@id": f"{static_server.url}/huge/m.json",
+            "@type": "sc:Manifest",
+            "label": "huge",
+            "sequences": [
+                {
+                    "@type": "sc:Sequence",
+                    "canvases": [
+                        {
+                            "@id": f"{static_server.url}/huge/c0",
+                            "@type": "sc:Canvas",
+                            "width": side,
+                            "height": side,
+                            "images": [
+                                {
+                                    "@type": "oa:Annotation",
+                                    "motivation": "sc:painting",
+                                    "on": f"{static_server.url}/huge/c0",
+                                    "resource": {
+                                        "@id": f"{static_server.url}/huge/folio/full/full/0/default.jpg",
+                                        "@type": "dctypes:Image",
+                                        "service": {
+                                            "@id": f"{static_server.url}/huge/folio",
+                                            "profile": "http://iiif.io/api/image/2/level0.json",
+                                        },
+                                    },
+                                }
+                            ],
+                        }
+                    ],
+                }
+            ],
+        }
+    )
     canvas = manifest.canvases[0]
     start = len(static_server.log)
     with pytest.raises(LimitError, match="more than the cap"):

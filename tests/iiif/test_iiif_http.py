@@ -369,8 +369,9 @@ def test_configuration_from_environment(tmp_path: Path) -> None:
         }
     )
     fetcher = fetcher_for(settings, allowed_hosts=["extra.example"])
-    assert fetcher.conf == FetchSettings(allow_private=True, per_host=2, backoff=0.5, cache_dir=tmp_path,
-                                         region_long_side=224)
+    assert fetcher.conf == FetchSettings(
+        allow_private=True, per_host=2, backoff=0.5, cache_dir=tmp_path, region_long_side=224
+    )
     assert fetcher.allowed_hosts == ("iiif.internal", "10.0.0.5", "extra.example")
     assert fetcher.cache_dir == tmp_path and fetcher.region_long_side == 224
     assert fetcher_for(settings, cache_dir=tmp_path / "other").cache_dir == tmp_path / "other"

@@ -25,19 +25,61 @@ def _manifest(iipsrv: Any, static_server: Any) -> tuple[str, list[Any]]:
             w, h = folio.size
         cid = f"https://example.org/iiif/P2/canvas/{n}"
         service = f"{iipsrv.base}/{iipsrv.identifiers[box.folio]}"
-        canvases.append({
-            "id": cid, "type": "Canvas", "width": 2 * w, "height": 2 * h,
-            "items": [{"id": f"{cid}/page", "type": "AnnotationPage", "items": [{
-                "id": f"{cid}/painting", "type": "Annotation", "motivation": "painting", "target": cid,
-                "body": {"id": f"{service}/full/max/0/default.jpg", "type": "Image", "format": "image/jpeg",
-                         "service": [{"@id": service, "@type": "ImageService2",
-                                      "profile": "http://iiif.io/api/image/2/level1.json"}]}}]}],
-            "annotations": [{"id": f"{cid}/tags", "type": "AnnotationPage", "items": [{
-                "id": f"{cid}/box", "type": "Annotation", "motivation": "tagging",
-                "target": f"{cid}#xywh={','.join(str(2 * v) for v in box.xywh)}"}]}],
-        })
-    doc = {"@context": "http://iiif.io/api/presentation/3/context.json", "id": "https://example.org/P2",
-           "type": "Manifest", "label": {"en": ["P2"]}, "items": canvases}
+        canvases.append(
+            {
+                "id": cid,
+                "type": "Canvas",
+                "width": 2 * w,
+                "height": 2 * h,
+                "items": [
+                    {
+                        "id": f"{cid}/page",
+                        "type": "AnnotationPage",
+                        "items": [
+                            {
+                                "id": f"{cid}/painting",
+                                "type": "Annotation",
+                                "motivation": "painting",
+                                "target": cid,
+                                "body": {
+                                    "id": f"{service}/full/max/0/default.jpg",
+                                    "type": "Image",
+                                    "format": "image/jpeg",
+                                    "service": [
+                                        {
+                                            "@id": service,
+                                            "@type": "ImageService2",
+                                            "profile": "http://iiif.io/api/image/2/level1.json",
+                                        }
+                                    ],
+                                },
+                            }
+                        ],
+                    }
+                ],
+                "annotations": [
+                    {
+                        "id": f"{cid}/tags",
+                        "type": "AnnotationPage",
+                        "items": [
+                            {
+                                "id": f"{cid}/box",
+                                "type": "Annotation",
+                                "motivation": "tagging",
+                                "target": f"{cid}#xywh={','.join(str(2 * v) for v in box.xywh)}",
+                            }
+                        ],
+                    }
+                ],
+            }
+        )
+    doc = {
+        "@context": "http://iiif.io/api/presentation/3/context.json",
+        "id": "https://example.org/P2",
+        "type": "Manifest",
+        "label": {"en": ["P2"]},
+        "items": canvases,
+    }
     return static_server.write_json("inspect/p2.json", doc), boxes
 
 
@@ -52,8 +94,9 @@ def test_inspect_against_iipsrv(iipsrv: Any, static_server: Any, fetcher: Any) -
     with Image.open(boxes[0].folio) as folio:
         assert (image["info"]["width"], image["info"]["height"]) == folio.size
     assert [r["xywh"] for r in report["regions"]] == [[2 * v for v in b.xywh] for b in boxes]
-    assert [r["annotation_id"] for r in report["regions"]] == [f"https://example.org/iiif/P2/canvas/{n}/box"
-                                                              for n in range(2)]
+    assert [r["annotation_id"] for r in report["regions"]] == [
+        f"https://example.org/iiif/P2/canvas/{n}/box" for n in range(2)
+    ]
     assert report["problems"] == [] and report["summary"]["info_read"] == 2
     json.dumps(report)  # JSON-ready
     assert "region 1: canvas 1" in format_inspection(report)
@@ -62,12 +105,28 @@ def test_inspect_against_iipsrv(iipsrv: Any, static_server: Any, fetcher: Any) -
 def test_login_required_is_a_clear_problem(static_server: Any, fetcher: Any) -> None:
     base = f"{static_server.url}/auth/img"
     static_server.routes["/auth/img/info.json"] = lambda handler: (
-        401, {"Content-Type": "text/html"}, b"<html>please log in</html>")
+        401,
+        {"Content-Type": "text/html"},
+        b"<html>please log in</html>",
+    )
     doc = json.loads((CORPUS / "cookbook-0021-tagging.json").read_text())
     body = doc["items"][0]["items"][0]["items"][0]["body"]
-    body["service"] = [{"id": base, "type": "ImageService3", "profile": "level1", "service": [{
-        "id": f"{static_server.url}/auth/probe", "type": "AuthProbeService2",
-        "service": [{"id": f"{static_server.url}/login", "type": "AuthAccessService2", "profile": "active"}]}]}]
+    body["service"] = [
+        {
+            "id": base,
+            "type": "ImageService3",
+            "profile": "level1",
+            "service": [
+                {
+                    "id": f"{static_server.url}/auth/probe",
+                    "type": "AuthProbeService2",
+                    "service": [
+                        {"id": f"{static_server.url}/login", "type": "AuthAccessService2", "profile": "active"}
+                    ],
+                }
+            ],
+        }
+    ]
     url = static_server.write_json("auth/manifest.json", doc)
     report = inspect_manifest(url, fetcher=fetcher)
     assert report["canvases"][0]["images"][0]["info"] is None
@@ -92,10 +151,14 @@ def test_fetching_a_region_behind_a_login_says_where_to_log_in(static_server: An
 
     static_server.routes["/locked/img/info.json"] = lambda handler: (401, {"Content-Type": "text/html"}, b"<html/>")
     doc = json.loads((CORPUS / "cookbook-0021-tagging.json").read_text())
-    doc["items"][0]["items"][0]["items"][0]["body"]["service"] = [{
-        "@id": f"{static_server.url}/locked/img", "@type": "ImageService2",
-        "profile": "http://iiif.io/api/image/2/level1.json",
-        "service": {"@id": f"{static_server.url}/login", "profile": "http://iiif.io/api/auth/1/login"}}]
+    doc["items"][0]["items"][0]["items"][0]["body"]["service"] = [
+        {
+            "@id": f"{static_server.url}/locked/img",
+            "@type": "ImageService2",
+            "profile": "http://iiif.io/api/image/2/level1.json",
+            "service": {"@id": f"{static_server.url}/login", "profile": "http://iiif.io/api/auth/1/login"},
+        }
+    ]
     doc["items"][0]["items"][0]["items"][0]["body"]["id"] = f"{static_server.url}/locked/none.jpg"
     manifest = load_manifest(static_server.write_json("locked/manifest.json", doc), fetcher=fetcher)
     region = find_regions(manifest)[0][0]

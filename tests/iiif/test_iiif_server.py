@@ -270,8 +270,9 @@ def test_local_manifest_file_given_regions_and_partial_failure(
         load_manuscript_regions(str(path), fetcher=fetcher, detect=False)
     detected = load_manuscript_regions(str(path), fetcher=fetcher)  # no annotations: detected by default
     assert detected.source == "detected" and [r.canvas_index for r in detected.regions] == [0]
-    assert detected.note == ("no region annotations: 1 illustration detected on 1 of 2 canvases "
-                             "(1 could not be searched)")
+    assert detected.note == (
+        "no region annotations: 1 illustration detected on 1 of 2 canvases (1 could not be searched)"
+    )
     assert [p.canvas_id for p in detected.problems] == ["https://example.org/c1"]
     assert "could not be loaded for detection" in detected.problems[0].message
     result = load_manuscript_regions(str(path), fetcher=fetcher, given=given)

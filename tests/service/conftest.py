@@ -114,45 +114,98 @@ def drawing(k: int, size: tuple[int, int] = (200, 150)) -> Image.Image:
 
 
 def v3_manifest(url: str, label: str, canvases: list[dict]) -> dict:
-    return {"@context": "http://iiif.io/api/presentation/3/context.json", "id": url, "type": "Manifest",
-            "label": {"en": [label]}, "items": canvases}
+    return {
+        "@context": "http://iiif.io/api/presentation/3/context.json",
+        "id": url,
+        "type": "Manifest",
+        "label": {"en": [label]},
+        "items": canvases,
+    }
 
 
 def v3_canvas(canvas_id: str, size: tuple[int, int], image_url: str, boxes: list[tuple[int, int, int, int]]) -> dict:
     body = {"id": image_url, "type": "Image", "format": "image/jpeg", "width": size[0], "height": size[1]}
     canvas = {
-        "id": canvas_id, "type": "Canvas", "label": {"none": [canvas_id.rsplit("/", 1)[-1]]},
-        "width": size[0], "height": size[1],
-        "items": [{"id": f"{canvas_id}/page", "type": "AnnotationPage", "items": [
-            {"id": f"{canvas_id}/painting", "type": "Annotation", "motivation": "painting", "body": body,
-             "target": canvas_id}]}],
+        "id": canvas_id,
+        "type": "Canvas",
+        "label": {"none": [canvas_id.rsplit("/", 1)[-1]]},
+        "width": size[0],
+        "height": size[1],
+        "items": [
+            {
+                "id": f"{canvas_id}/page",
+                "type": "AnnotationPage",
+                "items": [
+                    {
+                        "id": f"{canvas_id}/painting",
+                        "type": "Annotation",
+                        "motivation": "painting",
+                        "body": body,
+                        "target": canvas_id,
+                    }
+                ],
+            }
+        ],
     }
     if boxes:
-        canvas["annotations"] = [{"id": f"{canvas_id}/regions", "type": "AnnotationPage", "items": [
-            {"id": f"{canvas_id}/region/{n}", "type": "Annotation", "motivation": "tagging",
-             "body": {"type": "TextualBody", "value": "illustration", "purpose": "tagging"},
-             "target": f"{canvas_id}#xywh={x},{y},{w},{h}"} for n, (x, y, w, h) in enumerate(boxes)]}]
+        canvas["annotations"] = [
+            {
+                "id": f"{canvas_id}/regions",
+                "type": "AnnotationPage",
+                "items": [
+                    {
+                        "id": f"{canvas_id}/region/{n}",
+                        "type": "Annotation",
+                        "motivation": "tagging",
+                        "body": {"type": "TextualBody", "value": "illustration", "purpose": "tagging"},
+                        "target": f"{canvas_id}#xywh={x},{y},{w},{h}",
+                    }
+                    for n, (x, y, w, h) in enumerate(boxes)
+                ],
+            }
+        ]
     return canvas
 
 
 def v2_manifest(url: str, label: str, canvases: list[dict]) -> dict:
-    return {"@context": "http://iiif.io/api/presentation/2/context.json", "@id": url, "@type": "sc:Manifest",
-            "label": label, "sequences": [{"@type": "sc:Sequence", "canvases": canvases}]}
+    return {
+        "@context": "http://iiif.io/api/presentation/2/context.json",
+        "@id": url,
+        "@type": "sc:Manifest",
+        "label": label,
+        "sequences": [{"@type": "sc:Sequence", "canvases": canvases}],
+    }
 
 
-def v2_canvas(canvas_id: str, size: tuple[int, int], image_url: str | None = None, service: str | None = None,
-              image_size: tuple[int, int] | None = None, other_content: list | None = None) -> dict:
-    resource: dict[str, Any] = {"@id": image_url or f"{service}/full/full/0/default.jpg", "@type": "dctypes:Image",
-                                "format": "image/jpeg"}
+def v2_canvas(
+    canvas_id: str,
+    size: tuple[int, int],
+    image_url: str | None = None,
+    service: str | None = None,
+    image_size: tuple[int, int] | None = None,
+    other_content: list | None = None,
+) -> dict:
+    resource: dict[str, Any] = {
+        "@id": image_url or f"{service}/full/full/0/default.jpg",
+        "@type": "dctypes:Image",
+        "format": "image/jpeg",
+    }
     width, height = image_size or size
     resource.update(width=width, height=height)
     if service:
-        resource["service"] = {"@context": "http://iiif.io/api/image/2/context.json", "@id": service,
-                               "profile": "http://iiif.io/api/image/2/level1.json"}
-    canvas = {"@id": canvas_id, "@type": "sc:Canvas", "label": canvas_id.rsplit("/", 1)[-1],
-              "width": size[0], "height": size[1],
-              "images": [{"@type": "oa:Annotation", "motivation": "sc:painting", "resource": resource,
-                          "on": canvas_id}]}
+        resource["service"] = {
+            "@context": "http://iiif.io/api/image/2/context.json",
+            "@id": service,
+            "profile": "http://iiif.io/api/image/2/level1.json",
+        }
+    canvas = {
+        "@id": canvas_id,
+        "@type": "sc:Canvas",
+        "label": canvas_id.rsplit("/", 1)[-1],
+        "width": size[0],
+        "height": size[1],
+        "images": [{"@type": "oa:Annotation", "motivation": "sc:painting", "resource": resource, "on": canvas_id}],
+    }
     if other_content is not None:
         canvas["otherContent"] = other_content
     return canvas
@@ -206,8 +259,9 @@ def synthetic(site: Site) -> Synthetic:
         if name == "A":  # the same manuscript with the image of its third folio missing
             broken = json.loads(json.dumps(doc).replace(f"{site.url}/A/f2.jpg", f"{site.url}/A/gone.jpg"))
             urls["partial"] = site.write_json("A/partial.json", {**broken, "id": f"{site.url}/A/partial.json"})
-    return Synthetic(urls["A"], urls["B"], urls["C"], f"{site.url}/missing/manifest.json", urls["partial"],
-                     b_regions, n)
+    return Synthetic(
+        urls["A"], urls["B"], urls["C"], f"{site.url}/missing/manifest.json", urls["partial"], b_regions, n
+    )
 
 
 # --------------------------------------------------------------------------------------------------

@@ -60,8 +60,13 @@ class WorkerProcesses:
     def start(self, *args: str, threads: int | None = None) -> subprocess.Popen:
         log = open(self.log_dir / f"worker{len(self.processes)}.log", "wb")  # noqa: SIM115
         env = {**self.env, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
-        process = subprocess.Popen([sys.executable, "-m", "collation.service", "worker", *args], env=env,
-                                   cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "collation.service", "worker", *args],
+            env=env,
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         log.close()
         self.processes.append(process)
         return process
@@ -81,7 +86,6 @@ class WorkerProcesses:
                 process.wait()
 
 
-
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
     deadline = time.monotonic() + timeout
     while True:
@@ -91,7 +95,6 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(interval)
-
 
 
 class OpenAPIClient:
@@ -173,8 +176,9 @@ def _image_service(box: Any, iipsrv: Any) -> tuple[str, int, int]:
     return f"{iipsrv.base}/{iipsrv.identifiers[box.folio]}", width, height
 
 
-def physiologus_v2(url: str, label: str, boxes: list[Any], iipsrv: Any, *, canvas_scale: int = 1,
-                   site: Any = None) -> tuple[dict, list[dict]]:
+def physiologus_v2(
+    url: str, label: str, boxes: list[Any], iipsrv: Any, *, canvas_scale: int = 1, site: Any = None
+) -> tuple[dict, list[dict]]:
     """Presentation 2.1 with ImageService2 services; canvases ``canvas_scale`` times the images (like
     the Vatican's). With ``site``, each canvas's region is also published in an annotation list on it."""
     base = url.rsplit("/", 1)[0]
@@ -184,32 +188,66 @@ def physiologus_v2(url: str, label: str, boxes: list[Any], iipsrv: Any, *, canva
         canvas_id = f"{base}/canvas/{box.folio.stem}"
         xywh = [v * canvas_scale for v in box.xywh]
         canvas = {
-            "@id": canvas_id, "@type": "sc:Canvas", "label": box.folio.stem.split("_")[3],
-            "width": width * canvas_scale, "height": height * canvas_scale,
-            "images": [{"@type": "oa:Annotation", "motivation": "sc:painting", "on": canvas_id, "resource": {
-                "@id": f"{service}/full/full/0/default.jpg", "@type": "dctypes:Image", "format": "image/jpeg",
-                "width": width, "height": height,
-                "service": {"@context": "http://iiif.io/api/image/2/context.json", "@id": service,
-                            "profile": "http://iiif.io/api/image/2/level1.json"}}}],
+            "@id": canvas_id,
+            "@type": "sc:Canvas",
+            "label": box.folio.stem.split("_")[3],
+            "width": width * canvas_scale,
+            "height": height * canvas_scale,
+            "images": [
+                {
+                    "@type": "oa:Annotation",
+                    "motivation": "sc:painting",
+                    "on": canvas_id,
+                    "resource": {
+                        "@id": f"{service}/full/full/0/default.jpg",
+                        "@type": "dctypes:Image",
+                        "format": "image/jpeg",
+                        "width": width,
+                        "height": height,
+                        "service": {
+                            "@context": "http://iiif.io/api/image/2/context.json",
+                            "@id": service,
+                            "profile": "http://iiif.io/api/image/2/level1.json",
+                        },
+                    },
+                }
+            ],
         }
         if site is not None:
             folder = base.removeprefix(f"{site.url}/")
-            annotation_list = site.write_json(f"{folder}/list/{k}.json", {
-                "@context": "http://iiif.io/api/presentation/2/context.json", "@id": f"{base}/list/{k}.json",
-                "@type": "sc:AnnotationList",
-                "resources": [{"@id": f"{base}/annotation/{k}", "@type": "oa:Annotation", "motivation": "oa:tagging",
-                               "resource": {"@type": "oa:Tag", "chars": "illustration"},
-                               "on": f"{canvas_id}#xywh={','.join(str(v) for v in xywh)}"}]})
+            annotation_list = site.write_json(
+                f"{folder}/list/{k}.json",
+                {
+                    "@context": "http://iiif.io/api/presentation/2/context.json",
+                    "@id": f"{base}/list/{k}.json",
+                    "@type": "sc:AnnotationList",
+                    "resources": [
+                        {
+                            "@id": f"{base}/annotation/{k}",
+                            "@type": "oa:Annotation",
+                            "motivation": "oa:tagging",
+                            "resource": {"@type": "oa:Tag", "chars": "illustration"},
+                            "on": f"{canvas_id}#xywh={','.join(str(v) for v in xywh)}",
+                        }
+                    ],
+                },
+            )
             canvas["otherContent"] = [{"@id": annotation_list, "@type": "sc:AnnotationList"}]
         canvases.append(canvas)
         regions.append({"canvas": canvas_id, "xywh": xywh})
-    doc = {"@context": "http://iiif.io/api/presentation/2/context.json", "@id": url, "@type": "sc:Manifest",
-           "label": label, "sequences": [{"@type": "sc:Sequence", "canvases": canvases}]}
+    doc = {
+        "@context": "http://iiif.io/api/presentation/2/context.json",
+        "@id": url,
+        "@type": "sc:Manifest",
+        "label": label,
+        "sequences": [{"@type": "sc:Sequence", "canvases": canvases}],
+    }
     return doc, regions
 
 
-def physiologus_v3(url: str, label: str, boxes: list[Any], iipsrv: Any, *,
-                   tagging: bool = False) -> tuple[dict, list[dict]]:
+def physiologus_v3(
+    url: str, label: str, boxes: list[Any], iipsrv: Any, *, tagging: bool = False
+) -> tuple[dict, list[dict]]:
     """Presentation 3.0 with ImageService2 services (what iipsrv 1.1 offers), canvas = image; with
     ``tagging``, each canvas's region is also an embedded tagging annotation."""
     base = url.rsplit("/", 1)[0]
@@ -218,23 +256,61 @@ def physiologus_v3(url: str, label: str, boxes: list[Any], iipsrv: Any, *,
         service, width, height = _image_service(box, iipsrv)
         canvas_id = f"{base}/canvas/{box.folio.stem}"
         x, y, w, h = box.xywh
-        body = {"id": f"{service}/full/max/0/default.jpg", "type": "Image", "format": "image/jpeg",
-                "width": width, "height": height,
-                "service": [{"@id": service, "@type": "ImageService2",
-                             "profile": "http://iiif.io/api/image/2/level1.json"}]}
+        body = {
+            "id": f"{service}/full/max/0/default.jpg",
+            "type": "Image",
+            "format": "image/jpeg",
+            "width": width,
+            "height": height,
+            "service": [
+                {"@id": service, "@type": "ImageService2", "profile": "http://iiif.io/api/image/2/level1.json"}
+            ],
+        }
         canvas = {
-            "id": canvas_id, "type": "Canvas", "label": {"none": [box.folio.stem]}, "width": width, "height": height,
-            "items": [{"id": f"{canvas_id}/page", "type": "AnnotationPage", "items": [
-                {"id": f"{canvas_id}/painting", "type": "Annotation", "motivation": "painting", "body": body,
-                 "target": canvas_id}]}],
+            "id": canvas_id,
+            "type": "Canvas",
+            "label": {"none": [box.folio.stem]},
+            "width": width,
+            "height": height,
+            "items": [
+                {
+                    "id": f"{canvas_id}/page",
+                    "type": "AnnotationPage",
+                    "items": [
+                        {
+                            "id": f"{canvas_id}/painting",
+                            "type": "Annotation",
+                            "motivation": "painting",
+                            "body": body,
+                            "target": canvas_id,
+                        }
+                    ],
+                }
+            ],
         }
         if tagging:
-            canvas["annotations"] = [{"id": f"{canvas_id}/illustrations", "type": "AnnotationPage", "items": [{
-                "id": f"{canvas_id}/illustration/{k}", "type": "Annotation", "motivation": "tagging",
-                "body": {"type": "TextualBody", "value": "illustration", "purpose": "tagging"},
-                "target": f"{canvas_id}#xywh={x},{y},{w},{h}"}]}]
+            canvas["annotations"] = [
+                {
+                    "id": f"{canvas_id}/illustrations",
+                    "type": "AnnotationPage",
+                    "items": [
+                        {
+                            "id": f"{canvas_id}/illustration/{k}",
+                            "type": "Annotation",
+                            "motivation": "tagging",
+                            "body": {"type": "TextualBody", "value": "illustration", "purpose": "tagging"},
+                            "target": f"{canvas_id}#xywh={x},{y},{w},{h}",
+                        }
+                    ],
+                }
+            ]
         canvases.append(canvas)
         regions.append({"canvas": canvas_id, "xywh": [x, y, w, h]})
-    doc = {"@context": "http://iiif.io/api/presentation/3/context.json", "id": url, "type": "Manifest",
-           "label": {"en": [label]}, "items": canvases}
+    doc = {
+        "@context": "http://iiif.io/api/presentation/3/context.json",
+        "id": url,
+        "type": "Manifest",
+        "label": {"en": [label]},
+        "items": canvases,
+    }
     return doc, regions

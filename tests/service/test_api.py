@@ -40,8 +40,12 @@ def test_openapi_spec_is_valid(openapi: dict[str, Any]) -> None:
 
 
 def test_every_route_is_in_the_spec(app: Any, openapi: dict[str, Any]) -> None:
-    documented = {(path, method) for path, item in openapi["paths"].items() for method in item
-                  if method in ("get", "post", "delete")}
+    documented = {
+        (path, method)
+        for path, item in openapi["paths"].items()
+        for method in item
+        if method in ("get", "post", "delete")
+    }
     served = set()
     for rule in app.url_map.iter_rules():
         if not rule.rule.startswith("/api/v1/") or "<path:" in rule.rule:
@@ -80,8 +84,9 @@ def test_post_answers_202_with_location_and_the_same_id_twice(api: Any, syntheti
     assert again.get_json()["id"] == doc["id"] and again.get_json()["created"] is False
     other = api.post("/api/v1/collations", json=body(synthetic, options={"seed": 1})).get_json()
     assert other["id"] != doc["id"]
-    swapped = api.post("/api/v1/collations", json={"manifests": [synthetic.b, synthetic.a],
-                                                   "regions": {"0": synthetic.b_regions}}).get_json()
+    swapped = api.post(
+        "/api/v1/collations", json={"manifests": [synthetic.b, synthetic.a], "regions": {"0": synthetic.b_regions}}
+    ).get_json()
     assert swapped["id"] != doc["id"]  # manifest order defines the indices: another collation
 
 
@@ -94,27 +99,34 @@ def test_status_of_a_queued_collation(api: Any, synthetic: Any) -> None:
     assert doc["options"]["backbone"] == "efficientnet-lite0"
 
 
-@pytest.mark.parametrize(("payload", "field"), [
-    ({"manifests": ["http://127.0.0.1/a.json"]}, "manifests"),
-    ({}, "manifests"),
-    ({"manifests": "http://127.0.0.1/a.json"}, "manifests"),
-    ({"manifests": ["http://127.0.0.1/a.json", "ftp://127.0.0.1/b.json"]}, "manifests.1"),
-    ({"manifests": ["http://127.0.0.1/a.json", "not a url"]}, "manifests.1"),
-    ({"manifests": ["http://h/a", "http://h/b"], "options": {"backbone": "vgg"}}, "options.backbone"),
-    ({"manifests": ["http://h/a", "http://h/b"], "options": {"similarity": "s_features"}}, "options.similarity"),
-    ({"manifests": ["http://h/a", "http://h/b"], "options": {"normalization": "z"}}, "options.normalization"),
-    ({"manifests": ["http://h/a", "http://h/b"], "options": {"propagation": "3-cycles"}}, "options.propagation"),
-    ({"manifests": ["http://h/a", "http://h/b"], "options": {"seed": -1}}, "options.seed"),
-    ({"manifests": ["http://h/a", "http://h/b"], "options": {"seed": "1"}}, "options.seed"),
-    ({"manifests": ["http://h/a", "http://h/b"], "options": {"sed": 1}}, "options.sed"),
-    ({"manifests": ["http://h/a", "http://h/b"], "colour": "red"}, "colour"),
-    ({"manifests": ["http://h/a", "http://h/b"], "regions": {"2": []}}, "regions"),
-    ({"manifests": ["http://h/a", "http://h/b"], "regions": {"0": [{"canvas": "c", "xywh": [1, 2, 3]}]}},
-     "regions.0"),
-    ({"manifests": ["http://h/a", "http://h/b"], "regions": {"0": {"selector": "x", "whole_canvases": True}}},
-     "regions.0"),
-    ({"manifests": ["http://h/a", "http://h/b"], "callback_url": "file:///etc/passwd"}, "callback_url"),
-])
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({"manifests": ["http://127.0.0.1/a.json"]}, "manifests"),
+        ({}, "manifests"),
+        ({"manifests": "http://127.0.0.1/a.json"}, "manifests"),
+        ({"manifests": ["http://127.0.0.1/a.json", "ftp://127.0.0.1/b.json"]}, "manifests.1"),
+        ({"manifests": ["http://127.0.0.1/a.json", "not a url"]}, "manifests.1"),
+        ({"manifests": ["http://h/a", "http://h/b"], "options": {"backbone": "vgg"}}, "options.backbone"),
+        ({"manifests": ["http://h/a", "http://h/b"], "options": {"similarity": "s_features"}}, "options.similarity"),
+        ({"manifests": ["http://h/a", "http://h/b"], "options": {"normalization": "z"}}, "options.normalization"),
+        ({"manifests": ["http://h/a", "http://h/b"], "options": {"propagation": "3-cycles"}}, "options.propagation"),
+        ({"manifests": ["http://h/a", "http://h/b"], "options": {"seed": -1}}, "options.seed"),
+        ({"manifests": ["http://h/a", "http://h/b"], "options": {"seed": "1"}}, "options.seed"),
+        ({"manifests": ["http://h/a", "http://h/b"], "options": {"sed": 1}}, "options.sed"),
+        ({"manifests": ["http://h/a", "http://h/b"], "colour": "red"}, "colour"),
+        ({"manifests": ["http://h/a", "http://h/b"], "regions": {"2": []}}, "regions"),
+        (
+            {"manifests": ["http://h/a", "http://h/b"], "regions": {"0": [{"canvas": "c", "xywh": [1, 2, 3]}]}},
+            "regions.0",
+        ),
+        (
+            {"manifests": ["http://h/a", "http://h/b"], "regions": {"0": {"selector": "x", "whole_canvases": True}}},
+            "regions.0",
+        ),
+        ({"manifests": ["http://h/a", "http://h/b"], "callback_url": "file:///etc/passwd"}, "callback_url"),
+    ],
+)
 def test_malformed_bodies_are_400_naming_the_field(api: Any, payload: dict, field: str) -> None:
     r = api.post("/api/v1/collations", json=payload)
     doc = assert_problem(r, 400)
@@ -139,8 +151,10 @@ def test_post_without_redis_is_503(tmp_path: Any, synthetic: Any, openapi: dict[
 # -- unknown ids, wrong states -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["", "/correspondences", "/annotations", "/manifests/0", "/pages/0/1",
-                                  "/assessments", "/view", "/matrix.png"])
+@pytest.mark.parametrize(
+    "path",
+    ["", "/correspondences", "/annotations", "/manifests/0", "/pages/0/1", "/assessments", "/view", "/matrix.png"],
+)
 @pytest.mark.parametrize("cid", ["0123456789abcdef", "nothex", "0123456789ABCDEF", "a" * 300])
 def test_unknown_ids_are_404(api: Any, path: str, cid: str) -> None:
     assert_problem(api.get(f"/api/v1/collations/{cid}{path}"), 404)
@@ -154,26 +168,38 @@ def test_results_of_an_unfinished_collation_are_409(api: Any, synthetic: Any) ->
     cid = api.post("/api/v1/collations", json=body(synthetic)).get_json()["id"]
     for path in ("/correspondences", "/annotations", "/manifests/0", "/pages/0/1"):
         assert_problem(api.get(f"/api/v1/collations/{cid}{path}"), 409, "id")
-    r = api.post(f"/api/v1/collations/{cid}/assessments",
-                 json={"pair": [0, 1], "source": 0, "target": 0, "verdict": "confirmed"})
+    r = api.post(
+        f"/api/v1/collations/{cid}/assessments", json={"pair": [0, 1], "source": 0, "target": 0, "verdict": "confirmed"}
+    )
     assert_problem(r, 409, "id")
 
 
-@pytest.mark.parametrize(("query", "field"), [
-    ("pair=0", "pair"), ("pair=0,0", "pair"), ("pair=a,b", "pair"), ("score=best", "score"),
-    ("top=0", "top"), ("top=x", "top"), ("colour=red", "colour"),
-])
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("pair=0", "pair"),
+        ("pair=0,0", "pair"),
+        ("pair=a,b", "pair"),
+        ("score=best", "score"),
+        ("top=0", "top"),
+        ("top=x", "top"),
+        ("colour=red", "colour"),
+    ],
+)
 def test_bad_correspondence_queries_are_400(api: Any, query: str, field: str) -> None:
     assert_problem(api.get(f"/api/v1/collations/0123456789abcdef/correspondences?{query}"), 400, field)
 
 
-@pytest.mark.parametrize(("payload", "field"), [
-    ({"pair": [0, 1], "source": 0, "target": 0}, "verdict"),
-    ({"pair": [0, 1], "source": 0, "target": 0, "verdict": "maybe"}, "verdict"),
-    ({"pair": [0, 0], "source": 0, "target": 0, "verdict": "confirmed"}, "pair"),
-    ({"pair": [0], "source": 0, "target": 0, "verdict": "confirmed"}, "pair"),
-    ({"pair": [0, 1], "source": -1, "target": 0, "verdict": "confirmed"}, "source"),
-])
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({"pair": [0, 1], "source": 0, "target": 0}, "verdict"),
+        ({"pair": [0, 1], "source": 0, "target": 0, "verdict": "maybe"}, "verdict"),
+        ({"pair": [0, 0], "source": 0, "target": 0, "verdict": "confirmed"}, "pair"),
+        ({"pair": [0], "source": 0, "target": 0, "verdict": "confirmed"}, "pair"),
+        ({"pair": [0, 1], "source": -1, "target": 0, "verdict": "confirmed"}, "source"),
+    ],
+)
 def test_bad_assessments_are_400(api: Any, payload: dict, field: str) -> None:
     assert_problem(api.post("/api/v1/collations/0123456789abcdef/assessments", json=payload), 400, field)
 
@@ -215,8 +241,9 @@ def test_tokens_guard_writes_only(token_api: Any, synthetic: Any) -> None:
     r = token_api.post("/api/v1/collations", json=body(synthetic))
     assert_problem(r, 401, "Authorization")
     assert r.headers["WWW-Authenticate"].startswith("Bearer")
-    assert_problem(token_api.post("/api/v1/collations", json=body(synthetic),
-                                  headers={"Authorization": "Bearer wrong"}), 401)
+    assert_problem(
+        token_api.post("/api/v1/collations", json=body(synthetic), headers={"Authorization": "Bearer wrong"}), 401
+    )
     ok = token_api.post("/api/v1/collations", json=body(synthetic), headers={"Authorization": "Bearer other"})
     assert ok.status_code == 202
     cid = ok.get_json()["id"]
@@ -227,11 +254,16 @@ def test_tokens_guard_writes_only(token_api: Any, synthetic: Any) -> None:
 
 def test_cors_on_reads_and_preflight(api: Any, client: Any, synthetic: Any) -> None:
     cid = api.post("/api/v1/collations", json=body(synthetic)).get_json()["id"]
-    for r in (api.get(f"/api/v1/collations/{cid}"), api.get("/api/v1/healthz"),
-              client.get("/api/v1/collations/0123456789abcdef")):
+    for r in (
+        api.get(f"/api/v1/collations/{cid}"),
+        api.get("/api/v1/healthz"),
+        client.get("/api/v1/collations/0123456789abcdef"),
+    ):
         assert r.headers["Access-Control-Allow-Origin"] == "*"
-    pre = client.options(f"/api/v1/collations/{cid}/assessments",
-                         headers={"Origin": "https://viewer.example", "Access-Control-Request-Method": "POST"})
+    pre = client.options(
+        f"/api/v1/collations/{cid}/assessments",
+        headers={"Origin": "https://viewer.example", "Access-Control-Request-Method": "POST"},
+    )
     assert pre.status_code in (200, 204)
     assert "POST" in pre.headers["Access-Control-Allow-Methods"]
     assert "Authorization" in pre.headers["Access-Control-Allow-Headers"]

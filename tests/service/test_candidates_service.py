@@ -23,16 +23,19 @@ CID = "0123456789abcdef"
 
 def strict_json(text: str) -> Any:
     """JSON that must hold no NaN or Infinity (what browsers and strict parsers refuse)."""
+
     def refuse(name: str) -> Any:
         raise ValueError(f"{name} in JSON")
+
     return json.loads(text, parse_constant=refuse)
 
 
 def record(candidates: Any = "default", chunk_pairs: int = 2) -> dict[str, Any]:
     settings = Settings(chunk_pairs=chunk_pairs)
     options = {} if candidates == "default" else {"candidates": candidates}
-    rec = new_record(CID, {"manifests": ["https://x/0.json", "https://x/1.json"]},
-                     resolve_options(options, settings), settings)
+    rec = new_record(
+        CID, {"manifests": ["https://x/0.json", "https://x/1.json"]}, resolve_options(options, settings), settings
+    )
     rec["status"] = "running"
     return rec
 
@@ -57,16 +60,27 @@ def test_the_option_resolves_to_the_default_null_or_an_integer() -> None:
     assert resolve_options({}, settings)["candidates"] == defaults.CANDIDATES
     assert resolve_options({"candidates": None}, settings)["candidates"] is None
     assert resolve_options({"candidates": 3}, settings)["candidates"] == 3
-    ids = {collation_id(["a", "b"], None, resolve_options(o, settings))
-           for o in ({}, {"candidates": None}, {"candidates": 3}, {"candidates": defaults.CANDIDATES})}
+    ids = {
+        collation_id(["a", "b"], None, resolve_options(o, settings))
+        for o in ({}, {"candidates": None}, {"candidates": 3}, {"candidates": defaults.CANDIDATES})
+    }
     assert len(ids) == 3  # left out and the default are one collation
 
 
 def test_pair_keys_of_full_and_pruned_matrices_never_mix() -> None:
     settings = Settings()
     full = resolve_options({"candidates": None}, settings)
-    before = digest({"f0": "a", "f1": "b", "similarity": full["similarity"], "seed": full["seed"],
-                     "kernel": full["kernel"], "iterations": defaults.RANSAC_ITERATIONS, "v": 1})
+    before = digest(
+        {
+            "f0": "a",
+            "f1": "b",
+            "similarity": full["similarity"],
+            "seed": full["seed"],
+            "kernel": full["kernel"],
+            "iterations": defaults.RANSAC_ITERATIONS,
+            "v": 1,
+        }
+    )
     assert pair_key(full, "a", "b") == before  # full matrices keep the keys they had
     keys = {pair_key(resolve_options({"candidates": k}, settings), "a", "b") for k in (None, 1, 2)}
     assert len(keys) == 3
@@ -77,8 +91,9 @@ def test_pair_keys_of_full_and_pruned_matrices_never_mix() -> None:
 
 def test_missing_candidates_plan_the_plan_step_then_chunks_over_them() -> None:
     rec, docs = record(candidates=2), [doc(0, 4), doc(1, 5)]
-    assert next_steps(rec, docs, {}, everything, nothing, nothing, lambda key: None) == \
-        Plan("scoring", (Planned(Step.plan()),))
+    assert next_steps(rec, docs, {}, everything, nothing, nothing, lambda key: None) == Plan(
+        "scoring", (Planned(Step.plan()),)
+    )
     plan = next_steps(rec, docs, {}, everything, nothing, nothing, lambda key: 5)
     chunks = tuple(Planned(Step.chunk(0, 1, k)) for k in range(3))  # 5 candidate pairs, 2 per chunk
     assert plan == Plan("scoring", (*chunks, Planned(Step.finalize(), tuple(c.step for c in chunks))))
@@ -86,8 +101,9 @@ def test_missing_candidates_plan_the_plan_step_then_chunks_over_them() -> None:
 
 
 def test_without_pruning_every_pair_is_chunked() -> None:
-    plan = next_steps(record(candidates=None), [doc(0, 4), doc(1, 5)], {}, everything, nothing, nothing,
-                      lambda key: None)
+    plan = next_steps(
+        record(candidates=None), [doc(0, 4), doc(1, 5)], {}, everything, nothing, nothing, lambda key: None
+    )
     assert len(plan.steps) == 10 + 1  # 20 pairs, 2 per chunk, and finalize
 
 
@@ -115,10 +131,15 @@ def test_bad_candidates_are_400(api: Any, synthetic: Any, value: Any) -> None:
     assert r.status_code == 400 and r.get_json()["field"] == "options.candidates"
 
 
-def test_a_pruned_collation_gives_valid_json_everywhere(api: Any, synthetic: Any, run_jobs: Any,
-                                                        settings: Any) -> None:
-    r = api.post(f"{API}/collations", json={"manifests": [synthetic.a, synthetic.b],
-                                            "regions": {"1": synthetic.b_regions}, "options": {"candidates": 1}})
+def test_a_pruned_collation_gives_valid_json_everywhere(api: Any, synthetic: Any, run_jobs: Any, settings: Any) -> None:
+    r = api.post(
+        f"{API}/collations",
+        json={
+            "manifests": [synthetic.a, synthetic.b],
+            "regions": {"1": synthetic.b_regions},
+            "options": {"candidates": 1},
+        },
+    )
     cid = r.get_json()["id"]
     run_jobs()
     status = api.get(f"{API}/collations/{cid}").get_json()
@@ -132,13 +153,15 @@ def test_a_pruned_collation_gives_valid_json_everywhere(api: Any, synthetic: Any
     assert not list(Path(settings.data_dir, "scores").glob("*.pairs.npy"))  # dropped once the matrix is stored
 
     for score in ("raw", "normalized", "propagated"):
-        corr = strict_json(api.get(f"{API}/collations/{cid}/correspondences?pair=0,1&score={score}&top=4")
-                           .get_data(as_text=True))
+        corr = strict_json(
+            api.get(f"{API}/collations/{cid}/correspondences?pair=0,1&score={score}&top=4").get_data(as_text=True)
+        )
         for r_, item in enumerate(corr["items"]):
             assert 1 <= len(item["candidates"]) < 4 or not unscored[r_].any()
             assert all(np.isfinite(results["S"][r_, c["index"]]) for c in item["candidates"])
-        assert {item["source"]["index"]: item["candidates"][0]["index"] for item in corr["items"]} == \
-            {k: k for k in range(synthetic.n)}
+        assert {item["source"]["index"]: item["candidates"][0]["index"] for item in corr["items"]} == {
+            k: k for k in range(synthetic.n)
+        }
     for path in ("annotations", "concordance", "manifests/0", "pages/0/1", "view.json?pair=0,1"):
         r = api.get(f"{API}/collations/{cid}/{path}")
         assert r.status_code == 200, path

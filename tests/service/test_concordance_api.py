@@ -32,15 +32,45 @@ def manifest(m: int, n: int) -> dict[str, Any]:
     for k in range(n):
         cid = f"http://lib.test/{m}/canvas/{k}"
         service = f"http://images.test/iiif/{m}-{k}"
-        body = {"id": f"{service}/full/max/0/default.jpg", "type": "Image", "format": "image/jpeg",
-                "width": 1000, "height": 800,
-                "service": [{"id": service, "type": "ImageService2", "profile": "http://iiif.io/api/image/2/level1.json"}]}
-        canvases.append({"id": cid, "type": "Canvas", "label": {"none": [f"f. {k + 1}r"]}, "width": 1000,
-                         "height": 800, "items": [{"id": f"{cid}/p", "type": "AnnotationPage", "items": [
-                             {"id": f"{cid}/a", "type": "Annotation", "motivation": "painting", "body": body,
-                              "target": cid}]}]})
-    return {"@context": "http://iiif.io/api/presentation/3/context.json", "id": f"http://lib.test/{m}/manifest",
-            "type": "Manifest", "label": {"en": [f"Codex {'ABC'[m]}"]}, "items": canvases}
+        body = {
+            "id": f"{service}/full/max/0/default.jpg",
+            "type": "Image",
+            "format": "image/jpeg",
+            "width": 1000,
+            "height": 800,
+            "service": [{"id": service, "type": "ImageService2", "profile": "http://iiif.io/api/image/2/level1.json"}],
+        }
+        canvases.append(
+            {
+                "id": cid,
+                "type": "Canvas",
+                "label": {"none": [f"f. {k + 1}r"]},
+                "width": 1000,
+                "height": 800,
+                "items": [
+                    {
+                        "id": f"{cid}/p",
+                        "type": "AnnotationPage",
+                        "items": [
+                            {
+                                "id": f"{cid}/a",
+                                "type": "Annotation",
+                                "motivation": "painting",
+                                "body": body,
+                                "target": cid,
+                            }
+                        ],
+                    }
+                ],
+            }
+        )
+    return {
+        "@context": "http://iiif.io/api/presentation/3/context.json",
+        "id": f"http://lib.test/{m}/manifest",
+        "type": "Manifest",
+        "label": {"en": [f"Codex {'ABC'[m]}"]},
+        "items": canvases,
+    }
 
 
 def diagonal(n0: int, n1: int, shift: int) -> np.ndarray:
@@ -53,18 +83,35 @@ def diagonal(n0: int, n1: int, shift: int) -> np.ndarray:
 
 def write_collation(root: Path) -> DataStore:
     store = DataStore(root)
-    request = {"manifests": [f"http://lib.test/{m}/manifest" for m in SIZES], "regions": {}, "options": {},
-               "callback_url": None}
+    request = {
+        "manifests": [f"http://lib.test/{m}/manifest" for m in SIZES],
+        "regions": {},
+        "options": {},
+        "callback_url": None,
+    }
     settings = Settings.from_env({}, backbone="efficientnet-lite0", chunk_pairs=8)
     record = new_record(CID, request, resolve_options(None, settings), settings)
     record.update(status="finished", usable=[0, 1, 2])
     store.create_collation(record)
     for m, n in SIZES.items():
-        regions = [{"index": k, "canvas_id": f"http://lib.test/{m}/canvas/{k}", "canvas_index": k,
-                    "xywh": [100, 100, 400, 300], "label": "", "annotation_id": None, "digest": f"{m}{k:063d}"}
-                   for k in range(n)]
-        store.save_manuscript(CID, m, {"index": m, "label": f"Codex {'ABC'[m]}", "regions": regions, "errors": [],
-                                       "features_key": str(m)}, manifest(m, n))
+        regions = [
+            {
+                "index": k,
+                "canvas_id": f"http://lib.test/{m}/canvas/{k}",
+                "canvas_index": k,
+                "xywh": [100, 100, 400, 300],
+                "label": "",
+                "annotation_id": None,
+                "digest": f"{m}{k:063d}",
+            }
+            for k in range(n)
+        ]
+        store.save_manuscript(
+            CID,
+            m,
+            {"index": m, "label": f"Codex {'ABC'[m]}", "regions": regions, "errors": [], "features_key": str(m)},
+            manifest(m, n),
+        )
     scores = {(0, 1): diagonal(5, 5, 0), (0, 2): diagonal(5, 4, -1), (1, 2): diagonal(5, 4, -1)}
     scores[(0, 1)][4, 4] = 0.3  # the last pair of A and B is weak
     for pair, arrays in compute_results(scores, record["options"]).items():
@@ -161,14 +208,20 @@ def test_batch_verdict_on_a_group(api: Any) -> None:
     assert r.status_code == 201
     items = r.get_json()["items"]
     assert [(i["pair"], i["source"], i["target"], i["category"]) for i in items] == [
-        ([0, 1], 0, 1, "partial"), ([0, 2], 0, 1, "partial"), ([1, 2], 1, 1, "partial")]
+        ([0, 1], 0, 1, "partial"),
+        ([0, 2], 0, 1, "partial"),
+        ([1, 2], 1, 1, "partial"),
+    ]
     doc = api.get(f"{API}/concordance").get_json()
     row = next(row for row in doc["rows"] if row["cells"][0] and row["cells"][0]["index"] == 0)
-    assert [(c["index"], c["verdict"], c["confidence"]) for c in row["cells"]] == [(0, "partial", 1.0),
-                                                                                   (1, "partial", 1.0),
-                                                                                   (1, "partial", 1.0)]
+    assert [(c["index"], c["verdict"], c["confidence"]) for c in row["cells"]] == [
+        (0, "partial", 1.0),
+        (1, "partial", 1.0),
+        (1, "partial", 1.0),
+    ]
     bad = api.post(f"{API}/assessments/batch", json={"members": group[:1] * 2, "verdict": "exact"})
     assert bad.status_code == 400
-    bad = api.post(f"{API}/assessments/batch", json={"members": [{"manuscript": 0, "index": 9}, group[1]],
-                                                     "verdict": "exact"})
+    bad = api.post(
+        f"{API}/assessments/batch", json={"members": [{"manuscript": 0, "index": 9}, group[1]], "verdict": "exact"}
+    )
     assert bad.status_code == 400

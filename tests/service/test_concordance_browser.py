@@ -22,8 +22,15 @@ from collation.settings import Settings
 pytestmark = pytest.mark.slow
 
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 TIMEOUT_MS = 20_000
 
 
@@ -52,8 +59,12 @@ def page(tmp_path: Path) -> Iterator[Any]:
         pytest.skip("Debian chromium is not installed (apt-get install chromium; scripts/setup.sh does it)")
     with sync_api.sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
-            str(tmp_path / "chromium-profile"), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
-            viewport={"width": 1400, "height": 1000})
+            str(tmp_path / "chromium-profile"),
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1400, "height": 1000},
+        )
         # the thumbnails' image server does not exist: answer its requests locally
         context.route("http://images.test/**", lambda route: route.fulfill(status=404, body=""))
         try:
@@ -66,9 +77,12 @@ def page(tmp_path: Path) -> Iterator[Any]:
 
 
 def row_members(page: Any) -> list[list[str]]:
-    return page.eval_on_selector_all("#concordance tbody tr.group-row", """rows => rows.map(r =>
+    return page.eval_on_selector_all(
+        "#concordance tbody tr.group-row",
+        """rows => rows.map(r =>
         Array.from(r.querySelectorAll('td.member')).map(td => td.dataset.manuscript === undefined ? '-'
-            : td.dataset.manuscript + ':' + td.dataset.index))""")
+            : td.dataset.manuscript + ':' + td.dataset.index))""",
+    )
 
 
 def test_concordance_page_lists_groups_sorts_and_takes_row_verdicts(page: Any, url: str) -> None:
@@ -82,8 +96,9 @@ def test_concordance_page_lists_groups_sorts_and_takes_row_verdicts(page: Any, u
     assert "5 groups, 0 illustrations alone" in page.inner_text("#status")
 
     page.select_option("#sort", "2")  # C's order: the group without C goes last
-    page.wait_for_function("document.querySelector('#concordance tbody tr').dataset.group !== '0-0'",
-                           timeout=TIMEOUT_MS)
+    page.wait_for_function(
+        "document.querySelector('#concordance tbody tr').dataset.group !== '0-0'", timeout=TIMEOUT_MS
+    )
     assert row_members(page)[-1] == ["0:0", "1:0", "-"]
     assert "sort=2" in page.get_attribute("#csv", "href")
 

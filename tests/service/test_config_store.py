@@ -15,9 +15,15 @@ from collation.store.records import collation_id, resolve_options
 
 
 def test_settings_come_from_defaults_then_environment_then_overrides(tmp_path: Path) -> None:
-    env = {"COLLATION_REDIS_URL": "redis://r:6379/2", "COLLATION_ALLOWED_HOSTS": "127.0.0.1, iiif.local,",
-           "COLLATION_API_TOKENS": "a,b", "COLLATION_CHUNK_PAIRS": "64", "COLLATION_DEVICE": "cpu",
-           "COLLATION_DATA_DIR": str(tmp_path), "OTHER": "x"}
+    env = {
+        "COLLATION_REDIS_URL": "redis://r:6379/2",
+        "COLLATION_ALLOWED_HOSTS": "127.0.0.1, iiif.local,",
+        "COLLATION_API_TOKENS": "a,b",
+        "COLLATION_CHUNK_PAIRS": "64",
+        "COLLATION_DEVICE": "cpu",
+        "COLLATION_DATA_DIR": str(tmp_path),
+        "OTHER": "x",
+    }
     settings = Settings.from_env(env, chunk_pairs=8)
     assert settings.redis_url == "redis://r:6379/2"
     assert settings.allowed_hosts == ("127.0.0.1", "iiif.local")

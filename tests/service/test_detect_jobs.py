@@ -87,5 +87,6 @@ def test_a_manuscript_whose_images_all_fail_says_why(api: Any, synthetic: Any, s
     assert all("could not be loaded for detection" in m for m in messages[:-1])
     assert messages[-1].endswith("(no canvas image could be loaded)")
     assert nothing["status"] == "failed" and nothing["regions_source"] == "detected"
-    assert [e["message"] for e in nothing["errors"]] == ["no region annotations: 0 illustrations detected on 0 of "
-                                                         "1 canvas"]
+    assert [e["message"] for e in nothing["errors"]] == [
+        "no region annotations: 0 illustrations detected on 0 of 1 canvas"
+    ]

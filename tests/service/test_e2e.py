@@ -43,15 +43,26 @@ P2_SCALE = 2  # P2's canvases are twice the size of the images served
 
 def p2_manifest(site: Any, iipsrv: Any) -> str:
     """P2 as Presentation 2.1: ImageService2 from iipsrv, canvas = 2 x image, regions in annotation lists."""
-    doc, _ = physiologus_v2(f"{site.url}/e2e/P2/manifest.json", "Ott.gr.354 (P2), first folios",
-                            iipsrv.boxes["P2"][:K], iipsrv, canvas_scale=P2_SCALE, site=site)
+    doc, _ = physiologus_v2(
+        f"{site.url}/e2e/P2/manifest.json",
+        "Ott.gr.354 (P2), first folios",
+        iipsrv.boxes["P2"][:K],
+        iipsrv,
+        canvas_scale=P2_SCALE,
+        site=site,
+    )
     return site.write_json("e2e/P2/manifest.json", doc)
 
 
 def p3_manifest(site: Any, iipsrv: Any) -> str:
     """P3 as Presentation 3.0: ImageService2 from iipsrv, canvas = image, embedded tagging annotations."""
-    doc, _ = physiologus_v3(f"{site.url}/e2e/P3/manifest.json", "Marc. gr. IV.35 (P3), first folios",
-                            iipsrv.boxes["P3"][:K], iipsrv, tagging=True)
+    doc, _ = physiologus_v3(
+        f"{site.url}/e2e/P3/manifest.json",
+        "Marc. gr. IV.35 (P3), first folios",
+        iipsrv.boxes["P3"][:K],
+        iipsrv,
+        tagging=True,
+    )
     return site.write_json("e2e/P3/manifest.json", doc)
 
 
@@ -112,9 +123,19 @@ def close_run(run: Run) -> None:
 
 
 def e2e_settings(tmp_path: Path, redis_url: str) -> Settings:
-    return Settings.from_env({}, redis_url=redis_url, data_dir=tmp_path / "data", allowed_hosts=("127.0.0.1",),
-                             backbone="efficientnet-lite0", device="cpu", chunk_pairs=16, heartbeat_ttl=3,
-                             job_retries=2, sweep_interval=1, public_url="http://collation.test")
+    return Settings.from_env(
+        {},
+        redis_url=redis_url,
+        data_dir=tmp_path / "data",
+        allowed_hosts=("127.0.0.1",),
+        backbone="efficientnet-lite0",
+        device="cpu",
+        chunk_pairs=16,
+        heartbeat_ttl=3,
+        job_retries=2,
+        sweep_interval=1,
+        public_url="http://collation.test",
+    )
 
 
 def scoring_started(run: Run, cid: str, pairs: int) -> bool:
@@ -123,8 +144,12 @@ def scoring_started(run: Run, cid: str, pairs: int) -> bool:
 
 
 @pytest.fixture(scope="module")
-def baseline(physiologus_manifests: tuple[str, str], redis_server: Any, openapi: dict[str, Any],
-             tmp_path_factory: pytest.TempPathFactory) -> tuple[Run, str]:
+def baseline(
+    physiologus_manifests: tuple[str, str],
+    redis_server: Any,
+    openapi: dict[str, Any],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Run, str]:
     """The Physiologus collation computed once by two worker subprocesses."""
     url = redis_server[1].rsplit("/", 1)[0] + "/1"  # a database of its own: other runs' workers never see it
     Redis.from_url(url).flushdb()
@@ -172,15 +197,20 @@ def test_physiologus_p2_p3_illustrations_match(baseline: tuple[Run, str], iipsrv
 
     manifest = run.api.get(f"{API}/collations/{cid}/manifests/0").get_json()
     assert manifest["@type"] == "sc:Manifest" and all(c["otherContent"] for c in manifest["sequences"][0]["canvases"])
-    page = run.api.get(manifest["sequences"][0]["canvases"][0]["otherContent"][-1]["@id"]
-                       .removeprefix("http://collation.test")).get_json()
+    page = run.api.get(
+        manifest["sequences"][0]["canvases"][0]["otherContent"][-1]["@id"].removeprefix("http://collation.test")
+    ).get_json()
     x, y, w, h = (v * P2_SCALE for v in iipsrv.boxes["P2"][0].xywh)
     assert any(r["on"]["selector"]["value"] == f"xywh={x},{y},{w},{h}" for r in page["resources"])
 
 
-def test_a_worker_killed_while_scoring_is_replaced(physiologus_manifests: tuple[str, str], redis_url: str,
-                                                   baseline: tuple[Run, str], openapi: dict[str, Any],
-                                                   tmp_path: Path) -> None:
+def test_a_worker_killed_while_scoring_is_replaced(
+    physiologus_manifests: tuple[str, str],
+    redis_url: str,
+    baseline: tuple[Run, str],
+    openapi: dict[str, Any],
+    tmp_path: Path,
+) -> None:
     reference, reference_cid = baseline
     url = redis_url.rsplit("/", 1)[0] + "/2"
     Redis.from_url(url).flushdb()
@@ -203,9 +233,9 @@ def test_a_worker_killed_while_scoring_is_replaced(physiologus_manifests: tuple[
         close_run(run)
 
 
-def test_a_redis_restart_while_scoring_loses_nothing(physiologus_manifests: tuple[str, str],
-                                                     baseline: tuple[Run, str], openapi: dict[str, Any],
-                                                     tmp_path: Path) -> None:
+def test_a_redis_restart_while_scoring_loses_nothing(
+    physiologus_manifests: tuple[str, str], baseline: tuple[Run, str], openapi: dict[str, Any], tmp_path: Path
+) -> None:
     reference, reference_cid = baseline
     port = free_port()
     redis_process, url = start_redis(tmp_path / "redis", port=port)
@@ -230,10 +260,21 @@ def test_collate_serve_runs_everything_on_one_machine(synthetic: Any, tmp_path: 
     """``serve`` without a Redis URL starts a private redis-server and a worker, prints the URL, serves a
     collation over HTTP and stops cleanly on Ctrl-C."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("COLLATION_")}
-    env.update(COLLATION_DATA_DIR=str(tmp_path / "data"), COLLATION_ALLOWED_HOSTS="127.0.0.1",
-               COLLATION_DEVICE="cpu", COLLATION_LOG_LEVEL="WARNING", PYTHONPATH=str(REPO))
-    process = subprocess.Popen([sys.executable, "-m", "collation.service", "serve", "--port", "0"], env=env,
-                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    env.update(
+        COLLATION_DATA_DIR=str(tmp_path / "data"),
+        COLLATION_ALLOWED_HOSTS="127.0.0.1",
+        COLLATION_DEVICE="cpu",
+        COLLATION_LOG_LEVEL="WARNING",
+        PYTHONPATH=str(REPO),
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "collation.service", "serve", "--port", "0"],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         line = ""
         while "Collation service on" not in line:
@@ -245,8 +286,12 @@ def test_collate_serve_runs_everything_on_one_machine(synthetic: Any, tmp_path: 
         r = requests.post(f"{url}/collations", json={"manifests": [synthetic.a, synthetic.c]}, timeout=10)
         assert r.status_code == 202 and r.headers["Access-Control-Allow-Origin"] == "*"
         status_url = r.headers["Location"]
-        doc = wait_for(lambda: (d := requests.get(status_url, timeout=10).json())["status"] == "finished" and d,
-                       120, "the collation", interval=0.25)
+        doc = wait_for(
+            lambda: (d := requests.get(status_url, timeout=10).json())["status"] == "finished" and d,
+            120,
+            "the collation",
+            interval=0.25,
+        )
         assert [m["regions"] for m in doc["manuscripts"]] == [synthetic.n, synthetic.n]
         corr = requests.get(f"{status_url}/correspondences?pair=1,0&top=1", timeout=10).json()
         assert [i["candidates"][0]["index"] for i in corr["items"]] == list(range(synthetic.n))
@@ -265,13 +310,19 @@ def test_collate_serve_runs_everything_on_one_machine(synthetic: Any, tmp_path: 
 
 def p3_second_manifest(site: Any, iipsrv: Any) -> str:
     """A third witness: P3's illustrations 3..14 published again in a manifest of their own (own canvas ids)."""
-    doc, _ = physiologus_v3(f"{site.url}/e2e/P3b/manifest.json", "Marc. gr. IV.35 (P3), from illustration 3",
-                            iipsrv.boxes["P3"][3:K], iipsrv, tagging=True)
+    doc, _ = physiologus_v3(
+        f"{site.url}/e2e/P3b/manifest.json",
+        "Marc. gr. IV.35 (P3), from illustration 3",
+        iipsrv.boxes["P3"][3:K],
+        iipsrv,
+        tagging=True,
+    )
     return site.write_json("e2e/P3b/manifest.json", doc)
 
 
-def test_three_witnesses_concordance_and_verdict_categories(baseline: tuple[Run, str], site: Any, iipsrv: Any,
-                                                           physiologus_manifests: tuple[str, str]) -> None:
+def test_three_witnesses_concordance_and_verdict_categories(
+    baseline: tuple[Run, str], site: Any, iipsrv: Any, physiologus_manifests: tuple[str, str]
+) -> None:
     """P2, P3 and P3's illustrations 3..14 again: one row per illustration of P2, three witnesses wide from
     illustration 3 on; a "no match" verdict splits a row and P_S falls, a batch "partial" joins it again."""
     run, _ = baseline
@@ -314,15 +365,18 @@ def test_three_witnesses_concordance_and_verdict_categories(baseline: tuple[Run,
     split = run.api.get(f"{root}/concordance").get_json()
     # P2 5 and P3 5 part; P3b 2 stays with the one whose link to it scores higher, the other is alone
     assert ([5, None, 2] in rows(split) and [None, 5, None] in rows(split)) or (
-        [5, None, None] in rows(split) and [None, 5, 2] in rows(split))
+        [5, None, None] in rows(split) and [None, 5, 2] in rows(split)
+    )
     assert split["unmatched"] == 1 and split["matched"] == K
 
     members = [{"manuscript": 0, "index": 5}, {"manuscript": 1, "index": 5}, {"manuscript": 2, "index": 2}]
     r = run.api.post(f"{root}/assessments/batch", json={"members": members, "verdict": "partial"})
     assert [i["category"] for i in r.get_json()["items"]] == ["partial"] * 3
     assert p_s(5, 5)["category"] == "partial" and p_s(5, 5)["P_S"] == pytest.approx(before)  # a seed again
-    print(f"3-witness concordance: {K} rows, {doc['matched']} matched; P_S(P2 5, P3 5): {before:.3f} proposed, "
-          f"{split_p_s:.3f} after none, {p_s(5, 5)['P_S']:.3f} after partial")
+    print(
+        f"3-witness concordance: {K} rows, {doc['matched']} matched; P_S(P2 5, P3 5): {before:.3f} proposed, "
+        f"{split_p_s:.3f} after none, {p_s(5, 5)['P_S']:.3f} after partial"
+    )
     joined = run.api.get(f"{root}/concordance").get_json()
     assert rows(joined) == expected
     assert [(c["verdict"], c["confidence"]) for c in joined["rows"][5]["cells"]] == [("partial", 1.0)] * 3

@@ -76,8 +76,7 @@ def test_a_collation_left_cancelled_is_created_again(client: Any, synthetic: Any
 # -- 7: churn: job remnants, writes into a deleted collation -----------------------------------------
 
 
-def test_deleting_a_job_removes_it_from_its_parents_dependents(client: Any, synthetic: Any,
-                                                               settings: Settings) -> None:
+def test_deleting_a_job_removes_it_from_its_parents_dependents(client: Any, synthetic: Any, settings: Settings) -> None:
     """A parent that finishes while its dependent is deleted must not write into the deleted job's hash:
     the dependent leaves the parent's dependents set in the transaction that deletes it."""
     cid = client.post(f"{API}/collations", json=body(synthetic)).get_json()["id"]
@@ -91,8 +90,7 @@ def test_deleting_a_job_removes_it_from_its_parents_dependents(client: Any, synt
     redis.close()
 
 
-def test_a_job_remnant_does_not_stop_the_worker(client: Any, synthetic: Any, settings: Settings,
-                                                run_jobs: Any) -> None:
+def test_a_job_remnant_does_not_stop_the_worker(client: Any, synthetic: Any, settings: Settings, run_jobs: Any) -> None:
     """A hash holding only a status, listed as ready: RQ's maintenance failed on it and the worker quit."""
     redis = Redis.from_url(settings.redis_url)
     redis.hset(Job.key_for("remnant"), "status", "ready_to_enqueue")
@@ -111,9 +109,11 @@ def test_writes_never_bring_back_a_deleted_collation(settings: Settings) -> None
     assert store.create_collation(record)
     cdir = store.collation_dir(record["id"])
     assert store.delete_collation(record["id"])
-    for write in (lambda: store.save_manuscript(record["id"], 0, {"regions": []}, {"id": "m"}),
-                  lambda: store.update_record(record["id"], lambda r: r.update(status="running")),
-                  lambda: store.save_assessments(record["id"], [])):
+    for write in (
+        lambda: store.save_manuscript(record["id"], 0, {"regions": []}, {"id": "m"}),
+        lambda: store.update_record(record["id"], lambda r: r.update(status="running")),
+        lambda: store.save_assessments(record["id"], []),
+    ):
         with pytest.raises(CollationNotFound):
             write()
     store.record_failure(record["id"], __import__("collation.store.steps", fromlist=["Step"]).Step.plan(), "x")
@@ -151,19 +151,23 @@ def test_a_folder_without_record_is_replaced(settings: Settings) -> None:
 # -- 9: manifests nested too deeply, NaN -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", [
-    '{"a": ' * 700 + "1" + "}" * 700,
-    '{"id": "m", "width": NaN}',
-    '{"id": "m", "width": Infinity}',
-    '{"id": "m", "width": -Infinity}',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": ' * 700 + "1" + "}" * 700,
+        '{"id": "m", "width": NaN}',
+        '{"id": "m", "width": Infinity}',
+        '{"id": "m", "width": -Infinity}',
+    ],
+)
 def test_manifests_with_deep_nesting_or_non_numbers_are_refused(text: str) -> None:
     with pytest.raises(ManifestError):
         parse_json_bytes(text.encode(), url="http://x/m.json", what="manifest")
 
 
-def test_a_deep_or_nan_manifest_is_a_manuscript_error_not_a_500(client: Any, synthetic: Any, site: Any,
-                                                                 run_jobs: Any) -> None:
+def test_a_deep_or_nan_manifest_is_a_manuscript_error_not_a_500(
+    client: Any, synthetic: Any, site: Any, run_jobs: Any
+) -> None:
     doc = json.loads((site.root / "A" / "manifest.json").read_text())
     deep: Any = "end"
     for _ in range(700):
@@ -172,8 +176,9 @@ def test_a_deep_or_nan_manifest_is_a_manuscript_error_not_a_500(client: Any, syn
     nan_doc = json.dumps({**doc, "navDate": 1.0}).replace("1.0", "NaN", 1)
     (site.root / "hostile" / "nan.json").write_text(nan_doc)
     urls.append(f"{site.url}/hostile/nan.json")
-    cid = client.post(f"{API}/collations", json={"manifests": [*urls, synthetic.b],
-                                                 "regions": {"2": synthetic.b_regions}}).get_json()["id"]
+    cid = client.post(
+        f"{API}/collations", json={"manifests": [*urls, synthetic.b], "regions": {"2": synthetic.b_regions}}
+    ).get_json()["id"]
     run_jobs()
     status = client.get(f"{API}/collations/{cid}").get_json()
     messages = [e["message"] for m in status["manuscripts"][:2] for e in m["errors"]]
@@ -191,11 +196,18 @@ def test_a_non_ascii_bearer_token_is_401(settings: Settings, synthetic: Any) -> 
     try:
         client = app.test_client()
         for token in ("sécret", "s3cret\u00e9", "\u2603"):
-            r = client.post(f"{API}/collations", json=body(synthetic),
-                            headers={"Authorization": f"Bearer {token}".encode().decode("latin-1")})
+            r = client.post(
+                f"{API}/collations",
+                json=body(synthetic),
+                headers={"Authorization": f"Bearer {token}".encode().decode("latin-1")},
+            )
             problem(r, 401)
-        assert client.post(f"{API}/collations", json=body(synthetic),
-                           headers={"Authorization": "Bearer s3cret"}).status_code == 202
+        assert (
+            client.post(
+                f"{API}/collations", json=body(synthetic), headers={"Authorization": "Bearer s3cret"}
+            ).status_code
+            == 202
+        )
     finally:
         service_state(app).close()
 
@@ -203,8 +215,9 @@ def test_a_non_ascii_bearer_token_is_401(settings: Settings, synthetic: Any) -> 
 def test_a_body_nested_100k_deep_is_400(client: Any) -> None:
     data = b'{"manifests": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     problem(client.post(f"{API}/collations", data=data, content_type="application/json"), 400)
-    nested = b'{"pair": [0, 1], "source": 0, "target": 0, "verdict": "confirmed", "note": ' + b"[" * 40 + \
-        b"]" * 40 + b"}"
+    nested = (
+        b'{"pair": [0, 1], "source": 0, "target": 0, "verdict": "confirmed", "note": ' + b"[" * 40 + b"]" * 40 + b"}"
+    )
     problem(client.post(f"{API}/collations", data=nested, content_type="application/json"), 400)
 
 
@@ -250,12 +263,30 @@ def _parameter(openapi: dict[str, Any], path: str, name: str) -> dict[str, Any]:
     return next(p for p in item["get"].get("parameters", []) if p["name"] == name)["schema"]
 
 
-@pytest.mark.parametrize(("pair", "valid"), [("0,1", True), ("1,0", True), ("10,1", True), ("2,2", False),
-                                             ("0,00", False), ("01,1", False), ("\u00b9,0", False)])
-@pytest.mark.parametrize("path", ["/collations/{id}/correspondences", "/collations/{id}/view",
-                                  "/collations/{id}/view.json", "/collations/{id}/matrix.png"])
-def test_the_pair_pattern_is_what_the_code_accepts(openapi: dict[str, Any], client: Any, synthetic: Any,
-                                                   path: str, pair: str, valid: bool) -> None:
+@pytest.mark.parametrize(
+    ("pair", "valid"),
+    [
+        ("0,1", True),
+        ("1,0", True),
+        ("10,1", True),
+        ("2,2", False),
+        ("0,00", False),
+        ("01,1", False),
+        ("\u00b9,0", False),
+    ],
+)
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/collations/{id}/correspondences",
+        "/collations/{id}/view",
+        "/collations/{id}/view.json",
+        "/collations/{id}/matrix.png",
+    ],
+)
+def test_the_pair_pattern_is_what_the_code_accepts(
+    openapi: dict[str, Any], client: Any, synthetic: Any, path: str, pair: str, valid: bool
+) -> None:
     schema = _parameter(openapi, path, "pair")
     assert Draft202012Validator(schema).is_valid(pair) is valid
     cid = client.post(f"{API}/collations", json=body(synthetic)).get_json()["id"]
@@ -266,9 +297,18 @@ def test_the_pair_pattern_is_what_the_code_accepts(openapi: dict[str, Any], clie
 def test_the_viewer_values_are_what_the_code_accepts(openapi: dict[str, Any], client: Any, synthetic: Any) -> None:
     cid = client.post(f"{API}/collations", json=body(synthetic)).get_json()["id"]
     view = "/collations/{id}/view"
-    cases = [("mirador", "3", True), ("mirador", "4", True), ("mirador", "5", False), ("mirador", "", False),
-             ("side", "a", True), ("side", "c", False), ("link", "0-1-2-3", True), ("link", "1-1-0-0", False),
-             ("link", "01-1-0-0", False), ("link", "0-1-2", False)]
+    cases = [
+        ("mirador", "3", True),
+        ("mirador", "4", True),
+        ("mirador", "5", False),
+        ("mirador", "", False),
+        ("side", "a", True),
+        ("side", "c", False),
+        ("link", "0-1-2-3", True),
+        ("link", "1-1-0-0", False),
+        ("link", "01-1-0-0", False),
+        ("link", "0-1-2", False),
+    ]
     for name, value, valid in cases:
         assert Draft202012Validator(_parameter(openapi, view, name)).is_valid(value) is valid, (name, value)
         r = client.get(f"{API}/collations/{cid}/view", query_string={name: value})
@@ -276,8 +316,9 @@ def test_the_viewer_values_are_what_the_code_accepts(openapi: dict[str, Any], cl
 
 
 @pytest.mark.parametrize(("manifests", "valid"), [(2, False), (3, True)])
-def test_three_cycles_needs_three_manifests_in_the_contract_too(openapi: dict[str, Any], client: Any,
-                                                                synthetic: Any, manifests: int, valid: bool) -> None:
+def test_three_cycles_needs_three_manifests_in_the_contract_too(
+    openapi: dict[str, Any], client: Any, synthetic: Any, manifests: int, valid: bool
+) -> None:
     from referencing import Registry, Resource
 
     doc = {"manifests": [synthetic.a, synthetic.b, synthetic.c][:manifests], "options": {"propagation": "3-cycles"}}
@@ -292,6 +333,8 @@ def test_three_cycles_needs_three_manifests_in_the_contract_too(openapi: dict[st
 
 def test_batch_verdicts_with_incomplete_members_are_400(api: Any) -> None:
     """Found by schemathesis: a member without ``manuscript`` reached the cross-member check (500)."""
-    r = api.post(f"{API}/collations/0123456789abcdef/assessments/batch",
-                 json={"members": [{"index": 0}, {"manuscript": 1, "index": 0}], "verdict": "exact"})
+    r = api.post(
+        f"{API}/collations/0123456789abcdef/assessments/batch",
+        json={"members": [{"index": 0}, {"manuscript": 1, "index": 0}], "verdict": "exact"},
+    )
     assert r.status_code == 400 and "members" in r.get_json()["detail"] + str(r.get_json().get("field"))

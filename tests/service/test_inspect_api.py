@@ -21,18 +21,25 @@ def inspect(api: Any, **query: Any) -> Any:
 def test_inspect_a_v2_manifest_behind_iipsrv(api: Any, iipsrv: Any, site: Any) -> None:
     """Canvases twice their images, regions from annotation lists: what a collation would use."""
     boxes = iipsrv.boxes["P2"][:3]
-    doc, regions = physiologus_v2(f"{site.url}/inspect/p2/manifest.json", "P2", boxes, iipsrv, canvas_scale=2,
-                                  site=site)
+    doc, regions = physiologus_v2(
+        f"{site.url}/inspect/p2/manifest.json", "P2", boxes, iipsrv, canvas_scale=2, site=site
+    )
     url = site.write_json("inspect/p2/manifest.json", doc)
     r = inspect(api, manifest=url)
     assert r.status_code == 200, r.get_json()
     report = r.get_json()
     assert report["manifest"] == {"id": url, "url": url, "label": "P2", "version": 2}
-    assert report["summary"] == {"canvases": 3, "canvases_with_image": 3, "regions": 3, "problems": 0,
-                                 "info_read": len({b.folio for b in boxes})}
+    assert report["summary"] == {
+        "canvases": 3,
+        "canvases_with_image": 3,
+        "regions": 3,
+        "problems": 0,
+        "info_read": len({b.folio for b in boxes}),
+    }
     assert [r["xywh"] for r in report["regions"]] == [region["xywh"] for region in regions]
-    assert [r["annotation_id"] for r in report["regions"]] == [f"{site.url}/inspect/p2/annotation/{k}"
-                                                              for k in range(3)]
+    assert [r["annotation_id"] for r in report["regions"]] == [
+        f"{site.url}/inspect/p2/annotation/{k}" for k in range(3)
+    ]
     canvas = report["canvases"][0]
     image = canvas["images"][0]
     with Image.open(boxes[0].folio) as folio:
@@ -70,8 +77,10 @@ def test_inspect_problems_name_the_field(api: Any, site: Any) -> None:
     html.parent.mkdir(parents=True, exist_ok=True)
     html.write_text("<!doctype html><html><body>not a manifest</body></html>")
     assert_problem(inspect(api, manifest=f"{site.url}/inspect/page.html"), 422, "manifest")
-    url = site.write_json("inspect/collection.json", {"@context": "http://iiif.io/api/presentation/3/context.json",
-                                                      "id": "x", "type": "Collection", "items": []})
+    url = site.write_json(
+        "inspect/collection.json",
+        {"@context": "http://iiif.io/api/presentation/3/context.json", "id": "x", "type": "Collection", "items": []},
+    )
     assert_problem(inspect(api, manifest=url), 422, "manifest")
     assert_problem(inspect(api, manifest=url, selector="colour=red"), 400, "selector")
     assert_problem(inspect(api, manifest=url, selector="tag=x", whole_canvases="true"), 400, "whole_canvases")

@@ -63,22 +63,29 @@ def test_a_collation_runs_to_correspondences_and_annotations(api: Any, synthetic
             assert top1(api, cid, pair, score) == diagonal, (pair, score)
     corr = api.get(f"{API}/collations/{cid}/correspondences?pair=0,1&top=2").get_json()
     first = corr["items"][0]
-    assert first["source"] == {"index": 0, "canvas": f"{synthetic.a.rsplit('/', 1)[0]}/canvas/0",
-                               "xywh": [30, 40, 200, 150]}
+    assert first["source"] == {
+        "index": 0,
+        "canvas": f"{synthetic.a.rsplit('/', 1)[0]}/canvas/0",
+        "xywh": [30, 40, 200, 150],
+    }
     best = first["candidates"][0]
     assert best["xywh"] == [60, 20, 180, 135] and best["rank"] == 1 and best["cycle_consistent"] is True
     assert best["P_S"] > best["N_S"] > 0 and [c["rank"] for c in first["candidates"]] == [1, 2]
     back = api.get(f"{API}/collations/{cid}/correspondences?pair=1,0&top=1").get_json()
     assert back["pair"] == [1, 0] and back["items"][2]["candidates"][0]["S"] == pytest.approx(
-        api.get(f"{API}/collations/{cid}/correspondences?pair=0,1&top=1").get_json()["items"][2]["candidates"][0]["S"])
+        api.get(f"{API}/collations/{cid}/correspondences?pair=0,1&top=1").get_json()["items"][2]["candidates"][0]["S"]
+    )
 
     # The canonical layer: an AnnotationCollection of linking annotations, the matches at rank 1.
     collection = api.get(f"{API}/collations/{cid}/annotations").get_json()
     assert collection["type"] == "AnnotationCollection" and collection["total"] >= synthetic.n
     page = api.get(collection["first"]["id"].removeprefix("http://collation.test")).get_json()
     assert page["type"] == "AnnotationPage"
-    links = {(a["target"]["source"]["id"].rsplit("/", 1)[-1], a["body"]["source"]["id"].rsplit("/", 1)[-1])
-             for a in page["items"] if a["motivation"] == "linking" and a["imcol:rank"] == 1}
+    links = {
+        (a["target"]["source"]["id"].rsplit("/", 1)[-1], a["body"]["source"]["id"].rsplit("/", 1)[-1])
+        for a in page["items"]
+        if a["motivation"] == "linking" and a["imcol:rank"] == 1
+    }
     assert {(str(k), str(k)) for k in range(synthetic.n)} <= links
     assert api.get(f"{API}/collations/{cid}/annotations?page=99").status_code == 404
 
@@ -92,8 +99,9 @@ def test_a_collation_runs_to_correspondences_and_annotations(api: Any, synthetic
     page_a = api.get(page_url.removeprefix("http://collation.test")).get_json()
     assert page_a["type"] == "AnnotationPage" and page_a["items"][0]["motivation"] == "commenting"
     assert f"/collations/{cid}/view?link=" in json.dumps(page_a["items"][0]["body"])  # compare view link
-    list_b = api.get(manifest_b["sequences"][0]["canvases"][1]["otherContent"][-1]["@id"]
-                     .removeprefix("http://collation.test")).get_json()
+    list_b = api.get(
+        manifest_b["sequences"][0]["canvases"][1]["otherContent"][-1]["@id"].removeprefix("http://collation.test")
+    ).get_json()
     assert list_b["@type"] == "sc:AnnotationList" and list_b["resources"]
     assert api.get(f"{API}/collations/{cid}/pages/0/99").status_code == 404
     view = api.get(f"{API}/collations/{cid}/view.json?pair=0,1").get_data(as_text=True)
@@ -138,8 +146,12 @@ def test_features_and_pair_scores_are_reused(api: Any, synthetic: Any, run_jobs:
     scores = {p.name: p.stat().st_mtime_ns for p in (data / "scores").glob("*.npy")}
     assert len(before) == 2 and len(scores) == 1
 
-    second = submit(api, [synthetic.a, synthetic.b, synthetic.c], regions={"1": synthetic.b_regions},
-                    options={"propagation": "3-cycles"})
+    second = submit(
+        api,
+        [synthetic.a, synthetic.b, synthetic.c],
+        regions={"1": synthetic.b_regions},
+        options={"propagation": "3-cycles"},
+    )
     assert second != first
     run_jobs()
     doc = status(api, second)
@@ -162,29 +174,38 @@ def test_assessments_recompute_propagated_scores(api: Any, synthetic: Any, run_j
         return next(c for c in doc["items"][i]["candidates"] if c["index"] == j)
 
     off, diag = candidate(0, 3), candidate(1, 1)
-    r = api.post(f"{API}/collations/{cid}/assessments",
-                 json={"pair": [1, 0], "source": 3, "target": 0, "verdict": "confirmed", "creator": "expert A"})
+    r = api.post(
+        f"{API}/collations/{cid}/assessments",
+        json={"pair": [1, 0], "source": 3, "target": 0, "verdict": "confirmed", "creator": "expert A"},
+    )
     assert r.status_code == 201 and r.get_json()["verdict"] == "confirmed"
     confirmed = candidate(0, 3)
     assert confirmed["assessment"] == "confirmed"
     assert confirmed["P_S"] > off["P_S"] and confirmed["N_S"] == off["N_S"] and confirmed["S"] == off["S"]
-    api.post(f"{API}/collations/{cid}/assessments",
-             json={"pair": [0, 1], "source": 1, "target": 1, "verdict": "rejected"})
+    api.post(
+        f"{API}/collations/{cid}/assessments", json={"pair": [0, 1], "source": 1, "target": 1, "verdict": "rejected"}
+    )
     rejected = candidate(1, 1)
     assert rejected["assessment"] == "rejected" and rejected["P_S"] < diag["P_S"]
     items = api.get(f"{API}/collations/{cid}/assessments").get_json()["items"]
     assert [(i["pair"], i["source"], i["target"], i["verdict"]) for i in items] == [
-        ([1, 0], 3, 0, "confirmed"), ([0, 1], 1, 1, "rejected")]
+        ([1, 0], 3, 0, "confirmed"),
+        ([0, 1], 1, 1, "rejected"),
+    ]
     # Each verdict is also an "assessing" Web Annotation on the canonical link, stored from the lower index.
     first = items[0]["annotation"]
     assert first["motivation"] == "assessing" and first["body"] == {
-        "type": "TextualBody", "purpose": "assessing", "value": "exact"}
+        "type": "TextualBody",
+        "purpose": "assessing",
+        "value": "exact",
+    }
     assert first["target"].endswith(f"/collations/{cid}/links/0-1-0-3") and first["creator"]["name"] == "expert A"
     assert items[1]["annotation"]["body"]["value"] == "none"
     statuses = {a["imcol:status"] for a in api.get(f"{API}/collations/{cid}/annotations?page=1").get_json()["items"]}
     assert {"confirmed", "rejected", "proposed"} <= statuses
-    bad = api.post(f"{API}/collations/{cid}/assessments",
-                   json={"pair": [0, 1], "source": 17, "target": 0, "verdict": "confirmed"})
+    bad = api.post(
+        f"{API}/collations/{cid}/assessments", json={"pair": [0, 1], "source": 17, "target": 0, "verdict": "confirmed"}
+    )
     assert bad.status_code == 400 and bad.get_json()["field"] == "source"
 
 
@@ -268,8 +289,9 @@ def test_an_abandoned_job_is_retried(api: Any, synthetic: Any, run_jobs: Any, se
     redis.close()
 
 
-def test_failing_steps_are_retried_then_recorded(api: Any, synthetic: Any, run_jobs: Any, settings: Any,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failing_steps_are_retried_then_recorded(
+    api: Any, synthetic: Any, run_jobs: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import collation.similarity
 
     calls = []
@@ -318,8 +340,9 @@ def test_callback_url_gets_the_final_status(api: Any, synthetic: Any, run_jobs: 
     finally:
         server.shutdown()
         server.server_close()
-    assert _Callback.received == [{"id": cid, "status": "finished",
-                                   "status_url": f"http://collation.test{API}/collations/{cid}"}]
+    assert _Callback.received == [
+        {"id": cid, "status": "finished", "status_url": f"http://collation.test{API}/collations/{cid}"}
+    ]
 
 
 def test_chunks_do_not_change_scores(api: Any, synthetic: Any, run_jobs: Any, settings: Any) -> None:
@@ -336,8 +359,9 @@ def test_chunks_do_not_change_scores(api: Any, synthetic: Any, run_jobs: Any, se
     np.testing.assert_array_equal(stored, score_matrix(*feats, similarity="s_trans", seed=0))
 
 
-def test_a_job_lost_while_being_dequeued_is_enqueued_again(api: Any, synthetic: Any, run_jobs: Any,
-                                                           settings: Any) -> None:
+def test_a_job_lost_while_being_dequeued_is_enqueued_again(
+    api: Any, synthetic: Any, run_jobs: Any, settings: Any
+) -> None:
     """A worker killed between taking a job off its queue and starting it leaves the job 'queued' in no
     queue; two sweeps HEARTBEAT_TTL apart see it stuck and enqueue it again."""
     cid = submit(api, [synthetic.a, synthetic.b], regions={"1": synthetic.b_regions})

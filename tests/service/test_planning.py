@@ -16,15 +16,20 @@ CID = "0123456789abcdef"
 
 def record(n: int = 2, chunk_pairs: int = 6, status: CollationStatus = CollationStatus.RUNNING) -> dict[str, Any]:
     settings = Settings(chunk_pairs=chunk_pairs)
-    rec = new_record(CID, {"manifests": [f"https://x/{m}.json" for m in range(n)]}, resolve_options({}, settings),
-                     settings)
+    rec = new_record(
+        CID, {"manifests": [f"https://x/{m}.json" for m in range(n)]}, resolve_options({}, settings), settings
+    )
     rec["status"] = status.value
     return rec
 
 
 def doc(m: int, regions: int) -> dict[str, Any]:
-    return {"index": m, "regions": [{"index": i} for i in range(regions)],
-            "features_key": f"f{m}" if regions else None, "errors": []}
+    return {
+        "index": m,
+        "regions": [{"index": i} for i in range(regions)],
+        "features_key": f"f{m}" if regions else None,
+        "errors": [],
+    }
 
 
 def nothing(*args: Any) -> bool:
@@ -37,11 +42,16 @@ def everything(*args: Any) -> bool:
 
 def test_new_collation_prepares_and_describes_every_manuscript_then_plans() -> None:
     plan = next_steps(record(), [None, None], {}, nothing, nothing, nothing)
-    assert plan == Plan("preparing", (
-        Planned(Step.prepare(0)), Planned(Step.features(0), (Step.prepare(0),)),
-        Planned(Step.prepare(1)), Planned(Step.features(1), (Step.prepare(1),)),
-        Planned(Step.plan(), (Step.prepare(0), Step.features(0), Step.prepare(1), Step.features(1))),
-    ))
+    assert plan == Plan(
+        "preparing",
+        (
+            Planned(Step.prepare(0)),
+            Planned(Step.features(0), (Step.prepare(0),)),
+            Planned(Step.prepare(1)),
+            Planned(Step.features(1), (Step.prepare(1),)),
+            Planned(Step.plan(), (Step.prepare(0), Step.features(0), Step.prepare(1), Step.features(1))),
+        ),
+    )
 
 
 def test_prepared_manuscripts_without_features_are_described() -> None:
@@ -74,12 +84,15 @@ def test_a_manuscript_that_failed_is_left_out() -> None:
     assert usable_manuscripts([doc(0, 4), doc(1, 4), doc(2, 0)], {Step.features(0): "boom"}) == [1]
 
 
-@pytest.mark.parametrize(("docs", "failures", "message"), [
-    ([None, doc(1, 4)], {Step.prepare(0): "404"}, "fewer than two manuscripts could be read (1 of 2)"),
-    ([doc(0, 0), doc(1, 4)], {}, "fewer than two manuscripts could be read (1 of 2)"),
-    ([doc(0, 4), doc(1, 4)], {Step.chunk(0, 1, 2): "boom"}, "scoring manuscripts 0 and 1 failed: boom"),
-    ([doc(0, 4), doc(1, 4)], {Step.finalize(): "disk full"}, "finalizing failed: disk full"),
-])
+@pytest.mark.parametrize(
+    ("docs", "failures", "message"),
+    [
+        ([None, doc(1, 4)], {Step.prepare(0): "404"}, "fewer than two manuscripts could be read (1 of 2)"),
+        ([doc(0, 0), doc(1, 4)], {}, "fewer than two manuscripts could be read (1 of 2)"),
+        ([doc(0, 4), doc(1, 4)], {Step.chunk(0, 1, 2): "boom"}, "scoring manuscripts 0 and 1 failed: boom"),
+        ([doc(0, 4), doc(1, 4)], {Step.finalize(): "disk full"}, "finalizing failed: disk full"),
+    ],
+)
 def test_what_fails_a_collation(docs: list, failures: dict, message: str) -> None:
     plan = next_steps(record(), docs, failures, everything, nothing, nothing)
     assert plan == Plan("failed", failure=message)

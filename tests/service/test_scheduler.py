@@ -75,11 +75,14 @@ def test_failures_reach_the_store_through_the_runtime(settings: dict[str, Any]) 
         on_job_failure(failed(Step.prepare(1)), scheduler.connection, RuntimeError, "404", None)
         assert runtime.store.load_record(cid)["status"] == "queued"  # a manuscript can be left out
         on_job_failure(failed(Step.chunk(0, 1, 0)), scheduler.connection, RuntimeError, "boom", None)
-    assert runtime.store.load_failures(cid) == {Step.prepare(1): "RuntimeError: 404",
-                                                Step.chunk(0, 1, 0): "RuntimeError: boom"}
+    assert runtime.store.load_failures(cid) == {
+        Step.prepare(1): "RuntimeError: 404",
+        Step.chunk(0, 1, 0): "RuntimeError: boom",
+    }
     record = runtime.store.load_record(cid)
     assert record["status"] == "failed" and record["errors"][-1]["message"] == (
-        "step chunk-0-1-0 failed: RuntimeError: boom")
+        "step chunk-0-1-0 failed: RuntimeError: boom"
+    )
     with pytest.raises(RuntimeError, match="no collation runtime"):
         on_job_failure(failed(Step.finalize()), scheduler.connection, RuntimeError, "x", None)
 

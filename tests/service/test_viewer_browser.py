@@ -42,8 +42,15 @@ from collation.viewer.matrix import COLORS, layout
 pytestmark = pytest.mark.slow
 
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 REGIONS = 15  # P2 and P3 illustrations 0-14: the ones whose folios are in the shared data
 PICK = 3  # the correspondence the test looks at: P2 illustration 3 <-> P3 illustration 3
 TIMEOUT_MS = 20_000
@@ -81,8 +88,9 @@ def run_worker(settings: Settings) -> None:
 
 
 @pytest.fixture(scope="session")
-def served(iipsrv: Any, site: Any, redis_server: tuple[Any, str],
-           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def served(
+    iipsrv: Any, site: Any, redis_server: tuple[Any, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
     """The service, over real HTTP (the browser needs it), with P2 and P3 manifests on the static site.
 
     Session-scoped: the collation is computed once. Features and scores are cached in the data store
@@ -92,10 +100,16 @@ def served(iipsrv: Any, site: Any, redis_server: tuple[Any, str],
 
     # P2 with canvases twice their images (as at the Vatican), where Mirador 3.4.3 and 4.0.0 misplace
     # boxes unless the view opens its image-space variant (mirador#4533); regions in the request
-    p2, regions2 = physiologus_v2(f"{site.url}/physiologus/P2/manifest.json", "P2 Ott.gr.354",
-                                  iipsrv.boxes["P2"][:REGIONS], iipsrv, canvas_scale=CANVAS_SCALE)
-    p3, regions3 = physiologus_v3(f"{site.url}/physiologus/P3/manifest.json", "P3 Marc.gr.IV.35",
-                                  iipsrv.boxes["P3"][:REGIONS], iipsrv)
+    p2, regions2 = physiologus_v2(
+        f"{site.url}/physiologus/P2/manifest.json",
+        "P2 Ott.gr.354",
+        iipsrv.boxes["P2"][:REGIONS],
+        iipsrv,
+        canvas_scale=CANVAS_SCALE,
+    )
+    p3, regions3 = physiologus_v3(
+        f"{site.url}/physiologus/P3/manifest.json", "P3 Marc.gr.IV.35", iipsrv.boxes["P3"][:REGIONS], iipsrv
+    )
     urls = [site.write_json("physiologus/P2/manifest.json", p2), site.write_json("physiologus/P3/manifest.json", p3)]
     settings = Settings.from_env(
         {},  # no COLLATION_* from the environment; public_url unset: links use the host the browser asked
@@ -113,8 +127,7 @@ def served(iipsrv: Any, site: Any, redis_server: tuple[Any, str],
     thread.start()
     body = {"manifests": urls, "regions": {"0": regions2, "1": regions3}}
     try:
-        yield Served(f"http://127.0.0.1:{server.server_port}/api/v1", settings, body, app,
-                     regions=(regions2, regions3))
+        yield Served(f"http://127.0.0.1:{server.server_port}/api/v1", settings, body, app, regions=(regions2, regions3))
     finally:
         server.shutdown()
         server.server_close()
@@ -153,8 +166,11 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         pytest.skip("Debian chromium is not installed (apt-get install chromium; scripts/setup.sh does it)")
     with sync_api.sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
-            args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 1000},
+            str(tmp_path_factory.mktemp("chromium-profile")),
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1400, "height": 1000},
         )
         try:
             yield context
@@ -231,17 +247,30 @@ def mirador_window(page: Any, window_id: str) -> Any:
     return page.locator(f'[id="{window_id}"]')
 
 
-def check_annotation_shown(page: Any, window_id: str, canvas_id: str, link: str, side: str,
-                           xywh: list[int], listed_text: re.Pattern[str], scale: float = 1) -> dict[str, Any]:
+def check_annotation_shown(
+    page: Any,
+    window_id: str,
+    canvas_id: str,
+    link: str,
+    side: str,
+    xywh: list[int],
+    listed_text: re.Pattern[str],
+    scale: float = 1,
+) -> dict[str, Any]:
     """The three levels of §6: listed in the window's panel, loaded in Redux, drawn on the overlay
     (with ``scale``, the canvas-to-image factor, also: nothing where mirador#4533 would draw it)."""
     try:
         page.wait_for_function(
             "([w, c]) => { const s = window.viewer && window.viewer.store.getState().windows[w];"
-            " return !!s && s.canvasId === c; }", arg=[window_id, canvas_id], timeout=TIMEOUT_MS)
+            " return !!s && s.canvasId === c; }",
+            arg=[window_id, canvas_id],
+            timeout=TIMEOUT_MS,
+        )
     except Exception as exc:
-        windows = page.evaluate("() => window.viewer && Object.entries(window.viewer.store.getState().windows)"
-                                ".map(([k, v]) => [k, v.canvasId, v.manifestId])")
+        windows = page.evaluate(
+            "() => window.viewer && Object.entries(window.viewer.store.getState().windows)"
+            ".map(([k, v]) => [k, v.canvasId, v.manifestId])"
+        )
         raise AssertionError(f"{window_id} is not on {canvas_id}: {windows}; page errors {page.errors}") from exc
     # 1. listed in the annotation panel of this window
     mirador_window(page, window_id).get_by_text(listed_text).first.wait_for(timeout=TIMEOUT_MS)
@@ -249,13 +278,17 @@ def check_annotation_shown(page: Any, window_id: str, canvas_id: str, link: str,
     suffix = f"/display/{link}-{side}"
     page.wait_for_function(
         f"([c, sfx]) => ({ANNOTATION_IDS_JS})([c]).some(id => id && id.endsWith(sfx))",
-        arg=[canvas_id, suffix], timeout=TIMEOUT_MS)
+        arg=[canvas_id, suffix],
+        timeout=TIMEOUT_MS,
+    )
     # 3. drawn: alpha along >= 90 % of the box outline, nothing around a control box
     x, y, w, h = xywh
     control = [x + w // 4, y + h // 4, w // 2, h // 2]  # inside the illustration, off its outline
     page.wait_for_function(
         f"(args) => {{ const r = ({OVERLAY_JS})(args); return r && r.box >= 0.9; }}",
-        arg=[window_id, xywh, control], timeout=TIMEOUT_MS)
+        arg=[window_id, xywh, control],
+        timeout=TIMEOUT_MS,
+    )
     result = page.evaluate(OVERLAY_JS, [window_id, xywh, control])
     assert result["box"] >= 0.9 and result["control"] <= 0.05, result
     if scale != 1:  # where Mirador would draw the box scaled by the image's pixels (mirador#4533): nothing
@@ -270,7 +303,10 @@ def assert_selected(page: Any, link: str) -> None:
     for window_id, side in (("collation-a", "a"), ("collation-b", "b")):
         page.wait_for_function(
             "([w, sfx]) => { const id = window.viewer.store.getState().windows[w].selectedAnnotationId;"
-            " return !!id && id.endsWith(sfx); }", arg=[window_id, f"/display/{link}-{side}"], timeout=TIMEOUT_MS)
+            " return !!id && id.endsWith(sfx); }",
+            arg=[window_id, f"/display/{link}-{side}"],
+            timeout=TIMEOUT_MS,
+        )
         item = mirador_window(page, window_id).locator(f'li[annotationid$="/display/{link}-{side}"]')
         assert item.count() == 1
 
@@ -294,8 +330,10 @@ def test_mirador4_shows_the_match_in_both_windows_and_confirm_stores_an_assessme
     rows.nth(REGIONS - 1).wait_for(timeout=TIMEOUT_MS)
     assert rows.count() == REGIONS
     # the page lists each illustration with its best candidates: the true partner first, cycle-consistent
-    best = page.evaluate("() => window.collationViewer.items.map(i => [i.source.index, i.candidates[0].index,"
-                         " i.candidates[0].cycle_consistent])")
+    best = page.evaluate(
+        "() => window.collationViewer.items.map(i => [i.source.index, i.candidates[0].index,"
+        " i.candidates[0].cycle_consistent])"
+    )
     assert sum(a == b and cycle for a, b, cycle in best) >= REGIONS - 1, best
     candidate = page.locator(f'.candidate[data-source="{PICK}"][data-target="{PICK}"]')
     assert candidate.get_attribute("data-cycle") == "true"
@@ -305,12 +343,25 @@ def test_mirador4_shows_the_match_in_both_windows_and_confirm_stores_an_assessme
     candidate.locator("img.thumb").click()
     link = f"0-1-{PICK}-{PICK}"
     p3_label, p2_label = region_label(collation, 1, PICK), region_label(collation, 0, PICK)
-    shown_a = check_annotation_shown(page, "collation-a", collation.regions[0][PICK]["canvas"], link, "a",
-                                     collation.regions[0][PICK]["xywh"],
-                                     re.compile(rf"{re.escape(p3_label)}.*\(illustration {PICK}\)"), CANVAS_SCALE)
-    shown_b = check_annotation_shown(page, "collation-b", collation.regions[1][PICK]["canvas"], link, "b",
-                                     collation.regions[1][PICK]["xywh"],
-                                     re.compile(rf"{re.escape(p2_label)}.*\(illustration {PICK}\)"))
+    shown_a = check_annotation_shown(
+        page,
+        "collation-a",
+        collation.regions[0][PICK]["canvas"],
+        link,
+        "a",
+        collation.regions[0][PICK]["xywh"],
+        re.compile(rf"{re.escape(p3_label)}.*\(illustration {PICK}\)"),
+        CANVAS_SCALE,
+    )
+    shown_b = check_annotation_shown(
+        page,
+        "collation-b",
+        collation.regions[1][PICK]["canvas"],
+        link,
+        "b",
+        collation.regions[1][PICK]["xywh"],
+        re.compile(rf"{re.escape(p2_label)}.*\(illustration {PICK}\)"),
+    )
     page.screenshot(path=str(screenshots / "viewer-mirador4-match.png"))
 
     # the page selects the match's display annotation in both windows (highlighted in the panel)
@@ -320,11 +371,16 @@ def test_mirador4_shows_the_match_in_both_windows_and_confirm_stores_an_assessme
     before = requests.get(f"{collation.url}/collations/{collation.cid}/assessments", timeout=30).json()["items"]
     candidate.get_by_role("button", name="Confirm").click()
     page.locator(f'.candidate[data-source="{PICK}"][data-target="{PICK}"][data-assessment="confirmed"]').wait_for(
-        timeout=TIMEOUT_MS)
+        timeout=TIMEOUT_MS
+    )
     items = requests.get(f"{collation.url}/collations/{collation.cid}/assessments", timeout=30).json()["items"]
     assert len(items) == len(before) + 1
     assert {k: items[-1][k] for k in ("pair", "source", "target", "verdict")} == {
-        "pair": [0, 1], "source": PICK, "target": PICK, "verdict": "confirmed"}
+        "pair": [0, 1],
+        "source": PICK,
+        "target": PICK,
+        "verdict": "confirmed",
+    }
     assert page.locator("#message").inner_text().startswith("Confirmed")
     page.screenshot(path=str(screenshots / "viewer-mirador4-confirmed.png"))
     assert not page.errors, page.errors
@@ -342,11 +398,25 @@ def test_mirador3_shows_the_match_too(collation: Served, page: Any, screenshots:
     assert page.evaluate("() => window.collationViewer.selected") == {"source": k, "target": k}
     p3_label, p2_label = region_label(collation, 1, k), region_label(collation, 0, k)
     link = f"0-1-{k}-{k}"
-    check_annotation_shown(page, "collation-a", collation.regions[0][k]["canvas"], link, "a",
-                           collation.regions[0][k]["xywh"], re.compile(rf"{re.escape(p3_label)}.*\(illustration {k}\)"),
-                           CANVAS_SCALE)
-    check_annotation_shown(page, "collation-b", collation.regions[1][k]["canvas"], link, "b",
-                           collation.regions[1][k]["xywh"], re.compile(rf"{re.escape(p2_label)}.*\(illustration {k}\)"))
+    check_annotation_shown(
+        page,
+        "collation-a",
+        collation.regions[0][k]["canvas"],
+        link,
+        "a",
+        collation.regions[0][k]["xywh"],
+        re.compile(rf"{re.escape(p3_label)}.*\(illustration {k}\)"),
+        CANVAS_SCALE,
+    )
+    check_annotation_shown(
+        page,
+        "collation-b",
+        collation.regions[1][k]["canvas"],
+        link,
+        "b",
+        collation.regions[1][k]["xywh"],
+        re.compile(rf"{re.escape(p2_label)}.*\(illustration {k}\)"),
+    )
     assert_selected(page, link)
     page.screenshot(path=str(screenshots / "viewer-mirador3-link.png"))
 
@@ -371,8 +441,17 @@ def test_matrix_of_p2_p3_shows_the_diagonal(collation: Served, screenshots: Path
     # the ground truth of the 15 usable pairs, as an upload would store it (beside the results)
     from collation.store.datastore import DataStore
 
-    truth = json.loads((Path(os.environ.get("COLLATION_TEST_DATA", Path(__file__).resolve().parents[3] / "shared"
-                                            / "data" / "physiologus")) / "ground_truth" / "P2-P3.json").read_text())
+    truth = json.loads(
+        (
+            Path(
+                os.environ.get(
+                    "COLLATION_TEST_DATA", Path(__file__).resolve().parents[3] / "shared" / "data" / "physiologus"
+                )
+            )
+            / "ground_truth"
+            / "P2-P3.json"
+        ).read_text()
+    )
     truth = [pair for pair in truth if pair[0] < REGIONS and pair[1] < REGIONS]
     path = DataStore(collation.settings.data_dir).collation_dir(collation.cid) / "ground_truth" / "0-1.json"
     path.parent.mkdir(exist_ok=True)
@@ -393,8 +472,10 @@ def test_matrix_of_p2_p3_shows_the_diagonal(collation: Served, screenshots: Path
     assert np.median(diagonal) > np.percentile(off, 95)
     for k in range(REGIONS):  # ground truth at every diagonal cell's corners
         assert image.getpixel(geometry.box(k, k)[:2]) == COLORS["ground_truth"], k
-    outlined = sum(image.getpixel((geometry.box(k, k)[0] + geometry.cell // 2, geometry.box(k, k)[1]))
-                   == COLORS["two_cycles"] for k in range(REGIONS))
+    outlined = sum(
+        image.getpixel((geometry.box(k, k)[0] + geometry.cell // 2, geometry.box(k, k)[1])) == COLORS["two_cycles"]
+        for k in range(REGIONS)
+    )
     assert outlined >= REGIONS - 1  # the mutual best pairs are the true ones
 
 

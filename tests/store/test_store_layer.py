@@ -23,8 +23,9 @@ def store(tmp_path: Path) -> DataStore:
     return store
 
 
-@pytest.mark.parametrize("step", [Step.prepare(3), Step.features(0), Step.plan(), Step.chunk(0, 12, 7),
-                                  Step.finalize()])
+@pytest.mark.parametrize(
+    "step", [Step.prepare(3), Step.features(0), Step.plan(), Step.chunk(0, 12, 7), Step.finalize()]
+)
 def test_step_names_read_back(step: Step) -> None:
     assert Step.parse(step.name) == step and str(step) == step.name
     assert RedisKeys.job_id(CID, step.name) == f"{CID}-{step.name}"

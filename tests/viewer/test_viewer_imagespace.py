@@ -24,9 +24,11 @@ def test_viewer_manifest_points_to_the_viewer_pages(client: Any) -> None:  # noq
     assert refs == [f"{API}/collations/{CID}/view/pages/0/{n}" for n in (1, 2)]
     # canvases (ids, sizes, images) as in the derived manifest, which keeps its own pages
     assert [(c["id"], c["width"], c["items"]) for c in doc["items"]] == [
-        (c["id"], c["width"], c["items"]) for c in derived["items"]]
+        (c["id"], c["width"], c["items"]) for c in derived["items"]
+    ]
     assert [ref["id"] for c in derived["items"] for ref in c["annotations"]] == [
-        f"{API}/collations/{CID}/pages/0/{n}" for n in (1, 2)]
+        f"{API}/collations/{CID}/pages/0/{n}" for n in (1, 2)
+    ]
     v2 = client.get(f"/api/v1/collations/{CID}/view/manifests/1").get_json()
     refs = [ref["@id"] for c in v2["sequences"][0]["canvases"] for ref in c.get("otherContent", [])]
     assert refs and all(ref.startswith(f"{API}/collations/{CID}/view/pages/1/") for ref in refs)
@@ -47,14 +49,16 @@ def test_viewer_page_halves_the_boxes_of_a_canvas_twice_its_image(client: Any) -
     b_page = client.get(f"/api/v1/collations/{CID}/pages/1/1").get_json()
     b_variant = client.get(f"/api/v1/collations/{CID}/view/pages/1/1").get_json()
     assert [a["on"]["selector"]["value"] for a in b_variant["resources"]] == [
-        a["on"]["selector"]["value"] for a in b_page["resources"]]
+        a["on"]["selector"]["value"] for a in b_page["resources"]
+    ]
     assert client.get(f"/api/v1/collations/{CID}/view/pages/0/9").status_code == 404
 
 
 def test_view_json_and_page_name_the_variant(client: Any) -> None:  # noqa: F811
     doc = client.get(f"/api/v1/collations/{CID}/view.json").get_json()
     assert [m["viewer_manifest"] for m in doc["manuscripts"]] == [
-        f"{API}/collations/{CID}/view/manifests/{m}" for m in (0, 1)]
+        f"{API}/collations/{CID}/view/manifests/{m}" for m in (0, 1)
+    ]
     for query in ("", "?mirador=3"):
         config = page_config(client.get(f"/api/v1/collations/{CID}/view{query}").get_data(as_text=True))
         assert config["image_space_targets"] is True

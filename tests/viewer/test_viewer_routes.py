@@ -31,16 +31,47 @@ def manifest_a() -> dict[str, Any]:
     canvases = []
     for f in range(2):
         cid = f"http://lib.test/a/canvas/{f}"
-        body = {"id": f"{SERVICE_A}{f}/full/max/0/default.jpg", "type": "Image", "format": "image/jpeg",
-                "width": 500, "height": 400,
-                "service": [{"id": f"{SERVICE_A}{f}", "type": "ImageService2",
-                             "profile": "http://iiif.io/api/image/2/level1.json"}]}
-        canvases.append({"id": cid, "type": "Canvas", "label": {"none": [f"f. {f + 1}r"]}, "width": 1000,
-                         "height": 800, "items": [{"id": f"{cid}/p", "type": "AnnotationPage", "items": [
-                             {"id": f"{cid}/a", "type": "Annotation", "motivation": "painting", "body": body,
-                              "target": cid}]}]})
-    return {"@context": "http://iiif.io/api/presentation/3/context.json", "id": "http://lib.test/a/manifest",
-            "type": "Manifest", "label": {"en": ["Codex A"]}, "items": canvases}
+        body = {
+            "id": f"{SERVICE_A}{f}/full/max/0/default.jpg",
+            "type": "Image",
+            "format": "image/jpeg",
+            "width": 500,
+            "height": 400,
+            "service": [
+                {"id": f"{SERVICE_A}{f}", "type": "ImageService2", "profile": "http://iiif.io/api/image/2/level1.json"}
+            ],
+        }
+        canvases.append(
+            {
+                "id": cid,
+                "type": "Canvas",
+                "label": {"none": [f"f. {f + 1}r"]},
+                "width": 1000,
+                "height": 800,
+                "items": [
+                    {
+                        "id": f"{cid}/p",
+                        "type": "AnnotationPage",
+                        "items": [
+                            {
+                                "id": f"{cid}/a",
+                                "type": "Annotation",
+                                "motivation": "painting",
+                                "body": body,
+                                "target": cid,
+                            }
+                        ],
+                    }
+                ],
+            }
+        )
+    return {
+        "@context": "http://iiif.io/api/presentation/3/context.json",
+        "id": "http://lib.test/a/manifest",
+        "type": "Manifest",
+        "label": {"en": ["Codex A"]},
+        "items": canvases,
+    }
 
 
 def manifest_b() -> dict[str, Any]:
@@ -48,41 +79,74 @@ def manifest_b() -> dict[str, Any]:
     canvases = []
     for f in range(5):
         cid = f"http://lib.test/b/canvas/{f}"
-        resource = {"@id": f"{SERVICE_B}{f}/full/full/0/default.jpg", "@type": "dctypes:Image", "width": 600,
-                    "height": 900, "service": {"@context": "http://iiif.io/api/image/2/context.json",
-                                               "@id": f"{SERVICE_B}{f}",
-                                               "profile": "http://iiif.io/api/image/2/level1.json"}}
-        canvases.append({"@id": cid, "@type": "sc:Canvas", "label": f"p. {f}", "width": 600, "height": 900,
-                         "images": [{"@type": "oa:Annotation", "motivation": "sc:painting", "resource": resource,
-                                     "on": cid}]})
-    return {"@context": "http://iiif.io/api/presentation/2/context.json", "@id": "http://lib.test/b/manifest",
-            "@type": "sc:Manifest", "label": "Codex B", "sequences": [{"@type": "sc:Sequence", "canvases": canvases}]}
+        resource = {
+            "@id": f"{SERVICE_B}{f}/full/full/0/default.jpg",
+            "@type": "dctypes:Image",
+            "width": 600,
+            "height": 900,
+            "service": {
+                "@context": "http://iiif.io/api/image/2/context.json",
+                "@id": f"{SERVICE_B}{f}",
+                "profile": "http://iiif.io/api/image/2/level1.json",
+            },
+        }
+        canvases.append(
+            {
+                "@id": cid,
+                "@type": "sc:Canvas",
+                "label": f"p. {f}",
+                "width": 600,
+                "height": 900,
+                "images": [{"@type": "oa:Annotation", "motivation": "sc:painting", "resource": resource, "on": cid}],
+            }
+        )
+    return {
+        "@context": "http://iiif.io/api/presentation/2/context.json",
+        "@id": "http://lib.test/b/manifest",
+        "@type": "sc:Manifest",
+        "label": "Codex B",
+        "sequences": [{"@type": "sc:Sequence", "canvases": canvases}],
+    }
 
 
 def region(index: int, canvas: str, canvas_index: int, xywh: list[int]) -> dict[str, Any]:
-    return {"index": index, "canvas_id": canvas, "canvas_index": canvas_index, "xywh": xywh, "label": "",
-            "annotation_id": None, "digest": f"{index:064d}"}
+    return {
+        "index": index,
+        "canvas_id": canvas,
+        "canvas_index": canvas_index,
+        "xywh": xywh,
+        "label": "",
+        "annotation_id": None,
+        "digest": f"{index:064d}",
+    }
 
 
 def write_collation(root: Path, status: str = "finished") -> DataStore:
     """A collation of A (4 regions, two per canvas) and B (regions 0, 1, 3, 4: region 2 was unreadable),
     whose scores put A's k-th region with B's k-th readable one."""
     store = DataStore(root)
-    request = {"manifests": ["http://lib.test/a/manifest", "http://lib.test/b/manifest"], "regions": {},
-               "options": {}, "callback_url": None}
+    request = {
+        "manifests": ["http://lib.test/a/manifest", "http://lib.test/b/manifest"],
+        "regions": {},
+        "options": {},
+        "callback_url": None,
+    }
     settings = Settings.from_env({}, backbone="efficientnet-lite0", chunk_pairs=8)
     record = new_record(CID, request, resolve_options(None, settings), settings)
     record.update(status=status, usable=[0, 1] if status == "finished" else [])
     store.create_collation(record)
     if status != "finished":
         return store
-    regions_a = [region(k, f"http://lib.test/a/canvas/{k // 2}", k // 2, [100, 50 + 400 * (k % 2), 400, 300])
-                 for k in range(4)]
+    regions_a = [
+        region(k, f"http://lib.test/a/canvas/{k // 2}", k // 2, [100, 50 + 400 * (k % 2), 400, 300]) for k in range(4)
+    ]
     regions_b = [region(k, f"http://lib.test/b/canvas/{k}", k, [60, 90, 300, 450]) for k in (0, 1, 3, 4)]
-    store.save_manuscript(CID, 0, {"index": 0, "label": "Codex A", "regions": regions_a, "errors": [],
-                                   "features_key": "a"}, manifest_a())
-    store.save_manuscript(CID, 1, {"index": 1, "label": "Codex B", "regions": regions_b, "errors": [],
-                                   "features_key": "b"}, manifest_b())
+    store.save_manuscript(
+        CID, 0, {"index": 0, "label": "Codex A", "regions": regions_a, "errors": [], "features_key": "a"}, manifest_a()
+    )
+    store.save_manuscript(
+        CID, 1, {"index": 1, "label": "Codex B", "regions": regions_b, "errors": [], "features_key": "b"}, manifest_b()
+    )
     s = np.full((4, 4), 0.1) + np.eye(4) * 0.8
     s[3, 2] = 0.85  # A3 is torn between B's positions 2 and 3
     results = compute_results({(0, 1): s}, record["options"])
@@ -104,7 +168,8 @@ def client(store: DataStore) -> Any:
 
 def page_config(html: str) -> dict[str, Any]:
     start = html.index('<script id="viewer-config" type="application/json">') + len(
-        '<script id="viewer-config" type="application/json">')
+        '<script id="viewer-config" type="application/json">'
+    )
     return json.loads(html[start : html.index("</script>", start)])
 
 
@@ -207,8 +272,9 @@ def test_matrix_png_marks_cycles_assessments_and_ground_truth(client: Any, store
     assert image.getpixel(geometry.center(3, 2)) != COLORS["confirmed"]
 
     # an expert confirms A3 <-> B region 3 (position 2): a green dot at (3, 2)
-    r = client.post(f"/api/v1/collations/{CID}/assessments",
-                    json={"pair": [0, 1], "source": 3, "target": 3, "verdict": "confirmed"})
+    r = client.post(
+        f"/api/v1/collations/{CID}/assessments", json={"pair": [0, 1], "source": 3, "target": 3, "verdict": "confirmed"}
+    )
     assert r.status_code == 201, r.get_json()
     image = matrix_image(client, "pair=0,1&score=propagated")
     assert image.getpixel(geometry.center(3, 2)) == COLORS["confirmed"]
@@ -255,8 +321,9 @@ def test_annotation_documents_are_cached_per_app(client: Any) -> None:
     for path in ("annotations", "manifests/0", "pages/1/2"):
         assert client.get(f"/api/v1/collations/{CID}/{path}").status_code == 200
     assert len(documents) == 1  # one collation, built once
-    r = client.post(f"/api/v1/collations/{CID}/assessments",
-                    json={"pair": [0, 1], "source": 3, "target": 3, "verdict": "confirmed"})
+    r = client.post(
+        f"/api/v1/collations/{CID}/assessments", json={"pair": [0, 1], "source": 3, "target": 3, "verdict": "confirmed"}
+    )
     assert r.status_code == 201
     page = client.get(f"/api/v1/collations/{CID}/annotations?page=1").get_json()
     assert len(documents) == 2  # the assessment changed the results: built again

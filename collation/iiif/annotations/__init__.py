@@ -39,7 +39,6 @@ Modules: ``parts`` (vocabulary, ``UrlScheme``, inputs), ``viewer`` (viewer layer
 manifests), ``canonical`` (link collection, paging, assessments).
 """
 
-
 from collation.iiif.annotations.canonical import build_assessment, build_link_collection, paginate
 from collation.iiif.annotations.parts import IMCOL_CONTEXT, IMCOL_NAMESPACE, PROJECT_URL, STATUSES, VERDICTS, UrlScheme
 from collation.iiif.annotations.viewer import build_annotation_page, build_annotation_pages, build_derived_manifest

@@ -54,8 +54,12 @@ STATUSES = ("proposed", "confirmed", "rejected")
 VERDICTS = ("exact", "partial", "semantic", "none")
 """Expert verdicts (body value of ``assessing`` annotations, ``imcol:verdict`` of links): exact copy,
 partial copy, same subject (different composition), no match."""
-VERDICT_LABELS = {"exact": "exact copy", "partial": "partial copy",
-                  "semantic": "same subject (different composition)", "none": "no match"}
+VERDICT_LABELS = {
+    "exact": "exact copy",
+    "partial": "partial copy",
+    "semantic": "same subject (different composition)",
+    "none": "no match",
+}
 
 Template = str | Callable[..., str]
 
@@ -197,7 +201,6 @@ def specific_resource(end: End) -> dict[str, Any]:
         },
         "selector": {"type": "FragmentSelector", "conformsTo": MEDIA_FRAGMENTS, "value": xywh_fragment(end.region)},
     }
-
 
 
 def manuscript_manifest(manuscript: int, manuscripts: Sequence[tuple[Manifest, Sequence[Region]]]) -> Manifest:

@@ -141,7 +141,6 @@ def _display_v2(link: Link, mine: End, other: End, urls: UrlScheme, created: str
     return annotation
 
 
-
 def _page_document(
     manuscript: int,
     canvas_number: int,
@@ -176,18 +175,28 @@ def _detected(end: End, urls: UrlScheme, created: str | None) -> dict[str, Any]:
     text = f"<p><b>Illustration found by detection</b> (illustration {end.region.index}, score {score:.2f})</p>"
     if end.manifest.version == 2:
         annotation: dict[str, Any] = {
-            "@id": f"{page}#detected-{end.region.index}", "@type": "oa:Annotation", "motivation": "oa:commenting",
+            "@id": f"{page}#detected-{end.region.index}",
+            "@type": "oa:Annotation",
+            "motivation": "oa:commenting",
             "resource": [{"@type": "dctypes:Text", "format": "text/html", "chars": text}],
-            "on": {"@type": "oa:SpecificResource", "full": end.canvas.id,
-                   "selector": {"@type": "oa:FragmentSelector", "value": xywh_fragment(end.region)},
-                   "within": {"@id": end.manifest.id, "@type": "sc:Manifest"}},
+            "on": {
+                "@type": "oa:SpecificResource",
+                "full": end.canvas.id,
+                "selector": {"@type": "oa:FragmentSelector", "value": xywh_fragment(end.region)},
+                "within": {"@id": end.manifest.id, "@type": "sc:Manifest"},
+            },
         }
     else:
-        annotation = {"id": f"{page}#detected-{end.region.index}", "type": "Annotation", "motivation": "commenting",
-                      "creator": software_agent(),
-                      "body": [{"type": "TextualBody", "purpose": "commenting", "format": "text/html",
-                                "language": "en", "value": text}],
-                      "target": specific_resource(end)}
+        annotation = {
+            "id": f"{page}#detected-{end.region.index}",
+            "type": "Annotation",
+            "motivation": "commenting",
+            "creator": software_agent(),
+            "body": [
+                {"type": "TextualBody", "purpose": "commenting", "format": "text/html", "language": "en", "value": text}
+            ],
+            "target": specific_resource(end),
+        }
     if created:
         annotation["created"] = created
     annotation["imcol:detectionScore"] = round(score, 4)
@@ -195,7 +204,10 @@ def _detected(end: End, urls: UrlScheme, created: str | None) -> dict[str, Any]:
 
 
 def _display_items(
-    manuscript: int, links: Sequence[Link], urls: UrlScheme, created: str | None,
+    manuscript: int,
+    links: Sequence[Link],
+    urls: UrlScheme,
+    created: str | None,
     manuscripts: Sequence[tuple[Manifest, Sequence[Region]]] = (),
 ) -> dict[int, list[dict[str, Any]]]:
     """Display annotations of one manuscript, grouped by canvas number, in correspondence order,
