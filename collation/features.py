@@ -4,6 +4,9 @@ A backbone (``collation.backbones``) maps an RGB image of 16k x 16l pixels to a 
 (stride 16). ``extract_features`` describes each illustration at the scales of B.3 (long side =
 18..22 cells) and packs the maps into one padded tensor, ``MultiScaleFeatures``, that the similarity
 functions index by illustration; ``save`` and ``load`` store it (``load`` checks every shape).
+
+Longer than 400 lines because masked bucketed extraction and the checked storage format of
+``MultiScaleFeatures`` share the same shapes; moving storage to a module of its own is the next step.
 """
 
 from __future__ import annotations

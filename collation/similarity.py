@@ -7,6 +7,10 @@ a Gaussian of their residual (under a RANSAC affine map for S_trans, in place fo
 the best match per query cell and divides by the query's cell count. S = S1 + S2 (B.6).
 
 Batches hold pairs and both directions together; nothing loops over pairs in Python.
+
+Longer than 400 lines because the batched S_trans path (one packed product per target, mutual
+matches by reductions, RANSAC per batch) and the pair-level API that drives it are read together;
+splitting the matching kernels into a module of their own is the next step.
 """
 
 from __future__ import annotations
