@@ -17,13 +17,15 @@ from typing import Any
 import numpy as np
 
 
-def write_bytes(path: Path, data: bytes) -> None:
-    """Writes ``data`` to ``path`` atomically, creating folders as needed."""
+def write_bytes(path: Path, data: bytes, *, create_folders: bool = True) -> None:
+    """Writes ``data`` to ``path`` atomically, creating folders as needed (unless ``create_folders`` is
+    false: then a missing folder raises ``FileNotFoundError``)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if create_folders:
+        path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        with open(tmp, "wb") as f:
+        with open(tmp, "xb") as f:  # the name is unique: never someone else's file
             f.write(data)
             f.flush()
             os.fsync(f.fileno())

@@ -93,17 +93,7 @@ def replace_in_folder(path: Path, data: bytes) -> None:
     Raises:
         FileNotFoundError: the folder does not exist (any more).
     """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with open(tmp, "xb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_bytes(path, data, create_folders=False)
 
 
 class DataStore:
