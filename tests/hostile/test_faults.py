@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from service_fixtures import app, client, openapi, redis_server, redis_url, settings, site, synthetic, workers
-from service_helpers import WorkerProcesses, wait_for
+from service_helpers import WorkerProcesses, service_settings, wait_for
 
 from collation.service import create_app
 from collation.service.local import free_port, start_redis, stop
@@ -59,19 +59,7 @@ def test_post_delete_churn_keeps_the_worker_alive(client: Any, synthetic: Any, w
 
 
 def fault_settings(tmp_path: Path, redis_url: str) -> Settings:
-    return Settings.from_env(
-        {},
-        redis_url=redis_url,
-        data_dir=tmp_path / "data",
-        allowed_hosts=("127.0.0.1",),
-        backbone="efficientnet-lite0",
-        device="cpu",
-        chunk_pairs=4,
-        heartbeat_ttl=3,
-        job_retries=2,
-        sweep_interval=1,
-        public_url="http://collation.test",
-    )
+    return service_settings(tmp_path / "data", redis_url, chunk_pairs=4, sweep_interval=1)
 
 
 def test_a_worker_survives_a_10_s_redis_outage_and_finishes(synthetic: Any, tmp_path: Path) -> None:

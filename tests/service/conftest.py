@@ -24,7 +24,7 @@ import pytest
 import yaml
 from PIL import Image, ImageDraw
 from redis import Redis
-from service_helpers import REPO, OpenAPIClient, WorkerProcesses, drain
+from service_helpers import REPO, OpenAPIClient, WorkerProcesses, drain, service_settings
 
 from collation.service import create_app
 from collation.service.local import start_redis, stop
@@ -271,19 +271,7 @@ def synthetic(site: Site) -> Synthetic:
 @pytest.fixture
 def settings(tmp_path: Path, redis_url: str) -> Settings:
     """The test's settings, from no environment at all (the developer's COLLATION_* do not leak in)."""
-    return Settings.from_env(
-        {},
-        redis_url=redis_url,
-        data_dir=tmp_path / "data",
-        allowed_hosts=("127.0.0.1",),
-        backbone="efficientnet-lite0",
-        device="cpu",
-        chunk_pairs=6,
-        heartbeat_ttl=3,
-        job_retries=2,
-        sweep_interval=0,
-        public_url="http://collation.test",
-    )
+    return service_settings(tmp_path / "data", redis_url, chunk_pairs=6)
 
 
 @pytest.fixture

@@ -21,6 +21,23 @@ from collation.settings import Settings
 REPO = Path(__file__).resolve().parents[2]
 
 
+def service_settings(data_dir: Path, redis_url: str, **overrides: Any) -> Settings:
+    """Settings of a test service, from no environment at all (a developer's COLLATION_* do not leak
+    in): loopback images allowed, efficientnet-lite0 on the CPU, short heartbeats, stable public URL."""
+    base: dict[str, Any] = {
+        "redis_url": redis_url,
+        "data_dir": data_dir,
+        "allowed_hosts": ("127.0.0.1",),
+        "backbone": "efficientnet-lite0",
+        "device": "cpu",
+        "heartbeat_ttl": 3,
+        "job_retries": 2,
+        "sweep_interval": 0,
+        "public_url": "http://collation.test",
+    }
+    return Settings.from_env({}, **{**base, **overrides})
+
+
 BACKBONES: dict[Any, Any] = {}
 """Backbones loaded by the in-process workers, shared by the session's runtimes (loaded once)."""
 

@@ -26,7 +26,15 @@ import numpy as np
 import pytest
 import requests
 from redis import Redis
-from service_helpers import REPO, OpenAPIClient, WorkerProcesses, physiologus_v2, physiologus_v3, wait_for
+from service_helpers import (
+    REPO,
+    OpenAPIClient,
+    WorkerProcesses,
+    physiologus_v2,
+    physiologus_v3,
+    service_settings,
+    wait_for,
+)
 
 from collation.service import create_app
 from collation.service.local import free_port, start_redis, stop
@@ -123,19 +131,7 @@ def close_run(run: Run) -> None:
 
 
 def e2e_settings(tmp_path: Path, redis_url: str) -> Settings:
-    return Settings.from_env(
-        {},
-        redis_url=redis_url,
-        data_dir=tmp_path / "data",
-        allowed_hosts=("127.0.0.1",),
-        backbone="efficientnet-lite0",
-        device="cpu",
-        chunk_pairs=16,
-        heartbeat_ttl=3,
-        job_retries=2,
-        sweep_interval=1,
-        public_url="http://collation.test",
-    )
+    return service_settings(tmp_path / "data", redis_url, chunk_pairs=16, sweep_interval=1)
 
 
 def scoring_started(run: Run, cid: str, pairs: int) -> bool:

@@ -31,50 +31,8 @@
   };
   window.collationViewer = state; // for scripts and tests
 
-  var $ = function (id) { return document.getElementById(id); };
-
-  // -- small helpers ---------------------------------------------------------------------------
-
-  function el(tag, attrs, children) {
-    var node = document.createElement(tag);
-    Object.keys(attrs || {}).forEach(function (key) {
-      if (key === 'text') node.textContent = attrs[key];
-      else if (key === 'className') node.className = attrs[key];
-      else if (key.slice(0, 5) === 'data-') node.setAttribute(key, attrs[key]);
-      else node[key] = attrs[key];
-    });
-    (children || []).forEach(function (child) { if (child) node.appendChild(child); });
-    return node;
-  }
-
-  function message(text, isError) {
-    var box = $('message');
-    box.hidden = !text;
-    box.textContent = text || '';
-    box.className = 'message' + (isError ? ' error' : '');
-  }
-
-  function token() { return $('token') ? ($('token').value || '').trim() : ''; }
-
-  function problemText(body, response) {
-    if (body && (body.detail || body.title)) return body.detail || body.title;
-    return response.status + ' ' + response.statusText;
-  }
-
-  function request(url, options) {
-    return fetch(url, options).then(function (response) {
-      return response.text().then(function (text) {
-        var body = null;
-        try { body = text ? JSON.parse(text) : null; } catch (e) { body = null; }
-        if (!response.ok) {
-          var error = new Error(problemText(body, response));
-          error.status = response.status;
-          throw error;
-        }
-        return body;
-      });
-    });
-  }
+  var page = window.collationPage; // static/common.js
+  var $ = page.$, el = page.el, message = page.message, token = page.token, request = page.request;
 
   function fmt(value, digits) { return typeof value === 'number' ? value.toFixed(digits) : '–'; }
 
