@@ -15,7 +15,8 @@ import hashlib
 import io
 import pickle
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -312,6 +313,7 @@ def extract_features(
     dtype: torch.dtype = torch.float32,
     batch_size: int | None = None,
     bucket: int = defaults.FEATURES_BUCKET,
+    workers: int | None = None,
     progress: Progress | None = None,
 ) -> MultiScaleFeatures:
     """Describes every image at every scale with ``backbone``.
@@ -330,6 +332,8 @@ def extract_features(
         dtype: storage type of the descriptors, one of ``FEATURE_DTYPES``.
         batch_size: images per forward pass; by default ``defaults.FEATURES_BATCH_CPU`` on a CPU, 32 on a GPU.
         bucket: frames' short side is a multiple of this many cells (or the long side); 1 never pads.
+        workers: forward passes run side by side, each on one intra-op thread; by default as many as
+            torch's intra-op threads on a CPU, 1 on a GPU. Features do not depend on it.
 
     Returns:
         MultiScaleFeatures with ``desc`` of shape ``(n, len(scales), L, C)``, L the largest map.
@@ -343,8 +347,11 @@ def extract_features(
     device = backbone.mean.device
     if batch_size is None:
         batch_size = defaults.FEATURES_BATCH_CPU if device.type == "cpu" else 32
+    if workers is None:
+        workers = torch.get_num_threads() if device.type == "cpu" else 1
     check_positive_int("batch_size", batch_size)
     check_positive_int("bucket", bucket)
+    check_positive_int("workers", workers)
     n, n_scales = len(images), len(scales)
     rgb = [image if image.mode == "RGB" else image.convert("RGB") for image in images]
     jobs: dict[tuple[int, int], list[tuple[int, int, int, int]]] = {}  # bucket -> [(image, scale, rows, cols)]
@@ -357,27 +364,64 @@ def extract_features(
     pos = torch.zeros((n, n_scales, length, 2), dtype=torch.float32, device=device)
     mask = torch.zeros((n, n_scales, length), dtype=torch.bool, device=device)
 
+    def describe(frame: tuple[int, int], batch: list[tuple[int, int, int, int]]) -> int:
+        """Runs one batch of images framed as ``frame`` (rows, cols) and writes their cells (disjoint slots)."""
+        rows_b, cols_b = frame
+        x = torch.zeros((len(batch), 3, 16 * rows_b, 16 * cols_b))
+        for k, (i, _, rows, cols) in enumerate(batch):
+            x[k, :, : 16 * rows, : 16 * cols] = image_to_tensor(rgb[i], rows, cols)
+        padded = any((rows, cols) != (rows_b, cols_b) for _, _, rows, cols in batch)
+        valid = torch.tensor([[16 * rows, 16 * cols] for _, _, rows, cols in batch]) if padded else None
+        maps = backbone(x.to(device), valid)
+        check_shape("backbone output", maps, (len(batch), backbone.channels, rows_b, cols_b))  # stride 16
+        for (i, s, rows, cols), f in zip(batch, maps, strict=True):
+            cells = l2_normalize(f[:, :rows, :cols].flatten(1).T.float())  # (rows * cols, C)
+            desc[i, s, : rows * cols] = cells.to(dtype)
+            pos[i, s, : rows * cols] = cell_positions(rows, cols).to(device)
+            mask[i, s, : rows * cols] = True
+        return len(batch)
+
+    batches = [
+        (frame, members[start : start + batch_size])
+        for frame, members in jobs.items()
+        for start in range(0, len(members), batch_size)
+    ]
     done, total = 0, n * n_scales
-    for (rows_b, cols_b), members in jobs.items():
-        for start in range(0, len(members), batch_size):
-            batch = members[start : start + batch_size]
-            x = torch.zeros((len(batch), 3, 16 * rows_b, 16 * cols_b))
-            for k, (i, _, rows, cols) in enumerate(batch):
-                x[k, :, : 16 * rows, : 16 * cols] = image_to_tensor(rgb[i], rows, cols)
-            padded = any((rows, cols) != (rows_b, cols_b) for _, _, rows, cols in batch)
-            valid = torch.tensor([[16 * rows, 16 * cols] for _, _, rows, cols in batch]) if padded else None
-            maps = backbone(x.to(device), valid)
-            check_shape("backbone output", maps, (len(batch), backbone.channels, rows_b, cols_b))  # stride 16
-            for (i, s, rows, cols), f in zip(batch, maps, strict=True):
-                cells = l2_normalize(f[:, :rows, :cols].flatten(1).T.float())  # (rows * cols, C)
-                desc[i, s, : rows * cols] = cells.to(dtype)
-                pos[i, s, : rows * cols] = cell_positions(rows, cols).to(device)
-                mask[i, s, : rows * cols] = True
-            done += len(batch)
-            if progress:
-                progress(done, total)
+    for count in _run_batches(describe, batches, workers):
+        done += count
+        if progress:
+            progress(done, total)
 
     return MultiScaleFeatures(desc, pos, mask, tuple(scales), query_scale, backbone.name)
+
+
+def _run_batches(
+    describe: Callable[[tuple[int, int], list], int], batches: list[tuple[tuple[int, int], list]], workers: int
+) -> Iterator[int]:
+    """Runs ``describe`` on every batch and yields each one's image count as it finishes, in this thread.
+
+    With several workers, each runs whole forward passes with one intra-op thread: on a CPU, one small
+    image per pass leaves a second core mostly idle inside a convolution (EfficientNet-Lite0 ran as
+    fast on one thread as on two), while passes side by side keep every core busy (measured:
+    docs/benchmarks.md). The intra-op setting is process-wide, so it is restored when the work ends.
+    """
+    if workers == 1 or len(batches) == 1:
+        for frame, batch in batches:
+            yield describe(frame, batch)
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # read by each worker thread when it starts its first operation
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="features") as pool:
+            futures = [pool.submit(describe, frame, batch) for frame, batch in batches]
+            try:
+                for future in as_completed(futures):
+                    yield future.result()
+            finally:
+                for future in futures:
+                    future.cancel()
+    finally:
+        torch.set_num_threads(threads)
 
 
 def extract_square_features(

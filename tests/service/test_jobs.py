@@ -380,3 +380,26 @@ def test_a_job_lost_while_being_dequeued_is_enqueued_again(
     run_jobs()
     assert status(api, cid)["status"] == "finished"
     redis.close()
+
+
+def test_a_worker_loads_its_default_backbone_before_the_first_job(
+    settings: Any, caplog: Any, monkeypatch: Any, tmp_path: Path
+) -> None:
+    from dataclasses import replace
+
+    import torch
+
+    from collation.jobs.worker import preload_backbone
+    from collation.runtime import Runtime
+
+    runtime = runtime_for(settings)
+    preload_backbone(runtime)
+    assert (settings.backbone, runtime.device) in runtime._backbones
+
+    # A default backbone that cannot load (no ResNet-50 weights anywhere) is logged; the worker still starts.
+    monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path))
+    missing = Runtime.create(replace(settings, backbone="resnet50-conv4", weights_dir=str(tmp_path)))
+    with caplog.at_level("WARNING", logger="collation.jobs.worker"):
+        preload_backbone(missing)
+    assert missing._backbones == {}
+    assert "not preloaded" in caplog.text and "resnet50-conv4" in caplog.text
