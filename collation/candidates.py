@@ -1,8 +1,12 @@
 """Candidate pruning: a cheap global score for every pair, S_trans only for the most promising ones.
 
-Each illustration gets one global descriptor: the generalized mean (GeM, p = 3) of its L2-normalized
-cells at the query scale, negative parts clipped, L2-normalized again. On the scale benchmark GeM kept
-every ground-truth pair inside the K = 10 candidates where average pooling kept 93% (docs/candidates.md).
+Each illustration gets one global descriptor that keeps the coarse layout of its picture: its frame
+is cut into ``GRID`` x ``GRID`` regions, and each region's query-scale cells are pooled by their
+generalized mean (GeM, p = 3; negative parts clipped), centred on the manuscript's mean for that
+region (what every illustration of a manuscript shares, such as the page and the script, says nothing
+about which one it is) and L2-normalized; the regions are concatenated and normalized again. On the
+816 x 405 scale benchmark this kept 99.7% of the ground-truth pairs inside the K = 10 candidates
+where one GeM over the whole picture kept 84% (docs/candidates.md).
 The global score of a pair is the
 cosine of the two descriptors, for all pairs at once in chunked matrix products. The candidates of a
 manuscript pair are the union, over both directions, of each row's ``k`` best columns and each
@@ -30,20 +34,41 @@ UNSCORED = -np.inf
 GEM_POWER = 3.0
 """p of the generalized mean that pools the cells into a global descriptor (1: average, large: max)."""
 
+GRID = 2
+"""Regions per side of the global descriptor: 2 x 2 (measured against 1, 3 and 4: docs/candidates.md)."""
 
-def global_descriptors(feats: MultiScaleFeatures, *, chunk: int = 256, power: float = GEM_POWER) -> torch.Tensor:
-    """``(n, C)`` float32 unit vectors: GeM over each illustration's query-scale cells, normalized."""
+
+def global_descriptors(
+    feats: MultiScaleFeatures, *, grid: int = GRID, power: float = GEM_POWER, chunk: int = 256
+) -> torch.Tensor:
+    """``(n, grid² C)`` float32 unit vectors: per region, GeM of the query-scale cells, centred, normalized.
+
+    Region (r, c) holds the cells whose centre lies in row r and column c of a ``grid`` x ``grid``
+    division of the illustration's own frame. Centring subtracts the manuscript's mean of each
+    region's normalized descriptor (not done for a single illustration, which it would zero).
+    """
+    check_positive_int("grid", grid)
     check_positive_int("chunk", chunk)
     q = feats.query_index
-    out = []
+    channels = feats.desc.shape[3]
+    regions = []
     for start in range(0, len(feats), chunk):
         desc = feats.desc[start : start + chunk, q].float().clamp(min=0)  # (c, L, C), zero where padded
-        cells = feats.mask[start : start + chunk, q].sum(dim=1, keepdim=True).clamp(min=1)
-        gem = (desc**power).sum(dim=1).div(cells).pow(1 / power)
-        out.append(torch.nn.functional.normalize(gem, dim=-1))
-    if not out:
-        return torch.zeros((0, feats.desc.shape[3]), device=feats.desc.device)
-    return torch.cat(out)
+        real = feats.mask[start : start + chunk, q].unsqueeze(-1).float()  # (c, L, 1)
+        cell = (feats.pos[start : start + chunk, q] * grid).long().clamp(max=grid - 1)  # (c, L, 2) as (x, y)
+        region = (cell[..., 1] * grid + cell[..., 0]).unsqueeze(-1)  # (c, L, 1)
+        sums = desc.new_zeros((len(desc), grid * grid, channels)).scatter_add_(
+            1, region.expand_as(desc), desc**power * real
+        )
+        counts = desc.new_zeros((len(desc), grid * grid, 1)).scatter_add_(1, region, real)
+        gem = sums.div(counts.clamp(min=1)).pow(1 / power)
+        regions.append(torch.nn.functional.normalize(gem, dim=-1))  # (c, grid², C)
+    if not regions:
+        return torch.zeros((0, grid * grid * channels), device=feats.desc.device)
+    pooled = torch.cat(regions)
+    if len(pooled) > 1:
+        pooled = torch.nn.functional.normalize(pooled - pooled.mean(dim=0, keepdim=True), dim=-1)
+    return torch.nn.functional.normalize(pooled.flatten(1), dim=-1)
 
 
 def global_scores(feats0: MultiScaleFeatures, feats1: MultiScaleFeatures, *, chunk: int = 4096) -> np.ndarray:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 from . import __version__, defaults
@@ -20,7 +21,10 @@ EXIT_USAGE = 2
 
 
 def _progress_bar():
-    """A ``stage(name, done, total)`` callback drawing one tqdm bar per stage on stderr."""
+    """A ``stage(name, done, total)`` callback: one tqdm bar per stage on a terminal; elsewhere (a log
+    file, a pipe) one line per finished stage with its duration."""
+    if not sys.stderr.isatty():
+        return _stage_lines()
     from tqdm import tqdm
 
     bars: dict[str, tqdm] = {}
@@ -29,11 +33,24 @@ def _progress_bar():
         if name not in bars:
             for bar in bars.values():
                 bar.close()
-            bars[name] = tqdm(
-                total=total, desc=name, unit="it", file=sys.stderr, leave=True, disable=None, mininterval=0.5
-            )
+            bars[name] = tqdm(total=total, desc=name, unit="it", file=sys.stderr, leave=True, mininterval=0.5)
         bar = bars[name]
         bar.update(done - bar.n)
+
+    return stage
+
+
+def _stage_lines():
+    # A stage starts when the work before it last reported (its first report comes after its first step).
+    started: dict[str, float] = {}
+    last = [time.perf_counter()]
+
+    def stage(name: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        started.setdefault(name, last[0])
+        last[0] = now
+        if done >= total:
+            print(f"{name}: {total} in {now - started[name]:.1f} s", file=sys.stderr, flush=True)
 
     return stage
 

@@ -32,6 +32,11 @@ RANSAC_ITERATIONS = 100
 RANSAC_TOLERANCE = 50**-0.5
 """tol = 1/sqrt(50) of the query's extent on each axis, in normalized coordinates (A.2, B.5)."""
 
+RANSAC_BATCH = 16
+"""Directional scores verified by RANSAC at once. Larger batches make temporaries of tens of MB that
+the allocator maps and unmaps each time (page faults: a fifth of the CPU time at 64); 16 was the
+fastest of 4 to 64 on the 816 x 405 scale benchmark (docs/benchmarks.md)."""
+
 KERNEL = "reference"
 """Final Gaussian of S_trans: "reference" exp(-e²/tol²) as the authors' code (which produced the
 paper's tables), or "paper" exp(-e²/(2 tol²)) as the paper writes it (B.13 item 1)."""

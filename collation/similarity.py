@@ -202,7 +202,7 @@ def directional_pairs(
     seed: int | None,
     kernel: str = defaults.KERNEL,
     iterations: int = defaults.RANSAC_ITERATIONS,
-    batch_size: int = 64,
+    batch_size: int = defaults.RANSAC_BATCH,
     progress: Progress | None = None,
     partial: bool = False,
 ) -> torch.Tensor:
@@ -307,7 +307,7 @@ def score_pairs(
             features: see ``score_features_matrix``).
         kernel: final Gaussian of S_trans, one of ``KERNELS``.
         iterations: RANSAC hypotheses per directional score.
-        batch_size: directional scores per RANSAC batch (default 64).
+        batch_size: directional scores per RANSAC batch (default ``defaults.RANSAC_BATCH``).
         partial: S_trans divided by the matched area's query cells (``collation.partial``).
 
     Returns:
@@ -328,7 +328,7 @@ def score_pairs(
     if feats0.desc.shape[3] != feats1.desc.shape[3] or feats0.desc.device != feats1.desc.device:
         raise InputError("the two feature sets differ in channels or device", field="features")
     pairs = as_index_pairs("pairs", pairs, (len(feats0), len(feats1)), feats0.desc.device)
-    batch_size = check_positive_int("batch_size", 64 if batch_size is None else batch_size)
+    batch_size = check_positive_int("batch_size", defaults.RANSAC_BATCH if batch_size is None else batch_size)
     ransac_seed = seed if similarity == "s_trans" else None
     total = 2 * len(pairs)
 

@@ -45,11 +45,28 @@ def test_a_row_without_scored_pairs_has_no_best_match():
 
 
 def test_global_descriptors_are_unit_vectors_of_the_real_cells():
-    desc = torch.zeros(2, 1, 4, 3)
+    desc = torch.zeros(1, 1, 4, 3)
     desc[0, 0, :2] = torch.tensor([1.0, 0.0, 0.0])
-    desc[1, 0, :4] = torch.tensor([0.0, 1.0, 0.0])
-    mask = torch.tensor([[[True, True, False, False]], [[True, True, True, True]]])
-    feats = MultiScaleFeatures(desc, torch.full((2, 1, 4, 2), 0.5), mask, (1,), 1, "efficientnet-lite0")
+    desc[0, 0, 2:] = torch.tensor([0.0, 5.0, 0.0])  # padded cells: never read
+    mask = torch.tensor([[[True, True, False, False]]])
+    feats = MultiScaleFeatures(desc, torch.full((1, 1, 4, 2), 0.5), mask, (1,), 1, "efficientnet-lite0")
+    g = global_descriptors(feats, grid=1)  # one illustration: nothing to centre on
+    assert torch.allclose(g, torch.tensor([[1.0, 0.0, 0.0]]))
+    assert global_descriptors(feats).shape == (1, 4 * 3)
+
+
+def test_global_descriptors_keep_the_layout_and_drop_what_a_manuscript_shares():
+    # 2 x 2 cells; channel 3 is the page every illustration shares, channels 0 and 1 the drawing.
+    left, right, page = torch.eye(4)[0], torch.eye(4)[1], torch.eye(4)[3]
+    pos = torch.tensor([[0.25, 0.25], [0.75, 0.25], [0.25, 0.75], [0.75, 0.75]]).expand(3, 1, 4, 2)
+    drawings = [(left, right), (right, left), (left, right)]  # the second mirrored, the third a copy
+    desc = torch.stack([torch.stack([a, b, a, b]) + page for a, b in drawings]).unsqueeze(1)
+    feats = MultiScaleFeatures(desc, pos.clone(), torch.ones(3, 1, 4, dtype=torch.bool), (2,), 2, "x")
     g = global_descriptors(feats)
-    assert torch.allclose(g, torch.eye(3)[:2])
-    assert np.allclose(global_scores(feats, feats), np.eye(2))
+    assert g.shape == (3, 16) and torch.allclose(g.norm(dim=1), torch.ones(3))
+    cos = g @ g.T
+    assert float(cos[0, 2]) == pytest.approx(1.0, abs=1e-6)
+    assert cos[0, 1] < 0  # same cells, other layout: centred, the two differ as much as they can
+    whole = global_descriptors(feats, grid=1) @ global_descriptors(feats, grid=1).T
+    assert float(whole[0, 1]) == pytest.approx(float(whole[0, 2]), abs=1e-6)  # one region cannot tell them apart
+    assert np.allclose(global_scores(feats, feats), cos.numpy(), atol=1e-6)
