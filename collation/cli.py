@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from . import __version__, defaults
+from .allocator import keep_freed_memory
 from .errors import CollationError, InputError
 from .settings import Settings
 
@@ -286,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    keep_freed_memory()  # for this whole process: every command here allocates large tensors over and over
     try:
         args.settings = Settings.from_env()  # the one place the command line reads COLLATION_*
         return args.handler(args)

@@ -17,7 +17,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "collation"
 
-BASE = {"settings", "errors", "defaults", "atomic", "__init__", "py"}
+BASE = {"settings", "errors", "defaults", "atomic", "allocator", "__init__", "py"}
 ENGINE = {
     "backbones",
     "candidates",
