@@ -15,6 +15,10 @@ manuscript pair from the cached features (``collation.candidates``) and stores t
 pair are then slices of its candidate list, so a pair's chunk count is only known once its candidates
 are stored. A pair whose candidates are missing plans the ``plan`` step (again) instead of chunks.
 
+With the ``transpositions`` option, the ``features m`` step of a manuscript that can be the second of
+a pair (m > 0) also stores its transposed features; it is planned until both sets are stored
+(``store.records.feature_keys``).
+
 A manuscript that cannot be prepared or described is left out (its step failure is an error of the
 manuscript); a pair chunk or the final step that fails for good fails the collation, and so do
 fewer than two usable manuscripts.
