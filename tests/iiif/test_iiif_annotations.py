@@ -14,7 +14,6 @@ from iiif_helpers import v2_canvas, v2_manifest, v2_service, v3_canvas, v3_image
 from collation.errors import InputError
 from collation.iiif import (
     IMCOL_CONTEXT,
-    TRANSPOSITION_LABELS,
     Region,
     UrlScheme,
     build_annotation_page,
@@ -24,6 +23,7 @@ from collation.iiif import (
     build_link_collection,
     parse_manifest,
 )
+from collation.iiif.annotations import TRANSPOSITION_LABELS
 
 BASE = "https://collation.example.org/api/v1/collations/7f3c"
 URLS = UrlScheme(base=BASE, viewer="{base}/view/{link}")
