@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from PIL import Image
 
 from collation.features import MultiScaleFeatures
 from collation.jobs.planning import Planned, next_steps
@@ -127,21 +126,6 @@ def test_a_pair_read_the_other_way_reports_the_inverse_transposition(tmp_path: P
 
 
 # -- a manuscript against its mirrored copy, through Redis and a worker ---------------------------
-
-
-@pytest.fixture(scope="module")
-def mirrored(site: Any, synthetic: Any) -> str:
-    """Manuscript A with every illustration mirrored in place on its folio (the same manifest otherwise)."""
-    doc = json.loads((site.root / "A" / "manifest.json").read_text())
-    for f, canvas in enumerate(doc["items"]):
-        x, y, w, h = (int(v) for v in canvas["annotations"][0]["items"][0]["target"].rsplit("=", 1)[1].split(","))
-        with Image.open(site.root / "A" / f"f{f}.jpg") as folio:
-            folio = folio.convert("RGB")
-        folio.paste(folio.crop((x, y, x + w, y + h)).transpose(Image.Transpose.FLIP_LEFT_RIGHT), (x, y))
-        (site.root / "AM").mkdir(exist_ok=True)
-        folio.save(site.root / "AM" / f"f{f}.jpg", quality=92)
-    text = json.dumps(doc).replace(f"{site.url}/A/", f"{site.url}/AM/").replace("Manuscript A", "Manuscript A mirrored")
-    return site.write_json("AM/manifest.json", json.loads(text))
 
 
 def run(api: Any, run_jobs: Any, manifests: list[str], options: dict[str, Any]) -> str:
