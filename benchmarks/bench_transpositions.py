@@ -14,6 +14,10 @@ copies; the options "none", "mirror" and "all" are maxima over the first 1, 2 an
 which equals ``score_matrix_transposed`` exactly (RANSAC draws are keyed by the transposed index). The
 partial-copy variant is a second pass. Speed is timed separately per option on a sub-matrix.
 
+Candidate pruning with transpositions: the recall of the ground-truth pairs inside the candidate set
+of K (``candidate_pairs``) built from the global scores as drawn only ("none") and from the best over
+the transpositions of each option (``transposed_global_scores``); ``--recall-only`` skips S_trans.
+
     OMP_NUM_THREADS=1 PYTHONPATH=. .venv/bin/python benchmarks/bench_transpositions.py
 """
 
@@ -33,6 +37,7 @@ from PIL import Image, ImageEnhance, ImageFilter
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from collation.backbones import load_backbone
+from collation.candidates import candidate_pairs, recall
 from collation.correspondences import collate
 from collation.evaluation import accuracy
 from collation.features import extract_features
@@ -42,9 +47,11 @@ from collation.transpositions import (
     TRANSPOSITIONS,
     extract_transposed_features,
     score_matrix_transposed,
+    transposed_global_scores,
 )
 
 KINDS = ("plain", "mirror", "rot30", "rot90", "partial", "real")
+RECALL_K = (1, 2, 5)
 OPTIONS = tuple(TRANSPOSITION_SETS)
 PAPER = (232, 220, 190)
 
@@ -132,6 +139,7 @@ def main() -> int:
         "--threads", type=int, default=1, help="torch threads (1: OpenMP threads spin badly on a loaded machine)"
     )
     parser.add_argument("--time-rows", type=int, default=6, help="rows of the timed sub-matrix")
+    parser.add_argument("--recall-only", action="store_true", help="only the candidates' recall (no S_trans)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     data = Path(args.data)
@@ -145,6 +153,7 @@ def main() -> int:
     model = load_backbone(args.backbone, device="cpu")
     t_all = len(TRANSPOSITIONS)
     results: dict[tuple[str, str, bool], list[tuple[float, float]]] = {}
+    recalls: dict[tuple[str, str, int], list[float]] = {}
     timing_case = None
     started = time.perf_counter()
     for source in args.sources.split(","):
@@ -155,7 +164,12 @@ def main() -> int:
                 crops[source], other, args.n, kind, seed=zlib.crc32(f"{source}-{kind}".encode()), base=args.base
             )
             transposed = extract_transposed_features(columns, model, "all")
-            for partial in (False, True):
+            for option in OPTIONS:  # the first T transpositions of "all" are the option's (index t * n + j)
+                t = len(TRANSPOSITION_SETS[option])
+                best = transposed_global_scores(feats0, transposed.select(range(t * len(columns))), t)
+                for k in RECALL_K:
+                    recalls.setdefault((kind, option, k), []).append(recall(candidate_pairs(best, k), gt))
+            for partial in () if args.recall_only else (False, True):
                 s, _ = score_matrix_transposed(feats0, transposed, 1, partial=partial)  # (n0, T * n1)
                 s = s.reshape(len(feats0), t_all, len(columns))
                 for option in OPTIONS:
@@ -164,6 +178,21 @@ def main() -> int:
             if timing_case is None:
                 timing_case = (feats0, columns)
             print(f"{source} {kind}: done at {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+
+    kinds = args.kinds.split(",")
+    print(f"\nRecall of the ground truth in the candidates (K per row and column), {len(columns)} columns")
+    print("| Kind | " + " | ".join(f"{o}, K = {k}" for o in OPTIONS for k in RECALL_K) + " |")
+    print("|" + "---|" * (1 + len(OPTIONS) * len(RECALL_K)))
+    for kind in [*kinds, "mean"]:
+        cells = []
+        for option in OPTIONS:
+            for k in RECALL_K:
+                chosen = kinds if kind == "mean" else [kind]
+                values = [v for c in chosen for v in recalls[(c, option, k)]]
+                cells.append(f"{100 * np.mean(values):.0f}")
+        print(f"| {kind} | " + " | ".join(cells) + " |")
+    if args.recall_only:
+        return 0
 
     print(
         f"\nTop-1 accuracy (both directions), {args.backbone}, n = {args.n} originals per source, "

@@ -27,7 +27,7 @@ from .ransac import KERNELS
 from .similarity import SIMILARITIES, check_partial, score_features_matrix
 from .transpositions import (
     extract_transposed_features,
-    score_matrix_transposed,
+    pruned_score_matrix_transposed,
     transposition_names,
     winner_names,
 )
@@ -51,7 +51,7 @@ class CollationResult:
     pairs: dict[tuple[int, int], PairResult] = field(default_factory=dict)
     transposed: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
     """T of each pair with transpositions: ``(n_a, n_b)`` int8 index into ``options["transposition_names"]``
-    of the transposition of b's illustration that gave S (docs/transpositions.md)."""
+    of the transposition of b's illustration that gave S, 0 where the pair is unscored (docs/transpositions.md)."""
 
 
 def check_options(
@@ -105,8 +105,7 @@ def check_options(
     if len(names) > 1:
         if similarity == "s_features":
             raise InputError("transpositions need similarity s_trans or s_matching", field="transpositions")
-        # The transposed scorer has no candidate set yet: every pair is scored (docs/transpositions.md).
-        options.update(transpositions=transpositions, transposition_names=list(names), candidates=None)
+        options.update(transpositions=transpositions, transposition_names=list(names))
     return options
 
 
@@ -141,6 +140,8 @@ def run_collation(
         candidates: S_trans (or S_matching) only for each illustration's ``candidates`` best pairs by
             global score, in both directions; None scores every pair (``collation.candidates``,
             docs/candidates.md). Unscored pairs hold -inf in S, N_S and P_S. Ignored by s_features.
+            With transpositions, a pair's global score is its best over the transpositions and every
+            candidate is scored under each of them (docs/transpositions.md).
     """
     if len(manuscripts) < 2:
         raise InputError("a collation needs two or more manuscripts", field="manuscripts")
@@ -194,10 +195,11 @@ def run_collation(
             if similarity == "s_features":
                 scores[(a, b)] = score_features_matrix(features[a], features[b])
             elif turned:
-                scores[(a, b)], transposed[(a, b)] = score_matrix_transposed(
+                scores[(a, b)], transposed[(a, b)], _ = pruned_score_matrix_transposed(
                     features[a],
                     turned[b],
                     n_turned,
+                    options["candidates"],
                     similarity=similarity,
                     seed=seed,
                     kernel=kernel,

@@ -11,7 +11,9 @@ so as drawn wins a tie).
 Transposed features are stored transposition-major: index ``t * n + j`` of a transposed set is
 illustration j of the n transposed by ``names[t]``; ``names[0]`` is always "identity", whose features
 are the plain ones. RANSAC draws are keyed by (i, t * n + j), so with "none" (or t = 0) the scores are
-exactly those of ``score_pairs`` on the plain features. See docs/transpositions.md.
+exactly those of ``score_pairs`` on the plain features. With candidate pruning, the global score of a
+pair is the best over the transpositions of its second illustration (``transposed_global_scores``),
+and the candidate pairs are scored under every transposition. See docs/transpositions.md.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import torch
 from PIL import Image
 
 from .backbones import Backbone
+from .candidates import UNSCORED, candidate_pairs, global_scores
 from .checks import as_index_pairs, check_option, check_positive_int
 from .errors import InputError
 from .features import MultiScaleFeatures, Progress, extract_features
@@ -38,6 +41,17 @@ TRANSPOSITION_SETS = {
     "all": TRANSPOSITIONS,
 }
 """The values of the ``transpositions`` option and the transpositions each one scores."""
+
+INVERSES = {
+    "identity": "identity",
+    "mirror": "mirror",
+    "rot90": "rot270",
+    "rot180": "rot180",
+    "rot270": "rot90",
+    "flip": "flip",
+}
+"""The transposition that undoes each one: what T says when the pair is read the other way round
+(illustration i of a, transposed by ``INVERSES[name]``, matches illustration j of b)."""
 
 _PIL_METHODS = {
     "mirror": Image.Transpose.FLIP_LEFT_RIGHT,
@@ -95,6 +109,20 @@ def extract_transposed_features(
     return MultiScaleFeatures.concat([plain, extract_features(turned, backbone, progress=progress, **extract_options)])
 
 
+def _transposition_count(transposed1: MultiScaleFeatures, n_transpositions: int) -> tuple[int, int]:
+    """(T, n1) of a transposition-major set of ``T * n1`` illustrations.
+
+    Raises:
+        InputError: ``n_transpositions`` is not a positive integer or does not divide the set.
+    """
+    t = check_positive_int("n_transpositions", n_transpositions)
+    if len(transposed1) % t:
+        raise InputError(
+            f"{len(transposed1)} transposed illustrations are not {t} transpositions of a set", field="n_transpositions"
+        )
+    return t, len(transposed1) // t
+
+
 def score_pairs_transposed(
     feats0: MultiScaleFeatures,
     transposed1: MultiScaleFeatures,
@@ -114,12 +142,7 @@ def score_pairs_transposed(
     Returns:
         scores ``(P,)`` float64 in [0, 2] and winner ``(P,)`` int8, an index into the option's names.
     """
-    t = check_positive_int("n_transpositions", n_transpositions)
-    if len(transposed1) % t:
-        raise InputError(
-            f"{len(transposed1)} transposed illustrations are not {t} transpositions of a set", field="n_transpositions"
-        )
-    n1 = len(transposed1) // t
+    t, n1 = _transposition_count(transposed1, n_transpositions)
     pairs = as_index_pairs("pairs", pairs, (len(feats0), n1))
     offsets = (torch.arange(t) * n1).repeat_interleave(len(pairs))
     expanded = pairs.cpu().repeat(t, 1)
@@ -143,6 +166,51 @@ def score_matrix_transposed(
     n0, n1 = len(feats0), len(transposed1) // t
     scores, winner = score_pairs_transposed(feats0, transposed1, all_pairs(n0, n1), t, **score_options)
     return scores.numpy().reshape(n0, n1), winner.numpy().reshape(n0, n1)
+
+
+def transposed_global_scores(
+    feats0: MultiScaleFeatures, transposed1: MultiScaleFeatures, n_transpositions: int
+) -> np.ndarray:
+    """``(n0, n1)`` float32 global scores (``candidates.global_scores``) of every pair, each the best
+    over the transpositions of the second illustration: a mirrored copy's descriptor is compared
+    with the original's as drawn, not as mirrored. With one transposition, ``global_scores`` itself.
+    """
+    t, n1 = _transposition_count(transposed1, n_transpositions)
+    return global_scores(feats0, transposed1).reshape(len(feats0), t, n1).max(axis=1)
+
+
+def pruned_score_matrix_transposed(
+    feats0: MultiScaleFeatures,
+    transposed1: MultiScaleFeatures,
+    n_transpositions: int,
+    k: int | None,
+    *,
+    progress: Progress | None = None,
+    **score_options,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """S and T of a manuscript pair on its candidate set, every candidate under every transposition.
+
+    Args:
+        k: candidates per illustration and direction by ``transposed_global_scores``
+            (``candidates.candidate_pairs``), or None for every pair.
+        score_options: as ``score_pairs_transposed``.
+
+    Returns:
+        S ``(n0, n1)`` float64 (``UNSCORED`` outside the candidates), T ``(n0, n1)`` int8 (0 outside
+        the candidates) and the candidates ``(P, 2)`` int64, row-major.
+    """
+    t, n1 = _transposition_count(transposed1, n_transpositions)
+    n0 = len(feats0)
+    if k is None:
+        pairs = all_pairs(n0, n1).numpy()
+    else:
+        pairs = candidate_pairs(transposed_global_scores(feats0, transposed1, t), k)
+    scores, winners = np.full((n0, n1), UNSCORED), np.zeros((n0, n1), dtype=np.int8)
+    if len(pairs):
+        s, w = score_pairs_transposed(feats0, transposed1, pairs, t, progress=progress, **score_options)
+        scores[pairs[:, 0], pairs[:, 1]] = s.numpy()
+        winners[pairs[:, 0], pairs[:, 1]] = w.numpy()
+    return scores, winners, pairs
 
 
 def winner_names(winner: np.ndarray, transpositions: str) -> np.ndarray:

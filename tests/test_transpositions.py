@@ -11,6 +11,7 @@ from engine_grid import device_dtype_grid
 from PIL import Image
 from synthetic import drawing, restyled_copy
 
+from collation.candidates import UNSCORED, candidate_pairs, global_scores, recall
 from collation.cli import main
 from collation.errors import InputError, OptionError
 from collation.features import extract_features
@@ -18,12 +19,15 @@ from collation.partial import matched_cells, partial_normalizer
 from collation.pipeline import Manuscript, check_options, run_collation
 from collation.similarity import score_matrix, score_pairs
 from collation.transpositions import (
+    INVERSES,
     TRANSPOSITION_SETS,
     TRANSPOSITIONS,
     extract_transposed_features,
+    pruned_score_matrix_transposed,
     score_matrix_transposed,
     score_pairs_transposed,
     transpose_image,
+    transposed_global_scores,
     transposition_names,
     winner_names,
 )
@@ -68,6 +72,14 @@ def test_transposed_images_are_exact_and_invertible():
     for name, inverse in (("mirror", "mirror"), ("rot90", "rot270"), ("rot180", "rot180"), ("flip", "flip")):
         back = transpose_image(transpose_image(image, name), inverse)
         assert np.array_equal(np.asarray(back), np.asarray(image))
+
+
+def test_inverses_undo_every_transposition():
+    image = drawing(1, (64, 48))
+    assert set(INVERSES) == set(TRANSPOSITIONS)
+    for name in TRANSPOSITIONS:
+        back = transpose_image(transpose_image(image, name), INVERSES[name])
+        assert np.array_equal(np.asarray(back), np.asarray(image)), name
 
 
 def test_transposed_features_are_transposition_major(originals, transposed, backbone):
@@ -134,6 +146,42 @@ def test_pairs_and_matrix_agree_and_check_their_inputs(originals, transposed):
         score_pairs_transposed(originals, transposed, [[0, N]], len(TRANSPOSITIONS))  # j beyond n1
 
 
+def test_global_scores_take_the_best_transposition(originals, transposed):
+    t = len(TRANSPOSITIONS)
+    every = global_scores(originals, transposed).reshape(N, t, N)
+    best = transposed_global_scores(originals, transposed, t)
+    assert best.shape == (N, N) and np.array_equal(best, every.max(axis=1))
+    # With one transposition they are the plain global scores.
+    plain = transposed.select(range(N))
+    assert np.array_equal(transposed_global_scores(originals, plain, 1), global_scores(originals, plain))
+    with pytest.raises(InputError):
+        transposed_global_scores(originals, transposed, 5)
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_pruned_transposed_scores_equal_the_full_ones_on_the_candidates(originals, transposed, k):
+    t = len(TRANSPOSITIONS)
+    full_s, full_t = score_matrix_transposed(originals, transposed, t, seed=2)
+    s, winners, pairs = pruned_score_matrix_transposed(originals, transposed, t, k, seed=2)
+    assert np.array_equal(pairs, candidate_pairs(transposed_global_scores(originals, transposed, t), k))
+    # On these drawings (global scores 0.97-0.99) K = 1 misses the mirrored copy; K = 2 holds every true pair.
+    assert recall(pairs, np.stack([np.arange(N)] * 2, axis=1)) == 1.0
+    scored = np.zeros((N, N), dtype=bool)
+    scored[pairs[:, 0], pairs[:, 1]] = True
+    assert (s[scored] == full_s[scored]).all() and (winners[scored] == full_t[scored]).all()
+    assert (s[~scored] == UNSCORED).all() and not winners[~scored].any()
+    if k == 2:
+        assert (~scored).any()  # pruning left pairs out
+    # Pruned, the decisions are those of every pair: each copy's original, under its transposition.
+    assert (s.argmax(axis=1) == full_s.argmax(axis=1)).all() and (s.argmax(axis=0) == full_s.argmax(axis=0)).all()
+    assert (s.argmax(axis=1) == np.arange(N)).all()
+    names = winner_names(winners, "all")
+    assert names[MIRRORED, MIRRORED] == "mirror" and names[TURNED, TURNED] == "rot270"
+    # k = None scores every pair: exactly score_matrix_transposed.
+    s_all, t_all, every = pruned_score_matrix_transposed(originals, transposed, t, None, seed=2)
+    assert np.array_equal(s_all, full_s) and np.array_equal(t_all, full_t) and len(every) == N * N
+
+
 def _half_scene_case(backbone):
     """A restyled copy of the right half of a scene, and a full-size distractor sharing 60% of it."""
     scene, other = drawing(3, (384, 256)), drawing(11, (384, 256))
@@ -197,6 +245,9 @@ def test_collation_options_are_validated_and_recorded():
     options = check_options(**base, transpositions="mirror", partial=True)
     assert options["transpositions"] == "mirror" and options["transposition_names"] == ["identity", "mirror"]
     assert options["partial"] is True
+    # Candidate pruning stays on with transpositions (docs/transpositions.md), and off when asked.
+    assert check_options(**base, transpositions="all", candidates=3)["candidates"] == 3
+    assert check_options(**base, transpositions="mirror", candidates=None)["candidates"] is None
     with pytest.raises(OptionError):
         check_options(**base, transpositions="both")
     with pytest.raises(InputError):

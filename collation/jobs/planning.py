@@ -15,6 +15,10 @@ manuscript pair from the cached features (``collation.candidates``) and stores t
 pair are then slices of its candidate list, so a pair's chunk count is only known once its candidates
 are stored. A pair whose candidates are missing plans the ``plan`` step (again) instead of chunks.
 
+With the ``transpositions`` option, the ``features m`` step of a manuscript that can be the second of
+a pair (m > 0) also stores its transposed features; it is planned until both sets are stored
+(``store.records.feature_keys``).
+
 A manuscript that cannot be prepared or described is left out (its step failure is an error of the
 manuscript); a pair chunk or the final step that fails for good fails the collation, and so do
 fewer than two usable manuscripts.
@@ -27,7 +31,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from ..store.records import CollationStatus, chunk_count, is_terminal, pair_key, usable
+from ..store.records import CollationStatus, chunk_count, feature_keys, is_terminal, pair_key, usable
 from ..store.steps import Step
 
 FAILED = CollationStatus.FAILED.value
@@ -104,7 +108,7 @@ def next_steps(
     """
     if is_terminal(record["status"]):
         return Plan(record["status"])
-    preparing = _manuscript_steps(docs, failures, have_features)
+    preparing = _manuscript_steps(record["options"], docs, failures, have_features)
     if preparing:
         return Plan("preparing", (*preparing, Planned(Step.plan(), tuple(p.step for p in preparing))))
 
@@ -140,17 +144,25 @@ def next_steps(
 
 
 def _manuscript_steps(
-    docs: Sequence[dict | None], failures: Mapping[Step, str], have_features: HaveFeatures
+    options: dict[str, Any], docs: Sequence[dict | None], failures: Mapping[Step, str], have_features: HaveFeatures
 ) -> list[Planned]:
-    """Prepare and describe the manuscripts that are not ready, unless their step failed for good."""
+    """Prepare and describe the manuscripts that are not ready, unless their step failed for good.
+
+    A manuscript is described once all its feature sets are stored (``feature_keys``: with
+    transpositions, the transposed ones too)."""
     steps: list[Planned] = []
     for m, doc in enumerate(docs):
         prepare, features = Step.prepare(m), Step.features(m)
         if doc is None and prepare not in failures:
             steps += [Planned(prepare), Planned(features, (prepare,))]
-        elif doc and doc.get("regions") and not have_features(doc["features_key"]) and features not in failures:
+        elif doc and doc.get("regions") and features not in failures and not _described(options, m, doc, have_features):
             steps.append(Planned(features))
     return steps
+
+
+def _described(options: dict[str, Any], m: int, doc: dict, have_features: HaveFeatures) -> bool:
+    """Whether every feature set of manuscript ``m`` is stored (``feature_keys``)."""
+    return all(have_features(key) for key in feature_keys(options, m, doc["features_key"]))
 
 
 def scoring_progress(

@@ -3,7 +3,9 @@
 Results of a manuscript pair (a < b) are one .npz: ``S``, ``N_S``, ``P_S`` (n_a, n_b), the
 automatic seeds of the propagation (``auto_seeds``), the seeds used (``seeds``: automatic plus
 the pairs of a match verdict, minus those of a "no match" verdict), and the ``two_cycles`` /
-``three_cycles`` as (k, 2) region positions.
+``three_cycles`` as (k, 2) region positions. With transpositions, also ``T``: the (n_a, n_b) int8
+index, into the option's transposition names, of the transposition of b's region that gave S
+(docs/transpositions.md); plain collations store exactly the arrays they always did.
 """
 
 from __future__ import annotations
@@ -15,8 +17,15 @@ import numpy as np
 from ..store.datastore import DataStore
 
 
-def compute_results(scores: dict[tuple[int, int], np.ndarray], options: dict[str, Any]) -> dict:
+def compute_results(
+    scores: dict[tuple[int, int], np.ndarray],
+    options: dict[str, Any],
+    winners: dict[tuple[int, int], np.ndarray] | None = None,
+) -> dict:
     """Normalizes, finds cycles and propagates over every pair (``collation.correspondences.collate``).
+
+    Args:
+        winners: T of each pair scored with transpositions, stored beside S as ``T``.
 
     Returns:
         ``{(a, b): arrays}`` ready for ``DataStore.save_results``.
@@ -24,7 +33,7 @@ def compute_results(scores: dict[tuple[int, int], np.ndarray], options: dict[str
     from ..correspondences import collate
 
     results = collate(scores, normalization=options["normalization"], propagation=options["propagation"])
-    return {
+    out = {
         pair: {
             "S": r.S,
             "N_S": r.N_S,
@@ -36,6 +45,9 @@ def compute_results(scores: dict[tuple[int, int], np.ndarray], options: dict[str
         }
         for pair, r in results.items()
     }
+    for pair, t in (winners or {}).items():
+        out[pair]["T"] = np.asarray(t, dtype=np.int8)
+    return out
 
 
 def apply_assessments(store: DataStore, cid: str) -> list[tuple[int, int]]:

@@ -18,7 +18,15 @@ import numpy as np
 from ..errors import CollationError
 from ..runtime import Runtime
 from ..store.datastore import CollationNotFound, DataStore
-from ..store.records import CollationStatus, chunk_count, is_terminal, pair_key
+from ..store.records import (
+    CollationStatus,
+    chunk_count,
+    feature_keys,
+    is_terminal,
+    pair_key,
+    second_features_key,
+    transposition_option,
+)
 from ..store.transitions import AlreadyEnded, finish, set_progress
 from .planning import usable_manuscripts
 from .scheduling import Scheduler, update_scoring_progress
@@ -89,26 +97,31 @@ def store_candidates(runtime: Runtime, record: dict) -> int:
     """Stores the candidate pairs of every manuscript pair that needs them; returns how many it computed.
 
     ``candidate_pairs(global_scores(feats0, feats1), k)``: one product over pooled descriptors of the
-    cached features, well under a second per pair (docs/candidates.md). Nothing to do without pruning,
-    or for a pair whose scores or candidates are stored already.
+    cached features, well under a second per pair (docs/candidates.md); with transpositions, each
+    pair's global score is its best over the transpositions of the second manuscript
+    (``transposed_global_scores``, docs/transpositions.md). Nothing to do without pruning, or for a
+    pair whose scores or candidates are stored already.
     """
-    from ..candidates import candidate_pairs, global_scores
+    from ..candidates import candidate_pairs
+    from ..transpositions import transposed_global_scores, transposition_names
 
-    k = record["options"].get("candidates")
+    options = record["options"]
+    k = options.get("candidates")
     if k is None:
         return 0
+    n_transpositions = len(transposition_names(transposition_option(options)))
     store, cid = runtime.store, record["id"]
     docs = [store.load_manuscript(cid, m) for m in range(len(record["request"]["manifests"]))]
     computed = 0
     for a, b in combinations(usable_manuscripts(docs, store.load_failures(cid)), 2):
-        key0, key1 = docs[a]["features_key"], docs[b]["features_key"]
-        key = pair_key(record["options"], key0, key1)
+        key0, key1 = docs[a]["features_key"], second_features_key(options, docs[b]["features_key"])
+        key = pair_key(options, key0, docs[b]["features_key"])
         if store.has_scores(key) or store.pair_count(key) is not None:
             continue
         if not (store.has_features(key0) and store.has_features(key1)):
             continue  # planned again once they are there
-        feats0, feats1 = runtime.features(key0), runtime.features(key1)
-        store.save_pairs(key, candidate_pairs(global_scores(feats0, feats1), int(k)))
+        scores = transposed_global_scores(runtime.features(key0), runtime.features(key1), n_transpositions)
+        store.save_pairs(key, candidate_pairs(scores, int(k)))
         computed += 1
     return computed
 
@@ -126,17 +139,20 @@ def finalize(runtime: Runtime, cid: str, job: Job | None = None) -> str:
     docs = [store.load_manuscript(cid, m) for m in range(len(record["request"]["manifests"]))]
     ready = usable_manuscripts(docs, store.load_failures(cid))
     scores: dict[tuple[int, int], np.ndarray] = {}
+    winners: dict[tuple[int, int], np.ndarray] = {}
     for i, a in enumerate(ready):
         for b in ready[i + 1 :]:
-            matrix = assemble_scores(store, record, docs[a], docs[b])
-            if matrix is not None:
-                scores[(a, b)] = matrix
+            assembled = assemble_scores(store, record, docs[a], docs[b])
+            if assembled is not None:
+                scores[(a, b)] = assembled[0]
+                if assembled[1] is not None:
+                    winners[(a, b)] = assembled[1]
     if len(scores) < len(ready) * (len(ready) - 1) // 2:
         Scheduler(runtime).replan_after(cid, job)
         return "waiting for missing chunks"
 
     set_progress(store, cid, "finalizing", 0, 1)
-    for (a, b), arrays in compute_results(scores, record["options"]).items():
+    for (a, b), arrays in compute_results(scores, record["options"], winners).items():
         live_record(store, cid)
         store.save_results(cid, a, b, **arrays)
     apply_assessments(store, cid)
@@ -165,40 +181,63 @@ def notify(runtime: Runtime, record: dict) -> None:
 
 
 def extract_features(runtime: Runtime, cid: str, m: int) -> str:
-    """Describes the regions of manuscript ``m`` with the backbone, unless these features are cached."""
+    """Describes the regions of manuscript ``m`` with the backbone, unless these features are cached.
+
+    With transpositions, a manuscript that can be the second of a pair (m > 0) is also described
+    under every transposition of the option, in one batched call that reuses its plain features
+    (``extract_transposed_features``), stored under ``transposed_features_key``.
+    """
     from ..features import extract_features as extract
+    from ..transpositions import extract_transposed_features
 
     store = runtime.store
     record = live_record(store, cid)
     doc = store.load_manuscript(cid, m)
     if not doc or not doc["regions"]:
         return "nothing to describe"
-    if store.has_features(doc["features_key"]):
+    options, key = record["options"], doc["features_key"]
+    keys = feature_keys(options, m, key)
+    if all(store.has_features(k) for k in keys):
         return "cached"
     n = len(record["request"]["manifests"])
-    set_progress(store, cid, "features", _count_features(store, cid, n), n)
+    set_progress(store, cid, "features", _count_features(store, options, cid, n), n)
     images = [store.load_image(region["digest"]) for region in doc["regions"]]
-    feats = extract(images, runtime.backbone(record["options"]["backbone"]))
-    live_record(store, cid)
-    store.save_features(doc["features_key"], feats)
-    set_progress(store, cid, "features", _count_features(store, cid, n), n)
-    return f"{len(images)} regions described"
+    backbone = runtime.backbone(options["backbone"])
+    if store.has_features(key):
+        feats = runtime.features(key)
+    else:
+        feats = extract(images, backbone)
+        live_record(store, cid)
+        store.save_features(key, feats)
+    for turned_key in keys[1:]:
+        turned = extract_transposed_features(images, backbone, transposition_option(options), plain=feats)
+        live_record(store, cid)
+        store.save_features(turned_key, turned)
+    set_progress(store, cid, "features", _count_features(store, options, cid, n), n)
+    return f"{len(images)} regions described" + (" and transposed" if len(keys) > 1 else "")
 
 
-def _count_features(store: DataStore, cid: str, n: int) -> int:
+def _count_features(store: DataStore, options: dict, cid: str, n: int) -> int:
     docs = [store.load_manuscript(cid, m) for m in range(n)]
-    return sum(bool(d and d["regions"] and store.has_features(d["features_key"])) for d in docs)
+    return sum(
+        bool(d and d["regions"] and all(store.has_features(k) for k in feature_keys(options, m, d["features_key"])))
+        for m, d in enumerate(docs)
+    )
 
 
 def score_chunk(runtime: Runtime, cid: str, a: int, b: int, k: int) -> str:
     """Scores chunk ``k`` of the pairs (i, j) of manuscripts ``a`` and ``b`` (row-major order): all
     pairs, or the stored candidate pairs with the ``candidates`` option.
 
+    Each pair is scored under every transposition of the ``transpositions`` option (only as drawn
+    with "none", which gives exactly ``score_pairs``'s scores) and the best is kept; with
+    transpositions, the chunk's winners are stored before its scores. ``partial`` passes through.
+
     Pair scores do not depend on chunking (``score_pairs`` draws RANSAC samples from a hash of the
     pair), so any worker can score any chunk, and a retried chunk gives the same numbers.
     """
-    from .. import similarity
     from ..atomic import write_npy
+    from ..transpositions import score_pairs_transposed, transposition_names
 
     store = runtime.store
     record = live_record(store, cid)
@@ -207,27 +246,34 @@ def score_chunk(runtime: Runtime, cid: str, a: int, b: int, k: int) -> str:
     key = pair_key(options, doc0["features_key"], doc1["features_key"])
     if store.has_chunk(key, chunk_pairs, k) or store.has_scores(key):
         return "cached"
-    feats0, feats1 = runtime.features(doc0["features_key"]), runtime.features(doc1["features_key"])
-    pairs = _scored_pairs(store, options, key, len(feats0), len(feats1))
+    n_transpositions = len(transposition_names(transposition_option(options)))
+    feats0 = runtime.features(doc0["features_key"])
+    feats1 = runtime.features(second_features_key(options, doc1["features_key"]))
+    pairs = _scored_pairs(store, options, key, len(doc0["regions"]), len(doc1["regions"]))
     if pairs is None:
         raise CollationError(f"the candidate pairs of manuscripts {a} and {b} are missing")
     pairs = pairs[k * chunk_pairs : (k + 1) * chunk_pairs]
     step = max(16, chunk_pairs // 8)  # check for cancellation a few times per chunk
-    out = []
+    scores, winners = [], []
     for start in range(0, len(pairs), step):
         live_record(store, cid)
-        scores = similarity.score_pairs(
+        best, winner = score_pairs_transposed(
             feats0,
             feats1,
             pairs[start : start + step],
+            n_transpositions,
             similarity=options["similarity"],
             seed=options["seed"],
             kernel=options["kernel"],
+            partial=bool(options.get("partial", False)),
         )
-        out.append(np.asarray(scores, dtype=np.float64))
-    write_npy(store.chunk_path(key, chunk_pairs, k), np.concatenate(out))
+        scores.append(np.asarray(best, dtype=np.float64))
+        winners.append(np.asarray(winner, dtype=np.int8))
+    if n_transpositions > 1:  # first: a chunk whose scores are there has its winners
+        write_npy(store.winners_chunk_path(key, chunk_pairs, k), np.concatenate(winners))
+    write_npy(store.chunk_path(key, chunk_pairs, k), np.concatenate(scores))
     update_scoring_progress(store, cid)
-    return f"{len(pairs)} pairs scored"
+    return f"{len(pairs)} pairs scored" + (f" under {n_transpositions} transpositions" if n_transpositions > 1 else "")
 
 
 def _scored_pairs(store: DataStore, options: dict, key: str, n0: int, n1: int) -> np.ndarray | None:
@@ -239,36 +285,46 @@ def _scored_pairs(store: DataStore, options: dict, key: str, n0: int, n1: int) -
     return store.load_pairs(key)
 
 
-def assemble_scores(store: DataStore, record: dict, doc0: dict, doc1: dict) -> np.ndarray | None:
-    """The (n0, n1) score matrix of a pair from the store, joining its chunks when all are there.
+def assemble_scores(
+    store: DataStore, record: dict, doc0: dict, doc1: dict
+) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """The (n0, n1) score matrix of a pair from the store, joining its chunks when all are there, and
+    with transpositions its (n0, n1) int8 winners T (None without); None while a chunk is missing.
 
-    With the ``candidates`` option, pairs outside the candidate set hold ``UNSCORED`` (-inf).
+    With the ``candidates`` option, pairs outside the candidate set hold ``UNSCORED`` (-inf) and T 0.
     """
     from ..atomic import write_npy
     from ..candidates import UNSCORED
 
     options = record["options"]
+    transposed = second_features_key(options, doc1["features_key"]) != doc1["features_key"]
     key = pair_key(options, doc0["features_key"], doc1["features_key"])
     matrix = store.load_scores(key)
     if matrix is not None:
-        return matrix
+        winners = store.load_winners(key) if transposed else None
+        if transposed and winners is None:  # never: they are written before the matrix
+            raise CollationError(f"the transpositions of a stored score matrix are missing ({key})")
+        return matrix, winners
     n0, n1 = len(doc0["regions"]), len(doc1["regions"])
     pairs = _scored_pairs(store, options, key, n0, n1)
     if pairs is None:
         return None
     chunk_pairs = int(record["chunk_pairs"])
-    parts = []
+    parts, winner_parts = [], []
     for k in range(chunk_count(len(pairs), chunk_pairs)):
         try:
             parts.append(np.load(store.chunk_path(key, chunk_pairs, k), allow_pickle=False))
+            if transposed:
+                winner_parts.append(np.load(store.winners_chunk_path(key, chunk_pairs, k), allow_pickle=False))
         except FileNotFoundError:
             return None
-    values = np.concatenate(parts)
-    if options.get("candidates") is None:
-        matrix = values.reshape(n0, n1)
-    else:
-        matrix = np.full((n0, n1), UNSCORED, dtype=np.float64)
-        matrix[pairs[:, 0], pairs[:, 1]] = values
+    matrix = np.full((n0, n1), UNSCORED, dtype=np.float64)
+    matrix[pairs[:, 0], pairs[:, 1]] = np.concatenate(parts)  # row-major pairs: every cell without pruning
+    winners = None
+    if transposed:
+        winners = np.zeros((n0, n1), dtype=np.int8)
+        winners[pairs[:, 0], pairs[:, 1]] = np.concatenate(winner_parts)
+        write_npy(store.winners_path(key), winners)  # before the matrix, whose presence means both
     write_npy(store.scores_path(key), matrix)
     store.drop_chunks(key, chunk_pairs)
-    return matrix
+    return matrix, winners

@@ -107,7 +107,8 @@ def correspondences(
 ) -> dict[str, Any]:
     """``GET /collations/{id}/correspondences``: for each region of ``pair[0]``, its best ``top``
     candidates in ``pair[1]`` by the chosen score, those below ``min_score`` left out (a region
-    may then have no candidate; ranks stay those of the full list)."""
+    may then have no candidate; ranks stay those of the full list). With transpositions, the
+    document names them (``transposition_names``) and each candidate says which one gave its S."""
     record = finished_record(store, cid)
     a, b = pair
     res = pair_results(store, record, a, b)
@@ -128,6 +129,8 @@ def correspondences(
                 "rank": rank,
                 "cycle_consistent": (r, c) in res["cycles"],
             }
+            if res["transpositions"] is not None:  # which transposition of the candidate gave S
+                candidate["transposition"] = str(res["transpositions"][r, c])
             assessed = verdicts.get((region["index"], other["index"]))
             if assessed:
                 candidate["assessment"] = assessed["verdict"]  # as the expert gave it (aliases included)
@@ -135,6 +138,8 @@ def correspondences(
             candidates.append(candidate)
         items.append({"source": _region(region), "candidates": candidates})
     doc = {"id": cid, "pair": [a, b], "score": score, "top": top, "items": items}
+    if res["transposition_names"] is not None:
+        doc["transposition_names"] = res["transposition_names"]
     if min_score is not None:
         doc["min_score"] = min_score
     return doc

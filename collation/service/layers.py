@@ -10,7 +10,9 @@ Correspondences shown: for every pair of manuscripts and both directions, each r
 best candidates by propagated score, each unordered pair of regions once (its best rank), plus
 every correspondence with a verdict of a match category (exact, partial, semantic: ``imcol:status``
 ``confirmed``); those with ``none`` are kept with ``imcol:status`` ``rejected``. The verdict's
-category is ``imcol:verdict``.
+category is ``imcol:verdict``. With transpositions, each correspondence carries the transposition that
+gave its S (``transposition``), and one whose match is mirrored or turned gets a body that says so
+("mirrored copy", "turned copy": ``collation.iiif.annotations``).
 """
 
 from __future__ import annotations
@@ -44,8 +46,14 @@ def context_document() -> dict[str, Any]:
 
 
 def _method(options: dict[str, Any]) -> str:
+    # transpositions and partial are named only when set, as in the record
+    extras = "".join(
+        f"+{name}({options[name]})" if name == "transpositions" else f"+{name}"
+        for name in ("transpositions", "partial")
+        if options.get(name)
+    )
     return (
-        f"{options['backbone']}+{options['similarity']}(seed={options['seed']})"
+        f"{options['backbone']}+{options['similarity']}(seed={options['seed']}){extras}"
         f"+norm({options['normalization']})+prop({options['propagation']})"
     )
 
@@ -117,6 +125,8 @@ def _entry(
         "cycle_consistent": (i, j) in res["cycles"],
         "status": "proposed",
     }
+    if res["transpositions"] is not None:  # of region j of b, as the correspondence reads (source a)
+        entry["transposition"] = str(res["transpositions"][i, j])
     verdict = verdicts.get((ri, cj))
     if verdict is not None:
         entry["status"] = "confirmed" if verdict in MATCH_CATEGORIES else "rejected"

@@ -14,7 +14,8 @@ import numpy as np
 from ..concordance import verdict_category
 from ..errors import InputError
 from ..store.datastore import CollationNotFound, DataStore
-from ..store.records import CollationStatus
+from ..store.records import CollationStatus, transposition_option
+from ..transpositions import INVERSES, transposition_names
 from .problems import Conflict
 
 ID_CHARS = frozenset("0123456789abcdef")
@@ -51,7 +52,11 @@ def pair_results(store: DataStore, record: dict, a: int, b: int, field: str = "p
     """Scores of manuscripts ``a`` and ``b`` oriented as asked (rows a, columns b) with their regions.
 
     Returns:
-        ``{"S", "N_S", "P_S": (n_a, n_b) arrays, "cycles": {(row, column)}, "regions0", "regions1"}``.
+        ``{"S", "N_S", "P_S": (n_a, n_b) arrays, "cycles": {(row, column)}, "regions0", "regions1",
+        "transposition_names", "transpositions"}``: with the ``transpositions`` option, the names of
+        the option's transpositions and an (n_a, n_b) array of names, the transposition of the column's
+        region that gave S (the inverse of the stored one when a > b: the column's region transposed
+        so matches the row's); both None for plain collations.
 
     Raises:
         InputError: a manuscript that does not exist (400, naming ``field``).
@@ -69,14 +74,22 @@ def pair_results(store: DataStore, record: dict, a: int, b: int, field: str = "p
         raise Conflict(f"the results of manuscripts {lo} and {hi} are missing", field=field)
     arrays = {name: res[name] for name in ("S", "N_S", "P_S")}
     cycles = {tuple(p) for name in ("two_cycles", "three_cycles") for p in res[name].reshape(-1, 2).tolist()}
+    names, transposed = None, None
+    if "T" in res:
+        names = list(transposition_names(transposition_option(record["options"])))
+        labels = [INVERSES[name] for name in names] if a > b else names
+        transposed = np.array(labels)[res["T"].astype(np.int64)]
     if a > b:
         arrays = {name: m.T for name, m in arrays.items()}
         cycles = {(j, i) for i, j in cycles}
+        transposed = None if transposed is None else transposed.T
     return {
         **arrays,
         "cycles": cycles,
         "regions0": store.load_manuscript(cid, a)["regions"],
         "regions1": store.load_manuscript(cid, b)["regions"],
+        "transposition_names": names,
+        "transpositions": transposed,
     }
 
 

@@ -12,6 +12,8 @@ from urllib.parse import urlsplit
 
 from marshmallow import Schema, ValidationError, fields, validate, validates, validates_schema
 
+from .. import defaults
+
 SIMILARITIES = ("s_trans", "s_matching")
 """Similarities the service computes in chunks of pairs (``collation.similarity.score_pairs``)."""
 
@@ -21,6 +23,9 @@ PROPAGATIONS = ("2-cycles", "3-cycles", "none")
 SCORES = ("raw", "normalized", "propagated")
 VERDICTS = ("exact", "partial", "semantic", "none", "confirmed", "rejected")
 """``collation.concordance.VERDICTS``: the categories, then the first API's aliases of exact and none."""
+
+TRANSPOSITIONS = ("none", "mirror", "all")
+"""The values of ``collation.transpositions.TRANSPOSITION_SETS`` (docs/transpositions.md)."""
 
 BACKBONES = ("efficientnet-lite0", "resnet50-conv4")
 """The names of ``collation.features.BACKBONES``, repeated so that the API process needs no torch."""
@@ -86,6 +91,15 @@ class HttpUrl(fields.String):
         return text
 
 
+class StrictBoolean(fields.Field):
+    """JSON true or false only: marshmallow's Boolean also reads 1, "yes" or "on", and ``1 in {True}``."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
+        if not isinstance(value, bool):
+            raise ValidationError("must be true or false")
+        return value
+
+
 class OptionsSchema(Schema):
     backbone = fields.String()
     similarity = fields.String(validate=validate.OneOf(SIMILARITIES))
@@ -93,11 +107,20 @@ class OptionsSchema(Schema):
     propagation = fields.String(validate=validate.OneOf(PROPAGATIONS))
     seed = fields.Integer(strict=True, validate=validate.Range(min=0, max=2**31 - 1))
     candidates = fields.Integer(strict=True, allow_none=True, validate=validate.Range(min=1, max=100_000))
+    transpositions = fields.String(validate=validate.OneOf(TRANSPOSITIONS))
+    partial = StrictBoolean()
 
     @validates("backbone")
     def _known_backbone(self, value: str, **kwargs: Any) -> None:
         if value not in BACKBONES:
             raise ValidationError(f"must be one of: {', '.join(BACKBONES)}")
+
+    @validates_schema(skip_on_field_errors=True)
+    def _partial_needs_s_trans(self, data: dict[str, Any], **kwargs: Any) -> None:
+        # Only S_trans has a transform whose matched area can divide the score (docs/transpositions.md);
+        # transpositions go with both similarities the service computes.
+        if data.get("partial") and data.get("similarity", defaults.SIMILARITY) != "s_trans":
+            raise ValidationError("partial copies need similarity s_trans", "partial")
 
 
 class CanvasRef(fields.Field):

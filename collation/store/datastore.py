@@ -11,17 +11,23 @@ DATA_DIR/
 │   ├── manuscripts/<m>.json           manifest label, regions (canvas, xywh), image digests, errors
 │   ├── manuscripts/<m>.manifest.json  the manifest as fetched (for the derived manifest)
 │   ├── failures/<step>.json           steps that failed for good (after RQ's retries)
-│   ├── results/<a>-<b>.npz            S, N_S, P_S and the seeds of a manuscript pair
+│   ├── results/<a>-<b>.npz            S, N_S, P_S and the seeds of a manuscript pair (and T, with transpositions)
 │   └── assessments.json               expert verdicts
 ├── images/<ab>/<digest>.png           region images by content
 ├── features/<key>.pt                  MultiScaleFeatures by backbone + image content + parameters
+│   features/<key>.<option>.pt         the same images under every transposition of an option (mirror, all)
 └── scores/<key>.npy                   pair score matrices by the two feature keys + similarity + seed + kernel
+    scores/<key>.T.npy                 with transpositions: the int8 winners T of the matrix, written before it
     scores/<key>.pairs.npy             candidate pairs (P, 2) of a pruned pair while its matrix is computed
     scores/<key>.c<C>/<k>.npy          chunk results while a matrix is being computed
+    scores/<key>.c<C>/<k>.T.npy        with transpositions: the chunk's winners, written before its scores
 ```
 
 Features and scores are shared by every collation: a collation that adds a third manuscript to
 two already compared reuses their features and their pair's scores.
+
+Longer than 400 lines because every path of the data store and every Redis key lives here, in one
+place, so that no other module builds a path of its own.
 """
 
 from __future__ import annotations
@@ -94,6 +100,13 @@ def replace_in_folder(path: Path, data: bytes) -> None:
         FileNotFoundError: the folder does not exist (any more).
     """
     write_bytes(path, data, create_folders=False)
+
+
+def transposed_features_key(features_key: str, transpositions: str) -> str:
+    """Key of a manuscript's features under every transposition of ``transpositions`` ("mirror",
+    "all"): its plain features key plus the option value, since the transposed images are exact
+    pixel moves of the same images (docs/transpositions.md)."""
+    return f"{features_key}.{transpositions}"
 
 
 class DataStore:
@@ -308,6 +321,20 @@ class DataStore:
     def load_scores(self, key: str) -> np.ndarray | None:
         try:
             return np.load(self.scores_path(key), allow_pickle=False)
+        except FileNotFoundError:
+            return None
+
+    def winners_path(self, key: str) -> Path:
+        """The int8 winners T of a pair's matrix scored with transpositions (docs/transpositions.md)."""
+        return self.root / "scores" / f"{key}.T.npy"
+
+    def winners_chunk_path(self, key: str, chunk_pairs: int, k: int) -> Path:
+        """The winners of chunk ``k``; written before the chunk's scores, so a chunk that is there has them."""
+        return self.root / "scores" / f"{key}.c{chunk_pairs}" / f"{k}.T.npy"
+
+    def load_winners(self, key: str) -> np.ndarray | None:
+        try:
+            return np.load(self.winners_path(key), allow_pickle=False)
         except FileNotFoundError:
             return None
 

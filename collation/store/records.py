@@ -15,7 +15,7 @@ from typing import Any
 
 from .. import defaults
 from ..settings import Settings
-from .datastore import digest
+from .datastore import digest, transposed_features_key
 from .steps import Step, StepKind
 
 __all__ = [
@@ -26,11 +26,14 @@ __all__ = [
     "StepKind",
     "chunk_count",
     "collation_id",
+    "feature_keys",
     "is_terminal",
     "new_record",
     "now",
     "pair_key",
     "resolve_options",
+    "second_features_key",
+    "transposition_option",
     "usable",
 ]
 
@@ -71,10 +74,19 @@ def now(clock: Callable[[], dt.datetime] | None = None) -> str:
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+NO_TRANSPOSITIONS = "none"
+"""The ``transpositions`` value of a record that does not name one (every record made before the option)."""
+
+
 def resolve_options(options: dict[str, Any] | None, settings: Settings) -> dict[str, Any]:
-    """Fills the options a request left out with the defaults, so equal collations get equal ids."""
+    """Fills the options a request left out with the defaults, so equal collations get equal ids.
+
+    ``transpositions`` and ``partial`` are recorded only when they change the scores (not "none",
+    true), as ``collation.pipeline.check_options`` does: plain collations keep the records and the
+    ids they had before these options existed.
+    """
     options = dict(options or {})
-    return {
+    resolved = {
         "backbone": options.get("backbone") or settings.backbone,
         "similarity": options.get("similarity") or defaults.SIMILARITY,
         "normalization": options.get("normalization") or defaults.NORMALIZATION,
@@ -84,6 +96,17 @@ def resolve_options(options: dict[str, Any] | None, settings: Settings) -> dict[
         # an explicit null scores every pair; left out: the engine's default
         "candidates": options.get("candidates", defaults.CANDIDATES),
     }
+    value = options.get("transpositions") or defaults.TRANSPOSITIONS
+    if value != NO_TRANSPOSITIONS:
+        resolved["transpositions"] = value
+    if options.get("partial", defaults.PARTIAL):
+        resolved["partial"] = True
+    return resolved
+
+
+def transposition_option(options: dict[str, Any]) -> str:
+    """The ``transpositions`` option of resolved options: "none", "mirror" or "all"."""
+    return options.get("transpositions", NO_TRANSPOSITIONS)
 
 
 def collation_id(manifests: Sequence[str], regions: dict | None, options: dict[str, Any]) -> str:
@@ -136,7 +159,24 @@ def pair_key(options: dict[str, Any], features0: str, features1: str) -> str:
     }
     if options.get("candidates") is not None:
         parts["candidates"] = int(options["candidates"])
+    for name in ("transpositions", "partial"):  # like candidates: in the key only when set
+        if name in options:
+            parts[name] = options[name]
     return digest(parts)
+
+
+def second_features_key(options: dict[str, Any], features_key: str) -> str:
+    """Key of the features a pair scores its second manuscript with: the plain ones, or with
+    transpositions the transposition-major ones (``collation.transpositions``)."""
+    option = transposition_option(options)
+    return features_key if option == NO_TRANSPOSITIONS else transposed_features_key(features_key, option)
+
+
+def feature_keys(options: dict[str, Any], m: int, features_key: str) -> list[str]:
+    """The feature sets the features step of manuscript ``m`` stores: the plain ones and, with
+    transpositions, the transposed ones of every manuscript that can be the second of a pair (m > 0)."""
+    second = second_features_key(options, features_key)
+    return [features_key] if m == 0 or second == features_key else [features_key, second]
 
 
 def chunk_count(pairs: int, chunk_pairs: int) -> int:

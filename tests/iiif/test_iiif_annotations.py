@@ -23,6 +23,7 @@ from collation.iiif import (
     build_link_collection,
     parse_manifest,
 )
+from collation.iiif.annotations import TRANSPOSITION_LABELS
 
 BASE = "https://collation.example.org/api/v1/collations/7f3c"
 URLS = UrlScheme(base=BASE, viewer="{base}/view/{link}")
@@ -221,6 +222,45 @@ def test_canonical_links(schema: Any) -> None:
     # the second link was given B → A; stored with the canonical order (manifest id A < B)
     second = pages[1]["items"][0]
     assert second["target"]["source"]["id"] == f"{A}/canvas/p2" and second["body"]["source"]["id"] == f"{B}/canvas/f0v"
+
+
+def test_transposed_copies_get_a_body_that_says_so(schema: Any) -> None:
+    turned = [
+        {**CORRESPONDENCES[0], "transposition": "mirror"},
+        {**CORRESPONDENCES[1], "transposition": "rot90"},
+        {**CORRESPONDENCES[2], "transposition": "mirror"},
+    ]
+    _, pages = build_link_collection(manuscripts(), turned, urls=URLS)
+    valid(schema, pages[0])
+    first, second = pages[0]["items"]
+    assert first["body"][0]["source"]["id"] == f"{B}/canvas/f1v"  # region B first, then the words
+    assert first["body"][1] == {"type": "TextualBody", "purpose": "tagging", "value": "mirrored copy"}
+    assert second["body"][1]["value"] == "turned copy"
+    # the viewer layer: a tagging body beside the HTML one (3.0), an oa:Tag (2.1), and the words in the HTML
+    page = build_annotation_pages(0, manuscripts(), turned, urls=URLS)[1]
+    valid(schema, page)
+    body = page["items"][0]["body"]
+    assert body[1] == {"type": "TextualBody", "purpose": "tagging", "value": "mirrored copy"}
+    assert "mirrored copy" in body[0]["value"]
+    listing = build_annotation_pages(1, manuscripts(), turned, urls=URLS)[1]
+    assert listing["resources"][0]["resource"][1] == {"@type": "oa:Tag", "chars": "turned copy"}
+    flipped = build_annotation_pages(0, manuscripts(), [{**CORRESPONDENCES[0], "transposition": "flip"}], urls=URLS)
+    assert flipped[1]["items"][0]["body"][1]["value"] == "vertically mirrored copy"
+    # as drawn (and without the field, as in plain collations): no body is added
+    for same in ([{**CORRESPONDENCES[0], "transposition": "identity"}], CORRESPONDENCES[:1]):
+        _, plain = build_link_collection(manuscripts(), same, urls=URLS)
+        assert plain[0]["items"][0]["body"]["type"] == "SpecificResource"
+        item = build_annotation_pages(0, manuscripts(), same, urls=URLS)[1]["items"][0]
+        assert len(item["body"]) == 1 and "copy" not in item["body"][0]["value"]
+    with pytest.raises(InputError) as info:
+        build_link_collection(manuscripts(), [{**CORRESPONDENCES[0], "transposition": "rot45"}], urls=URLS)
+    assert info.value.field == "correspondences[0].transposition"
+
+
+def test_transposition_labels_cover_the_engine_s_names() -> None:
+    from collation.transpositions import TRANSPOSITIONS
+
+    assert tuple(TRANSPOSITION_LABELS) == TRANSPOSITIONS and TRANSPOSITION_LABELS["identity"] is None
 
 
 def test_empty_collection_is_valid(schema: Any) -> None:

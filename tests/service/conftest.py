@@ -1,5 +1,5 @@
 """Fixtures of the service tests: a real Redis on a private port, a loopback static server with
-synthetic manuscripts, the app with its test client, in-process and subprocess workers.
+synthetic manuscripts (and a mirrored copy of one), the app with its test client, in-process and subprocess workers.
 
 The Physiologus fixtures (``physiologus``, ``iipsrv``: iipsrv behind lighttpd serving the folios)
 come from ``tests/conftest.py``, shared with the IIIF tests. Nothing here reaches a server
@@ -262,6 +262,21 @@ def synthetic(site: Site) -> Synthetic:
     return Synthetic(
         urls["A"], urls["B"], urls["C"], f"{site.url}/missing/manifest.json", urls["partial"], b_regions, n
     )
+
+
+@pytest.fixture(scope="session")
+def mirrored(site: Any, synthetic: Any) -> str:
+    """Manuscript A with every illustration mirrored in place on its folio (the same manifest otherwise)."""
+    doc = json.loads((site.root / "A" / "manifest.json").read_text())
+    for f, canvas in enumerate(doc["items"]):
+        x, y, w, h = (int(v) for v in canvas["annotations"][0]["items"][0]["target"].rsplit("=", 1)[1].split(","))
+        with Image.open(site.root / "A" / f"f{f}.jpg") as folio:
+            folio = folio.convert("RGB")
+        folio.paste(folio.crop((x, y, x + w, y + h)).transpose(Image.Transpose.FLIP_LEFT_RIGHT), (x, y))
+        (site.root / "AM").mkdir(exist_ok=True)
+        folio.save(site.root / "AM" / f"f{f}.jpg", quality=92)
+    text = json.dumps(doc).replace(f"{site.url}/A/", f"{site.url}/AM/").replace("Manuscript A", "Manuscript A mirrored")
+    return site.write_json("AM/manifest.json", json.loads(text))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -292,7 +292,7 @@ def test_an_abandoned_job_is_retried(api: Any, synthetic: Any, run_jobs: Any, se
 def test_failing_steps_are_retried_then_recorded(
     api: Any, synthetic: Any, run_jobs: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import collation.similarity
+    import collation.transpositions
 
     calls = []
 
@@ -300,7 +300,8 @@ def test_failing_steps_are_retried_then_recorded(
         calls.append(1)
         raise RuntimeError("scoring exploded")
 
-    monkeypatch.setattr(collation.similarity, "score_pairs", broken)
+    # every chunk scores through score_pairs_transposed (one transposition, as drawn, without the option)
+    monkeypatch.setattr(collation.transpositions, "score_pairs_transposed", broken)
     cid = submit(api, [synthetic.a, synthetic.b], regions={"1": synthetic.b_regions})
     run_jobs()
     doc = status(api, cid)

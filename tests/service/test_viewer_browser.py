@@ -421,6 +421,31 @@ def test_mirador3_shows_the_match_too(collation: Served, page: Any, screenshots:
     page.screenshot(path=str(screenshots / "viewer-mirador3-link.png"))
 
 
+def test_a_mirrored_match_is_marked(
+    served: Served, synthetic: Any, mirrored: str, page: Any, screenshots: Path
+) -> None:
+    """A manuscript against its mirrored copy (option transpositions): each best candidate carries the
+    "mirrored copy" mark, and Mirador lists the annotation that says so."""
+    need_mirador("4.0.0")
+    body = {"manifests": [synthetic.a, mirrored], "options": {"transpositions": "mirror"}}
+    r = requests.post(f"{served.url}/collations", json=body, timeout=30)
+    assert r.status_code == 202, r.text
+    cid = r.json()["id"]
+    run_worker(served.settings)
+    assert served.status(cid)["status"] == "finished"
+    page.goto(f"{served.url}/collations/{cid}/view?pair=0,1")
+    page.locator('#status[data-status="finished"]').wait_for(timeout=TIMEOUT_MS)
+    page.locator("#correspondences tr.row").nth(synthetic.n - 1).wait_for(timeout=TIMEOUT_MS)
+    for k in range(synthetic.n):
+        best = page.locator(f'.candidate[data-source="{k}"][data-rank="1"]')
+        assert best.get_attribute("data-target") == str(k) and best.get_attribute("data-transposition") == "mirror"
+        assert best.locator(".badge.transposed").inner_text() == "⇆ mirrored copy"
+    assert page.locator('.candidate[data-transposition="identity"] .badge.transposed').count() == 0
+    mirador_window(page, "collation-a").get_by_text(re.compile("mirrored copy")).first.wait_for(timeout=TIMEOUT_MS)
+    page.screenshot(path=str(screenshots / "viewer-mirrored-copy.png"))
+    assert not page.errors, page.errors
+
+
 def test_progress_updates_without_reload(served: Served, collation: Served, page: Any, screenshots: Path) -> None:
     """A second collation of the same regions (other normalization) runs while the page is open."""
     cid = served.submit({"normalization": "avg"})

@@ -18,6 +18,8 @@ Everything here is pure: plain data in, JSON-ready dicts out. Inputs::
                                      #  "target": {"manuscript": b, "index": j},
                                      #  "S": float, "N_S": float, "P_S": float, "rank": int,
                                      #  "cycle_consistent": bool, "status": "proposed|confirmed|rejected",
+                                     #  "transposition": optional, "mirror" etc.: adds a tagging body
+                                     #  "mirrored copy" / "turned copy" (TRANSPOSITION_LABELS),
                                      #  "id": optional link id (default: position in the list)}
 
 ``index`` is a position in that manuscript's ``regions`` sequence. URLs come from a ``UrlScheme``
@@ -40,7 +42,15 @@ manifests), ``canonical`` (link collection, paging, assessments).
 """
 
 from collation.iiif.annotations.canonical import build_assessment, build_link_collection, paginate
-from collation.iiif.annotations.parts import IMCOL_CONTEXT, IMCOL_NAMESPACE, PROJECT_URL, STATUSES, VERDICTS, UrlScheme
+from collation.iiif.annotations.parts import (
+    IMCOL_CONTEXT,
+    IMCOL_NAMESPACE,
+    PROJECT_URL,
+    STATUSES,
+    TRANSPOSITION_LABELS,
+    VERDICTS,
+    UrlScheme,
+)
 from collation.iiif.annotations.viewer import build_annotation_page, build_annotation_pages, build_derived_manifest
 
 __all__ = [
@@ -48,6 +58,7 @@ __all__ = [
     "IMCOL_NAMESPACE",
     "PROJECT_URL",
     "STATUSES",
+    "TRANSPOSITION_LABELS",
     "VERDICTS",
     "UrlScheme",
     "build_annotation_page",

@@ -1,6 +1,7 @@
 """The canonical layer: an AnnotationCollection of ``linking`` annotations (target = region A,
-body = region B, each unordered pair once, scores as ``imcol:`` properties), paged, and the
-experts' ``assessing`` annotations on a link.
+body = region B, plus a "mirrored copy" / "turned copy" tagging body for a transposed copy, each
+unordered pair once, scores as ``imcol:`` properties), paged, and the experts' ``assessing``
+annotations on a link.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collation.iiif.annotations.parts import (
     score_properties,
     software_agent,
     specific_resource,
+    transposition_body,
 )
 from collation.iiif.model import Manifest
 from collation.iiif.regions import Region
@@ -45,7 +47,8 @@ def _link_annotation(link: Link, urls: UrlScheme, method: str | None, created: s
     if created:
         annotation["created"] = created
     annotation["creator"] = software_agent(method)
-    annotation["body"] = specific_resource(b)
+    tag = transposition_body(link.data)  # a transposed copy: region B and the words that say so
+    annotation["body"] = [specific_resource(b), tag] if tag else specific_resource(b)
     annotation["target"] = specific_resource(a)
     annotation.update(score_properties(link.data))
     if method:

@@ -61,6 +61,19 @@ VERDICT_LABELS = {
     "none": "no match",
 }
 
+TRANSPOSITION_LABELS = {
+    "identity": None,
+    "mirror": "mirrored copy",
+    "rot90": "turned copy",
+    "rot180": "turned copy",
+    "rot270": "turned copy",
+    "flip": "vertically mirrored copy",
+}
+"""What a correspondence's ``transposition`` (``collation.transpositions.TRANSPOSITIONS``: the one that
+made the match) is called in its annotations' tagging body; None (as drawn) adds no body. Each name
+reads the same either way round (a mirror's inverse is a mirror, a turn's a turn), so both ends of
+a link carry the same words."""
+
 Template = str | Callable[..., str]
 
 
@@ -141,6 +154,11 @@ def read_links(
         status = c.get("status", "proposed")
         if status not in STATUSES:
             raise InputError(f"{name}.status: {status!r} is not one of {STATUSES}", field=f"{name}.status")
+        if c.get("transposition", "identity") not in TRANSPOSITION_LABELS:
+            raise InputError(
+                f"{name}.transposition: {c['transposition']!r} is not one of {tuple(TRANSPOSITION_LABELS)}",
+                field=f"{name}.transposition",
+            )
         key = str(c.get("id", k))
         links.append(
             Link(
@@ -175,6 +193,23 @@ def score_properties(data: dict[str, Any]) -> dict[str, Any]:
     if data.get("verdict") in VERDICTS:
         out["imcol:verdict"] = data["verdict"]
     return out
+
+
+def transposition_label(data: dict[str, Any]) -> str | None:
+    """The words for a correspondence whose match is transposed ("mirrored copy", "turned copy",
+    "vertically mirrored copy": ``TRANSPOSITION_LABELS``); None for one as drawn or without the field."""
+    return TRANSPOSITION_LABELS.get(data.get("transposition", "identity"))
+
+
+def transposition_body(data: dict[str, Any], version: int = 3) -> dict[str, Any] | None:
+    """The tagging body naming a transposed copy (a TextualBody, or an ``oa:Tag`` in Presentation 2.1),
+    or None when the match is as drawn."""
+    label = transposition_label(data)
+    if label is None:
+        return None
+    if version == 2:
+        return {"@type": "oa:Tag", "chars": label}
+    return {"type": "TextualBody", "purpose": "tagging", "value": label}
 
 
 def xywh_fragment(region: Region) -> str:

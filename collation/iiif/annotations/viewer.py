@@ -31,6 +31,8 @@ from collation.iiif.annotations.parts import (
     score_properties,
     software_agent,
     specific_resource,
+    transposition_body,
+    transposition_label,
     xywh_fragment,
 )
 from collation.iiif.geometry import canvas_to_image
@@ -74,6 +76,8 @@ def _summary_html(link: Link, mine: End, other: End, urls: UrlScheme) -> str:
             numbers.append(f"{name} {value:.{digits}f}")
     if data.get("cycle_consistent") is True:
         numbers.append("mutual best")
+    if transposition_label(data):
+        numbers.append(transposition_label(data))
     numbers.append(html.escape(str(data.get("status", "proposed"))))
     if data.get("verdict") in VERDICT_LABELS:
         numbers.append(f"expert: {VERDICT_LABELS[data['verdict']]}")
@@ -112,6 +116,9 @@ def _display_v3(link: Link, mine: End, other: End, urls: UrlScheme, created: str
             "value": _summary_html(link, mine, other, urls),
         }
     ]
+    tag = transposition_body(link.data)
+    if tag:  # "mirrored copy": a body of its own, which viewers show as a tag
+        annotation["body"].append(tag)
     annotation["target"] = specific_resource(mine)
     annotation["imcol:correspondence"] = urls.render("link", link=link.key)
     annotation["imcol:counterpart"] = urls.render("display", link=link.key, side=other_side)
@@ -121,11 +128,15 @@ def _display_v3(link: Link, mine: End, other: End, urls: UrlScheme, created: str
 
 def _display_v2(link: Link, mine: End, other: End, urls: UrlScheme, created: str | None) -> dict[str, Any]:
     side, other_side = ("a", "b") if mine is link.a else ("b", "a")
+    tag = transposition_body(link.data, version=2)
     annotation: dict[str, Any] = {
         "@id": urls.render("display", link=link.key, side=side),
         "@type": "oa:Annotation",
         "motivation": "oa:commenting",
-        "resource": [{"@type": "dctypes:Text", "format": "text/html", "chars": _summary_html(link, mine, other, urls)}],
+        "resource": [
+            {"@type": "dctypes:Text", "format": "text/html", "chars": _summary_html(link, mine, other, urls)},
+            *([tag] if tag else []),
+        ],
         "on": {
             "@type": "oa:SpecificResource",
             "full": mine.canvas.id,

@@ -121,6 +121,9 @@
   }
 
   var CATEGORY_TEXT = { exact: '✓ exact copy', partial: '✓ partial copy', semantic: '≈ same subject', none: '✕ no match' };
+  // a match found transposed (option transpositions): the same words as the annotations' tagging body
+  var TRANSPOSITION_TEXT = { mirror: '⇆ mirrored copy', flip: '⇅ vertically mirrored copy',
+                             rot90: '↻ turned copy', rot180: '↻ turned copy', rot270: '↻ turned copy' };
 
   function candidateNode(source, c) {
     var verdict = c.assessment || null;
@@ -128,6 +131,10 @@
     var look = category ? (category === 'none' ? 'rejected' : 'confirmed') : '';
     var badges = [];
     if (c.cycle_consistent) badges.push(el('span', { className: 'badge cycle', text: '⟲ cycle-consistent' }));
+    if (TRANSPOSITION_TEXT[c.transposition]) {
+      badges.push(el('span', { className: 'badge transposed', text: TRANSPOSITION_TEXT[c.transposition],
+        title: 'S is highest with the counterpart transposed (' + c.transposition + ')' }));
+    }
     if (category) badges.push(el('span', { className: 'badge ' + look, text: CATEGORY_TEXT[category] || category }));
     // Confirm and Reject send the first API's verdicts (aliases of exact and none)
     var buttons = [['Confirm', 'confirmed', 'exact copy'], ['Partial', 'partial', 'partial copy'],
@@ -143,7 +150,7 @@
       className: 'candidate' + (look ? ' ' + look : ''),
       'data-source': source.index, 'data-target': c.index, 'data-rank': c.rank,
       'data-cycle': c.cycle_consistent ? 'true' : 'false', 'data-assessment': verdict || '',
-      'data-category': category || ''
+      'data-category': category || '', 'data-transposition': c.transposition || ''
     }, [
       thumb(state.pair[1], c.index),
       el('div', { text: '#' + c.rank + ' → ' + where(state.pair[1], c.index) }),

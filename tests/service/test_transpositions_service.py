@@ -1,0 +1,228 @@
+"""Transposed and partial copies through the service: the options, their keys and plan, and a
+manuscript collated against its mirrored copy by an in-process RQ worker on the real Redis, its
+numbers checked against the engine's on the stored features. Responses are checked against
+``openapi.yaml``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from collation.features import MultiScaleFeatures
+from collation.jobs.planning import Planned, next_steps
+from collation.service import schemas
+from collation.service.results import pair_results
+from collation.settings import Settings
+from collation.store.datastore import DataStore, transposed_features_key
+from collation.store.records import (
+    collation_id,
+    feature_keys,
+    new_record,
+    pair_key,
+    resolve_options,
+    second_features_key,
+)
+from collation.store.steps import Step
+from collation.transpositions import TRANSPOSITION_SETS, pruned_score_matrix_transposed, score_matrix_transposed
+
+API = "/api/v1"
+CID = "0123456789abcdef"
+PLAIN_RESULTS = {"S", "N_S", "P_S", "two_cycles", "three_cycles", "auto_seeds", "seeds"}
+"""The arrays of a plain collation's results, as stored before transpositions existed."""
+
+
+# -- options, keys and plan ----------------------------------------------------------------------
+
+
+def test_the_option_values_are_the_engine_s() -> None:
+    assert tuple(TRANSPOSITION_SETS) == schemas.TRANSPOSITIONS
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"transpositions": "both"}, "options.transpositions"),
+        ({"transpositions": "identity"}, "options.transpositions"),
+        ({"transpositions": None}, "options.transpositions"),
+        ({"transpositions": True}, "options.transpositions"),
+        ({"partial": "yes"}, "options.partial"),
+        ({"partial": 1}, "options.partial"),
+        ({"partial": None}, "options.partial"),
+        ({"partial": True, "similarity": "s_matching"}, "options.partial"),
+        ({"transpositions": "mirror", "similarity": "s_features"}, "options.similarity"),
+    ],
+)
+def test_bad_transposition_and_partial_options_are_400(
+    api: Any, synthetic: Any, options: dict[str, Any], field: str
+) -> None:
+    r = api.post(f"{API}/collations", json={"manifests": [synthetic.a, synthetic.c], "options": options})
+    assert r.status_code == 400, r.get_json()
+    assert r.get_json()["field"] == field
+
+
+def test_options_are_recorded_only_when_they_change_the_scores() -> None:
+    settings = Settings()
+    plain = resolve_options({}, settings)
+    assert "transpositions" not in plain and "partial" not in plain
+    for same in ({"transpositions": "none"}, {"partial": False}, {"transpositions": "none", "partial": False}):
+        assert resolve_options(same, settings) == plain  # the same record, the same collation id
+    mirror = resolve_options({"transpositions": "mirror", "partial": True}, settings)
+    assert mirror == {**plain, "transpositions": "mirror", "partial": True}
+    ids = {
+        collation_id(["a", "b"], None, resolve_options(o, settings))
+        for o in ({}, {"transpositions": "mirror"}, {"transpositions": "all"}, {"partial": True})
+    }
+    assert len(ids) == 4
+    # Plain pair keys are those they were; each option gives its own cached matrix.
+    keys = {pair_key(resolve_options(o, settings), "f0", "f1") for o in ({}, {"transpositions": "mirror"})}
+    keys |= {pair_key(resolve_options({"partial": True}, settings), "f0", "f1")}
+    assert len(keys) == 3
+
+
+def test_the_second_manuscripts_also_get_transposed_features() -> None:
+    plain, mirror = resolve_options({}, Settings()), resolve_options({"transpositions": "mirror"}, Settings())
+    assert feature_keys(plain, 1, "k") == ["k"] and second_features_key(plain, "k") == "k"
+    assert feature_keys(mirror, 0, "k") == ["k"]  # manuscript 0 is never the second of a pair
+    assert feature_keys(mirror, 1, "k") == ["k", "k.mirror"] == ["k", transposed_features_key("k", "mirror")]
+    assert second_features_key(mirror, "k") == "k.mirror"
+
+    settings = Settings(chunk_pairs=4)
+    record = new_record(CID, {"manifests": ["https://x/0.json", "https://x/1.json"]}, mirror, settings)
+    docs = [
+        {"index": m, "regions": [{"index": i} for i in range(2)], "features_key": f"f{m}", "errors": []} for m in (0, 1)
+    ]
+    plan = next_steps(record, docs, {}, lambda key: "." not in key, lambda key: False, lambda *a: False)
+    assert plan.stage == "preparing" and [p.step for p in plan.steps] == [Step.features(1), Step.plan()]
+    plan = next_steps(record, docs, {}, lambda key: True, lambda key: False, lambda *a: False, lambda key: 3)
+    assert Planned(Step.chunk(0, 1, 0)) in plan.steps
+
+
+def test_a_pair_read_the_other_way_reports_the_inverse_transposition(tmp_path: Path) -> None:
+    store = DataStore(tmp_path)
+    settings = Settings()
+    record = new_record(
+        CID,
+        {"manifests": ["https://x/0.json", "https://x/1.json"]},
+        resolve_options({"transpositions": "all"}, settings),
+        settings,
+    )
+    record["usable"] = [0, 1]
+    assert store.create_collation(record)
+    for m in (0, 1):
+        regions = [{"index": i, "canvas_id": f"c{i}", "xywh": [0, 0, 10, 10]} for i in range(2)]
+        store.save_manuscript(CID, m, {"index": m, "regions": regions, "features_key": f"f{m}", "errors": []})
+    s = np.array([[1.0, 0.2], [0.1, 1.5]])
+    t = np.array([[1, 0], [0, 2]], dtype=np.int8)  # (0, 0) mirrored, (1, 1) turned 90° counter-clockwise
+    store.save_results(CID, 0, 1, S=s, N_S=s, P_S=s, two_cycles=np.zeros((0, 2)), three_cycles=np.zeros((0, 2)), T=t)
+    forward, back = pair_results(store, record, 0, 1), pair_results(store, record, 1, 0)
+    assert forward["transposition_names"] == back["transposition_names"] == list(TRANSPOSITION_SETS["all"])
+    assert forward["transpositions"].tolist() == [["mirror", "identity"], ["identity", "rot90"]]
+    # read from manuscript 1: region 1 of manuscript 0, turned 270°, matches region 1 of manuscript 1
+    assert back["transpositions"].tolist() == [["mirror", "identity"], ["identity", "rot270"]]
+
+
+# -- a manuscript against its mirrored copy, through Redis and a worker ---------------------------
+
+
+def run(api: Any, run_jobs: Any, manifests: list[str], options: dict[str, Any]) -> str:
+    r = api.post(f"{API}/collations", json={"manifests": manifests, "options": options})
+    assert r.status_code == 202, r.get_json()
+    cid = r.get_json()["id"]
+    run_jobs()
+    doc = api.get(f"{API}/collations/{cid}").get_json()
+    assert doc["status"] == "finished", doc
+    return cid
+
+
+def annotations_text(api: Any, cid: str) -> str:
+    pages = [api.get(f"{API}/collations/{cid}/annotations?page=1").get_json()]
+    pages += [api.get(f"{API}/collations/{cid}/pages/{m}/1").get_json() for m in (0, 1)]
+    return json.dumps(pages)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"transpositions": "mirror"}, {"transpositions": "mirror", "partial": True, "candidates": 1}],
+    ids=["mirror", "mirror-partial-pruned"],
+)
+def test_a_mirrored_copy_is_found_and_reported_mirrored(
+    api: Any, synthetic: Any, mirrored: str, run_jobs: Any, settings: Settings, options: dict[str, Any]
+) -> None:
+    n = synthetic.n
+    cid = run(api, run_jobs, [synthetic.a, mirrored], options)
+    status = api.get(f"{API}/collations/{cid}").get_json()
+    assert status["options"]["transpositions"] == "mirror"
+    assert status["options"].get("partial", False) is options.get("partial", False)
+
+    # The numbers are the engine's on the stored features: transposed features under the plain key plus
+    # the option, chunks of 6 pairs (scores and winners) joined, partial and pruning passed through.
+    store = DataStore(settings.data_dir)
+    docs = [store.load_manuscript(cid, m) for m in (0, 1)]
+    feats0 = MultiScaleFeatures.load(store.features_path(docs[0]["features_key"]))
+    turned1 = MultiScaleFeatures.load(store.features_path(transposed_features_key(docs[1]["features_key"], "mirror")))
+    assert len(turned1) == 2 * n and not store.has_features(transposed_features_key(docs[0]["features_key"], "mirror"))
+    s, t, pairs = pruned_score_matrix_transposed(
+        feats0, turned1, 2, options.get("candidates", 10), seed=0, partial=options.get("partial", False)
+    )
+    results = store.load_results(cid, 0, 1)
+    assert set(results) == PLAIN_RESULTS | {"T"} and results["T"].dtype == np.int8
+    assert np.array_equal(results["S"], s) and np.array_equal(results["T"], t)
+    assert (np.diag(results["T"]) == 1).all()  # every copy won mirrored
+    if "candidates" in options:
+        assert len(pairs) < n * n and np.isinf(results["S"]).any()  # pruned: some pairs unscored
+    # Mirroring back is what finds them: as drawn, each copy scores far lower against its original.
+    as_drawn, _ = score_matrix_transposed(feats0, turned1.select(range(n)), 1, partial=options.get("partial", False))
+    assert (np.diag(results["S"]) > np.diag(as_drawn) + 0.25).all()  # here 1.91-1.95 against 1.54-1.61
+
+    for pair in ("0,1", "1,0"):
+        corr = api.get(f"{API}/collations/{cid}/correspondences?pair={pair}&score=raw&top=2").get_json()
+        assert corr["transposition_names"] == ["identity", "mirror"]
+        best = {item["source"]["index"]: item["candidates"][0] for item in corr["items"]}
+        assert {i: c["index"] for i, c in best.items()} == {k: k for k in range(n)}, pair
+        assert [c["transposition"] for c in best.values()] == ["mirror"] * n  # a mirror is its own inverse
+        assert all("transposition" in c for item in corr["items"] for c in item["candidates"])
+
+    # The annotations: the link of each match carries region B and a "mirrored copy" body; so do the
+    # display annotations on both canvases, in their HTML too.
+    links = api.get(f"{API}/collations/{cid}/annotations?page=1").get_json()["items"]
+    for k in range(n):
+        link = next(item for item in links if item["id"].endswith(f"/links/0-1-{k}-{k}"))
+        assert link["body"][0]["type"] == "SpecificResource"
+        assert link["body"][1] == {"type": "TextualBody", "purpose": "tagging", "value": "mirrored copy"}
+    for m in (0, 1):
+        page = api.get(f"{API}/collations/{cid}/pages/{m}/1").get_json()
+        first = page["items"][0]
+        assert first["body"][1]["value"] == "mirrored copy" and "mirrored copy" in first["body"][0]["value"]
+    collection = api.get(f"{API}/collations/{cid}/annotations").get_json()
+    assert collection["total"] >= n
+
+
+def test_without_transpositions_nothing_new_is_recorded_or_served(
+    api: Any, synthetic: Any, mirrored: str, run_jobs: Any, settings: Settings
+) -> None:
+    cid = run(api, run_jobs, [synthetic.a, mirrored], {"transpositions": "none", "partial": False})
+    assert cid == run(api, run_jobs, [synthetic.a, mirrored], {})  # the same collation as a plain request
+    store = DataStore(settings.data_dir)
+    record = store.load_record(cid)
+    assert set(record["options"]) == {
+        "backbone",
+        "similarity",
+        "normalization",
+        "propagation",
+        "seed",
+        "kernel",
+        "candidates",
+    }
+    assert set(store.load_results(cid, 0, 1)) == PLAIN_RESULTS
+    assert not list(Path(settings.data_dir, "features").glob("*.*.pt"))  # no transposed features
+    assert not list(Path(settings.data_dir, "scores").glob("*.T.npy"))
+    for pair in ("0,1", "1,0"):
+        corr = api.get(f"{API}/collations/{cid}/correspondences?pair={pair}&top=4").get_json()
+        assert "transposition_names" not in corr
+        assert not any("transposition" in c for item in corr["items"] for c in item["candidates"])
+    text = annotations_text(api, cid)
+    assert "mirrored copy" not in text and "turned copy" not in text
