@@ -115,12 +115,25 @@ def delete_job(connection: Redis, job: Job) -> None:
     writing ``status`` into the deleted job's hash: such a remnant (a hash with a status and no
     data) made every worker's registry maintenance fail with NoSuchJobError.
     """
-    drop_dangling_executions(connection, job)
-    with connection.pipeline() as pipe:
-        for parent in job.dependency_ids:
-            pipe.srem(Job.dependents_key_for(parent), job.id)
-        job.delete(pipeline=pipe, remove_from_queue=True)
-        pipe.execute()
+    for attempt in range(DELETE_ATTEMPTS):
+        drop_dangling_executions(connection, job)
+        try:
+            with connection.pipeline() as pipe:
+                for parent in job.dependency_ids:
+                    pipe.srem(Job.dependents_key_for(parent), job.id)
+                job.delete(pipeline=pipe, remove_from_queue=True)
+                pipe.execute()
+            return
+        except ValueError:
+            # RQ reads each listed execution while it queues the delete, and raises ValueError for one
+            # whose hash is gone: an execution that ended between the cleanup above and that read.
+            # Nothing was written (the pipeline never ran): clean up again and retry.
+            if attempt == DELETE_ATTEMPTS - 1:
+                raise
+
+
+DELETE_ATTEMPTS = 3
+"""Tries of ``delete_job`` when executions of the job end while it is being deleted."""
 
 
 # --------------------------------------------------------------------------------------------------

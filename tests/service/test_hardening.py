@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -338,3 +339,33 @@ def test_batch_verdicts_with_incomplete_members_are_400(api: Any) -> None:
         json={"members": [{"index": 0}, {"manuscript": 1, "index": 0}], "verdict": "exact"},
     )
     assert r.status_code == 400 and "members" in r.get_json()["detail"] + str(r.get_json().get("field"))
+
+
+def test_deleting_a_job_whose_execution_ends_meanwhile_succeeds(
+    client: Any, synthetic: Any, settings: Settings, monkeypatch: Any
+) -> None:
+    """An execution that ends between the cleanup of dangling executions and RQ's delete (which reads
+    every listed execution) made RQ raise ValueError and the DELETE answer 500; now the delete retries."""
+    from rq.executions import ExecutionRegistry
+
+    from collation.jobs import scheduling
+
+    cid = client.post(f"{API}/collations", json=body(synthetic)).get_json()["id"]
+    redis = Redis.from_url(settings.redis_url)
+    job = Job.fetch(f"{cid}-features-0", connection=redis)
+    registry = ExecutionRegistry(job_id=job.id, connection=redis)
+    cleanups = []
+    real_cleanup = scheduling.drop_dangling_executions
+
+    def cleanup_then_an_execution_ends(connection: Any, job: Job) -> int:
+        dropped = real_cleanup(connection, job)
+        if not cleanups:  # listed, its hash already gone: as if it ended right after the cleanup
+            redis.zadd(registry.key, {"ended-meanwhile": time.time() + 600})  # not expired
+        cleanups.append(dropped)
+        return dropped
+
+    monkeypatch.setattr(scheduling, "drop_dangling_executions", cleanup_then_an_execution_ends)
+    scheduling.delete_job(redis, job)
+    assert not redis.exists(job.key)
+    assert cleanups == [0, 1]  # the second try dropped the ended execution
+    redis.close()
