@@ -4,7 +4,7 @@ glibc's allocator maps every block above its mmap threshold (128 KiB at first) s
 system and unmaps it when freed, and trims the top of its heap as soon as 128 KiB are free there. The
 tensors of feature extraction and S_trans are a few MB each, allocated and freed thousands of times:
 each new mapping is zeroed page by page by the kernel. On the 2-core machine that was a fifth of
-the CPU time of a collation (1.4 million page faults for 90 images; 32 million at 816 x 405). ``keep_freed_memory`` raises both
+the CPU time of a collation (1.4 million page faults for 90 images). ``keep_freed_memory`` raises both
 thresholds once per process, as glibc's ``MALLOC_MMAP_THRESHOLD_`` / ``MALLOC_TRIM_THRESHOLD_``
 environment variables would; blocks above 32 MiB (glibc's maximum) are still mapped.
 """
