@@ -134,28 +134,3 @@ def sparse_score_matrix(
     if len(index):
         out[index[:, 0], index[:, 1]] = score_pairs(feats0, feats1, index, progress=progress, **options).numpy()
     return out
-
-
-def pruned_score_matrix(
-    feats0: MultiScaleFeatures,
-    feats1: MultiScaleFeatures,
-    k: int | None,
-    *,
-    progress: Progress | None = None,
-    **options,
-) -> tuple[np.ndarray, np.ndarray]:
-    """S of a manuscript pair on its candidate set: the one call a job or the pipeline needs.
-
-    Args:
-        k: candidates per illustration and direction (``candidate_pairs``), or None for every pair.
-        options: as ``score_pairs``.
-
-    Returns:
-        S ``(n0, n1)`` float64 (``UNSCORED`` outside the candidates) and the candidates ``(P, 2)``.
-    """
-    n0, n1 = len(feats0), len(feats1)
-    if k is None:
-        pairs = np.argwhere(np.ones((n0, n1), dtype=bool)).astype(np.int64)
-    else:
-        pairs = candidate_pairs(global_scores(feats0, feats1), k)
-    return sparse_score_matrix(feats0, feats1, pairs, progress=progress, **options), pairs

@@ -59,8 +59,15 @@ ORIENTATION = "forward"
 """Direction of 3-cycles: "forward" (M_a → M_b → M_c → M_a), "backward" or "both" (A.4)."""
 
 CANDIDATES = 10
-"""Candidates per illustration and direction scored with S_trans (``collation.candidates``); chosen by
-measurement on the scale benchmark (docs/benchmarks.md, docs/candidates.md). None scores every pair."""
+"""Candidates per illustration and direction scored with S_trans, by cheap score and by its propagation
+(``collation.cascade``); chosen by measurement on the scale benchmark (docs/candidates.md). None scores
+every pair."""
+
+CANDIDATES_WIDE = 30
+"""Partners per illustration and direction, by global score, that get the cascade's cheap local score."""
+
+CANDIDATES_CORRIDOR = 1.1
+"""Least propagation factor of the pairs along the manuscripts' order that get the cheap score too."""
 
 SEED = 0
 BACKBONE = "efficientnet-lite0"

@@ -16,7 +16,7 @@ import torch
 from . import __version__, defaults
 from .atomic import write_bytes, write_json, write_npy
 from .backbones import BACKBONES, load_backbone, resolve_device
-from .candidates import pruned_score_matrix
+from .cascade import pruned_score_matrix, pruned_score_matrix_transposed
 from .checks import check_integer, check_option, check_positive_int
 from .concordance import PairEvidence, build_groups, concordance_csv
 from .correspondences import NORMALIZATIONS, ORIENTATIONS, PROPAGATIONS, PairResult, collate
@@ -27,7 +27,6 @@ from .ransac import KERNELS
 from .similarity import SIMILARITIES, check_partial, score_features_matrix
 from .transpositions import (
     extract_transposed_features,
-    pruned_score_matrix_transposed,
     transposition_names,
     winner_names,
 )
@@ -205,6 +204,7 @@ def run_collation(
                     kernel=kernel,
                     partial=partial,
                     progress=stage(label),
+                    candidates_progress=stage(f"candidates {names[a]}-{names[b]}"),
                 )
             else:
                 scores[(a, b)], _ = pruned_score_matrix(
@@ -216,6 +216,7 @@ def run_collation(
                     kernel=kernel,
                     partial=partial,
                     progress=stage(label),
+                    candidates_progress=stage(f"candidates {names[a]}-{names[b]}"),
                 )
     result = CollationResult(list(manuscripts), options, transposed=transposed)
     result.pairs = collate(scores, normalization=normalization, propagation=propagation, orientation=orientation)

@@ -25,7 +25,7 @@ import torch
 from PIL import Image
 
 from .backbones import Backbone
-from .candidates import UNSCORED, candidate_pairs, global_scores
+from .candidates import global_scores
 from .checks import as_index_pairs, check_option, check_positive_int
 from .errors import InputError
 from .features import MultiScaleFeatures, Progress, extract_features
@@ -109,7 +109,7 @@ def extract_transposed_features(
     return MultiScaleFeatures.concat([plain, extract_features(turned, backbone, progress=progress, **extract_options)])
 
 
-def _transposition_count(transposed1: MultiScaleFeatures, n_transpositions: int) -> tuple[int, int]:
+def transposition_count(transposed1: MultiScaleFeatures, n_transpositions: int) -> tuple[int, int]:
     """(T, n1) of a transposition-major set of ``T * n1`` illustrations.
 
     Raises:
@@ -142,7 +142,7 @@ def score_pairs_transposed(
     Returns:
         scores ``(P,)`` float64 in [0, 2] and winner ``(P,)`` int8, an index into the option's names.
     """
-    t, n1 = _transposition_count(transposed1, n_transpositions)
+    t, n1 = transposition_count(transposed1, n_transpositions)
     pairs = as_index_pairs("pairs", pairs, (len(feats0), n1))
     offsets = (torch.arange(t) * n1).repeat_interleave(len(pairs))
     expanded = pairs.cpu().repeat(t, 1)
@@ -175,42 +175,8 @@ def transposed_global_scores(
     over the transpositions of the second illustration: a mirrored copy's descriptor is compared
     with the original's as drawn, not as mirrored. With one transposition, ``global_scores`` itself.
     """
-    t, n1 = _transposition_count(transposed1, n_transpositions)
+    t, n1 = transposition_count(transposed1, n_transpositions)
     return global_scores(feats0, transposed1).reshape(len(feats0), t, n1).max(axis=1)
-
-
-def pruned_score_matrix_transposed(
-    feats0: MultiScaleFeatures,
-    transposed1: MultiScaleFeatures,
-    n_transpositions: int,
-    k: int | None,
-    *,
-    progress: Progress | None = None,
-    **score_options,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """S and T of a manuscript pair on its candidate set, every candidate under every transposition.
-
-    Args:
-        k: candidates per illustration and direction by ``transposed_global_scores``
-            (``candidates.candidate_pairs``), or None for every pair.
-        score_options: as ``score_pairs_transposed``.
-
-    Returns:
-        S ``(n0, n1)`` float64 (``UNSCORED`` outside the candidates), T ``(n0, n1)`` int8 (0 outside
-        the candidates) and the candidates ``(P, 2)`` int64, row-major.
-    """
-    t, n1 = _transposition_count(transposed1, n_transpositions)
-    n0 = len(feats0)
-    if k is None:
-        pairs = all_pairs(n0, n1).numpy()
-    else:
-        pairs = candidate_pairs(transposed_global_scores(feats0, transposed1, t), k)
-    scores, winners = np.full((n0, n1), UNSCORED), np.zeros((n0, n1), dtype=np.int8)
-    if len(pairs):
-        s, w = score_pairs_transposed(feats0, transposed1, pairs, t, progress=progress, **score_options)
-        scores[pairs[:, 0], pairs[:, 1]] = s.numpy()
-        winners[pairs[:, 0], pairs[:, 1]] = w.numpy()
-    return scores, winners, pairs
 
 
 def winner_names(winner: np.ndarray, transpositions: str) -> np.ndarray:

@@ -11,7 +11,8 @@ from engine_grid import device_dtype_grid
 from PIL import Image
 from synthetic import drawing, restyled_copy
 
-from collation.candidates import UNSCORED, candidate_pairs, global_scores, recall
+from collation.candidates import UNSCORED, global_scores, recall
+from collation.cascade import cascade_pairs, pruned_score_matrix_transposed
 from collation.cli import main
 from collation.errors import InputError, OptionError
 from collation.features import extract_features
@@ -23,7 +24,6 @@ from collation.transpositions import (
     TRANSPOSITION_SETS,
     TRANSPOSITIONS,
     extract_transposed_features,
-    pruned_score_matrix_transposed,
     score_matrix_transposed,
     score_pairs_transposed,
     transpose_image,
@@ -163,7 +163,7 @@ def test_pruned_transposed_scores_equal_the_full_ones_on_the_candidates(original
     t = len(TRANSPOSITIONS)
     full_s, full_t = score_matrix_transposed(originals, transposed, t, seed=2)
     s, winners, pairs = pruned_score_matrix_transposed(originals, transposed, t, k, seed=2)
-    assert np.array_equal(pairs, candidate_pairs(transposed_global_scores(originals, transposed, t), k))
+    assert np.array_equal(pairs, cascade_pairs(originals, transposed, k, t, seed=2))
     # On these drawings (global scores 0.97-0.99) K = 1 misses the mirrored copy; K = 2 holds every true pair.
     assert recall(pairs, np.stack([np.arange(N)] * 2, axis=1)) == 1.0
     scored = np.zeros((N, N), dtype=bool)

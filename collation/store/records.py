@@ -142,11 +142,18 @@ def usable(doc: dict | None) -> bool:
 # Keys of cached work
 
 
+CANDIDATE_METHOD = (
+    f"cascade-{defaults.CANDIDATES_WIDE}-{defaults.CANDIDATES_CORRIDOR}"  # collation.cascade; absent: global top-k
+)
+
+
 def pair_key(options: dict[str, Any], features0: str, features1: str) -> str:
     """Key of a pair's score matrix: both feature sets (in order) and every scoring parameter.
 
     ``candidates`` (pruning) enters the key only when set, so full matrices keep the keys they had
-    before pruning existed, and a full matrix and a pruned one never share a key.
+    before pruning existed, and a full matrix and a pruned one never share a key. With it goes the
+    version of the candidate method (``CANDIDATE_METHOD``): a candidate set chosen by an older method
+    is not reused as if it were the new one's.
     """
     parts = {
         "f0": features0,
@@ -159,6 +166,7 @@ def pair_key(options: dict[str, Any], features0: str, features1: str) -> str:
     }
     if options.get("candidates") is not None:
         parts["candidates"] = int(options["candidates"])
+        parts["candidate_method"] = CANDIDATE_METHOD
     for name in ("transpositions", "partial"):  # like candidates: in the key only when set
         if name in options:
             parts[name] = options[name]

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from collation.cascade import pruned_score_matrix_transposed
 from collation.features import MultiScaleFeatures
 from collation.jobs.planning import Planned, next_steps
 from collation.service import schemas
@@ -27,7 +28,7 @@ from collation.store.records import (
     second_features_key,
 )
 from collation.store.steps import Step
-from collation.transpositions import TRANSPOSITION_SETS, pruned_score_matrix_transposed, score_matrix_transposed
+from collation.transpositions import TRANSPOSITION_SETS, score_matrix_transposed
 
 API = "/api/v1"
 CID = "0123456789abcdef"

@@ -1,0 +1,243 @@
+"""Synthetic manuscript pairs for the benchmarks, from the shared Physiologus data (never committed).
+
+A pair of "manuscripts" of n0 and n1 illustrations: G shared subjects, each shown in the first
+manuscript and as a *copy* in the second, and distractors that appear on one side only. The second
+manuscript keeps the first one's order up to local swaps (copyists follow the text). G is 73% of
+the second manuscript, as in De Materia Medica D1-D2 (295 of 405).
+
+Subjects are, in this order of preference:
+- the 15 real P2 illustrations whose folios are present, copied from P3's real copy of each (a real
+  copyist's change, then the synthetic one);
+- their quadrants (2 x 2 cells of the P2 drawing, copied from the same cell of the P3 drawing): parts
+  of drawings look like other drawings, as the plants of a herbal do;
+- crops of folio pages (disjoint cells of a 3 x 3 grid per folio): script, initials, margins.
+
+Difficulties (``DIFFICULTIES``), each a restyle applied to every copy:
+- ``moderate``: the first scale benchmark's copyist (small affine warp, other colours, blur). Copies
+  move by a few percent of the frame.
+- ``hard``: strong affine warps (scale, shear, rotation, translation), occluding patches, and in most
+  copies a harsh change of style (line-art, posterization, recolouring, washed-out greys).
+- ``paper``: ``hard`` at the strength that brings S_features' top-1 near the 35% of the paper's
+  De Materia Medica D1-D2 (Table 2) at 816 x 405 (docs/candidates.md, "The hard benchmark").
+- ``extreme``: ``hard``, and each copy also mirrored, turned ±30° or cut to one half with
+  probability 1/4 each (the transposition benchmark's kinds).
+
+Everything is drawn from one seeded generator, so a (size, difficulty, seed) triple is one data set.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageFilter, ImageOps
+
+from collation.evaluation import load_ground_truth
+from collation.illustrations import via_illustrations
+
+DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "physiologus"
+GT_SHARE = 295 / 405
+"""Ground-truth pairs per illustration of the smaller manuscript in D1-D2."""
+
+DIFFICULTIES = ("moderate", "hard", "paper", "extreme")
+STRENGTH = {"hard": 0.7, "paper": 1.0, "extreme": 0.7}
+"""Strength (0..1) of the hard restyle per difficulty; "paper" was calibrated on 816 x 405 seed 0."""
+
+
+def paper_colour(image: Image.Image) -> tuple[int, int, int]:
+    return tuple(int(v) for v in np.median(np.asarray(image.convert("RGB")).reshape(-1, 3), axis=0))
+
+
+def restyle_moderate(image: Image.Image, rng: np.random.Generator) -> Image.Image:
+    """The first scale benchmark's copyist: a small random affine warp, other colours, softer strokes."""
+    w, h = image.size
+    a, e = rng.uniform(0.9, 1.1, 2)
+    b, d = rng.uniform(-0.08, 0.08, 2)
+    matrix = (a, b, rng.uniform(-0.05, 0.05) * w, d, e, rng.uniform(-0.05, 0.05) * h)
+    paper = tuple(int(v) for v in np.asarray(image).reshape(-1, 3).mean(axis=0))
+    warped = image.transform(
+        image.size, Image.Transform.AFFINE, matrix, resample=Image.Resampling.BICUBIC, fillcolor=paper
+    )
+    pixels = np.asarray(warped, dtype=np.float32)
+    mix = np.eye(3) * rng.uniform(0.7, 1.0) + rng.uniform(0, 0.2, (3, 3))
+    tinted = np.clip(pixels @ mix.T + rng.uniform(-10, 20), 0, 255).astype(np.uint8)
+    return Image.fromarray(tinted).filter(ImageFilter.GaussianBlur(float(rng.uniform(0.5, 1.5))))
+
+
+def strong_affine(image: Image.Image, rng: np.random.Generator, strength: float) -> Image.Image:
+    """Scale up to ±30%, shear up to ±0.3, rotation up to ±12° and shift up to ±12% of the frame, times strength."""
+    w, h = image.size
+    angle = np.deg2rad(rng.uniform(-12, 12) * strength)
+    scale = 1 + rng.uniform(-0.3, 0.3, 2) * strength
+    shear = rng.uniform(-0.3, 0.3) * strength
+    rotation = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+    linear = rotation @ np.array([[scale[0], shear], [0.0, scale[1]]])
+    centre = np.array([w / 2, h / 2])
+    shift = rng.uniform(-0.12, 0.12, 2) * strength * np.array([w, h])
+    offset = centre - linear @ centre + shift  # output pixel p samples the input at linear @ p + offset
+    matrix = (linear[0, 0], linear[0, 1], offset[0], linear[1, 0], linear[1, 1], offset[1])
+    return image.transform(
+        image.size, Image.Transform.AFFINE, matrix, resample=Image.Resampling.BICUBIC, fillcolor=paper_colour(image)
+    )
+
+
+def occlude(image: Image.Image, rng: np.random.Generator, strength: float) -> Image.Image:
+    """One or two patches of paper or stain over 8-25% of the frame each (lost or damaged parts)."""
+    out = image.copy()
+    w, h = out.size
+    for _ in range(int(rng.integers(1, 3))):
+        if rng.random() > strength:
+            continue
+        area = rng.uniform(0.08, 0.25)
+        pw = int(w * np.sqrt(area) * rng.uniform(0.7, 1.4))
+        ph = int(min(h, w * h * area / max(pw, 1)))
+        pw = min(pw, w)
+        x0, y0 = int(rng.integers(0, w - pw + 1)), int(rng.integers(0, h - ph + 1))
+        colour = paper_colour(image) if rng.random() < 0.6 else tuple(int(v) for v in rng.integers(90, 200, 3))
+        out.paste(Image.new("RGB", (pw, ph), colour), (x0, y0))
+    return out
+
+
+def harsh_style(image: Image.Image, rng: np.random.Generator) -> Image.Image:
+    """One of: line-art (ink outlines only), posterized colours, recoloured (channels swapped and mixed),
+    washed-out greys with high contrast."""
+    kind = rng.integers(4)
+    paper = np.array(paper_colour(image), dtype=np.float32)
+    if kind == 0:  # line-art: the outlines in one ink on clean paper
+        grey = ImageOps.grayscale(image).filter(ImageFilter.GaussianBlur(1.0))
+        edges = np.asarray(grey.filter(ImageFilter.FIND_EDGES), dtype=np.float32)
+        ink = np.clip(edges / max(np.percentile(edges, 97), 1.0), 0, 1)[..., None]
+        colour = rng.uniform(10, 110, 3)
+        pixels = paper * (1 - ink) + colour * ink
+        return Image.fromarray(pixels.astype(np.uint8)).filter(ImageFilter.GaussianBlur(0.6))
+    if kind == 1:  # posterized: a few flat colours
+        mixed = np.asarray(image, dtype=np.float32) @ (np.eye(3) * 0.6 + rng.uniform(0, 0.4, (3, 3))).T
+        mixed = Image.fromarray(np.clip(mixed, 0, 255).astype(np.uint8))
+        return ImageOps.posterize(mixed, int(rng.integers(1, 3))).filter(ImageFilter.GaussianBlur(0.8))
+    if kind == 2:  # recoloured: channels swapped, saturation pushed
+        pixels = np.asarray(image, dtype=np.float32)[..., rng.permutation(3)]
+        grey = pixels.mean(axis=2, keepdims=True)
+        pixels = grey + (pixels - grey) * rng.uniform(1.5, 2.5)
+        return Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
+    grey = ImageOps.autocontrast(ImageOps.grayscale(image), cutoff=5)  # washed-out greys
+    ink = tuple(int(v) for v in rng.integers(40, 120, 3))
+    return ImageOps.colorize(grey, black=ink, white=tuple(int(v) for v in paper))
+
+
+def restyle_hard(image: Image.Image, rng: np.random.Generator, strength: float) -> Image.Image:
+    """A copyist who redraws: strong warp, occlusions, and (with probability ``strength``) a harsh style."""
+    out = occlude(strong_affine(image.convert("RGB"), rng, strength), rng, strength)
+    if rng.random() < strength:
+        out = harsh_style(out, rng)
+    return out.filter(ImageFilter.GaussianBlur(float(rng.uniform(0.3, 1.2))))
+
+
+def transpose(image: Image.Image, rng: np.random.Generator) -> Image.Image:
+    """The extreme copyist: mirrored, turned ±30° or cut to one half with probability 1/4 each."""
+    kind = rng.integers(4)
+    if kind == 0:
+        return image.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+    if kind == 1:
+        angle = 30 if rng.random() < 0.5 else -30
+        return image.rotate(angle, Image.Resampling.BICUBIC, expand=True, fillcolor=paper_colour(image))
+    if kind == 2:
+        w, h = image.size
+        first = rng.random() < 0.5
+        if w >= h:
+            return image.crop((0, 0, w // 2, h) if first else (w - w // 2, 0, w, h))
+        return image.crop((0, 0, w, h // 2) if first else (0, h - h // 2, w, h))
+    return image
+
+
+def copy_of(image: Image.Image, difficulty: str, rng: np.random.Generator) -> Image.Image:
+    """The second manuscript's version of a subject, or a distractor's look on either side."""
+    if difficulty == "moderate":
+        return restyle_moderate(image, rng)
+    out = restyle_hard(image, rng, STRENGTH[difficulty])
+    return transpose(out, rng) if difficulty == "extreme" else out
+
+
+def quadrants(image: Image.Image) -> list[Image.Image]:
+    w, h = image.size
+    cells = [(c * w // 2, r * h // 2, (c + 1) * w // 2, (r + 1) * h // 2) for r in range(2) for c in range(2)]
+    return [image.crop(box) for box in cells]
+
+
+def drawing_subjects() -> list[tuple[Image.Image, Image.Image]]:
+    """(P2 drawing, P3's real copy of it) for the 15 illustrations whose folios are present, then their quadrants."""
+    p2 = via_illustrations(DATA / "annotations" / "P2.via.json", DATA / "P2" / "folios", skip_missing=True)
+    p3 = via_illustrations(DATA / "annotations" / "P3.via.json", DATA / "P3" / "folios", skip_missing=True)
+    real = [
+        (p2[a].image.convert("RGB"), p3[b].image.convert("RGB"))
+        for a, b in load_ground_truth(DATA / "ground_truth" / "P2-P3.json").tolist()
+        if a < len(p2) and b < len(p3)
+    ]
+    parts = [pair for a, b in real for pair in zip(quadrants(a), quadrants(b), strict=True)]
+    return real + parts
+
+
+def page_crops(count: int, rng: np.random.Generator) -> list[Image.Image]:
+    """``count`` crops of folio pages, from disjoint cells of a 3 x 3 grid per folio (no two overlap)."""
+    folios = sorted((DATA / "P2" / "folios").glob("*.jpg")) + sorted((DATA / "P3" / "folios").glob("*.jpg"))
+    cells = [(f, r, c) for f in folios for r in range(3) for c in range(3)]
+    if count > len(cells):
+        raise SystemExit(f"{count} crops asked for, the folios give {len(cells)}")
+    chosen = [cells[k] for k in rng.permutation(len(cells))[:count]]
+    crops, opened = [], {}
+    for folio, r, c in chosen:
+        if folio not in opened:
+            opened.clear()
+            opened[folio] = Image.open(folio).convert("RGB")
+        page = opened[folio]
+        cw, ch = page.width // 3, page.height // 3
+        w, h = int(cw * rng.uniform(0.6, 1.0)), int(ch * rng.uniform(0.6, 1.0))
+        x0 = c * cw + int(rng.integers(0, cw - w + 1))
+        y0 = r * ch + int(rng.integers(0, ch - h + 1))
+        crops.append(page.crop((x0, y0, x0 + w, y0 + h)))
+    return crops
+
+
+def make_pair(
+    n0: int, n1: int, seed: int, difficulty: str = "moderate"
+) -> tuple[list[Image.Image], list[Image.Image], np.ndarray]:
+    """Two manuscripts of n0 and n1 illustrations and their ground-truth pairs ``(G, 2)``.
+
+    With ``moderate`` the data is exactly the first scale benchmark's (same draws, same images).
+    """
+    if difficulty not in DIFFICULTIES:
+        raise SystemExit(f"difficulty must be one of {', '.join(DIFFICULTIES)}")
+    rng = np.random.default_rng(seed)
+    g = min(round(GT_SHARE * n1), n1)
+    if difficulty == "moderate":  # the first benchmark: the 15 real pairs, then restyled page crops
+        subjects = drawing_subjects()[:15]
+        n_real = min(len(subjects), g)
+        crops = page_crops(g - n_real + (n0 - g) + (n1 - g), rng)
+        shared = [subjects[k] for k in range(n_real)]
+        shared += [(im, restyle_moderate(im, rng)) for im in crops[: g - n_real]]
+        rest = crops[g - n_real :]
+    else:  # drawings first (whole, then parts), then page crops; every copy restyled
+        subjects = drawing_subjects()
+        n_draw = min(len(subjects), g)
+        crops = page_crops(g - n_draw + (n0 - g) + (n1 - g), rng)
+        shared = [(a, copy_of(b, difficulty, rng)) for a, b in subjects[:n_draw]]
+        shared += [(im, copy_of(im, difficulty, rng)) for im in crops[: g - n_draw]]
+        rest = [copy_of(im, difficulty, rng) if k % 2 else im for k, im in enumerate(crops[g - n_draw :])]
+    only0, only1 = rest[: n0 - g], rest[n0 - g :]
+    # First manuscript: shared and distractors shuffled. Second: the shared ones in the same order up
+    # to local swaps (5% of neighbours), distractors inserted at random places.
+    order0 = rng.permutation(n0)  # position of item k of [shared..., only0...]
+    items0 = [None] * n0
+    for k, image in enumerate([s[0] for s in shared] + only0):
+        items0[order0[k]] = image
+    shared_by_pos = sorted(range(g), key=lambda k: order0[k])
+    for k in range(len(shared_by_pos) - 1):
+        if rng.random() < 0.05:
+            shared_by_pos[k], shared_by_pos[k + 1] = shared_by_pos[k + 1], shared_by_pos[k]
+    slots = np.sort(rng.choice(n1, size=g, replace=False))
+    items1, gt = [None] * n1, []
+    for slot, k in zip(slots, shared_by_pos, strict=True):
+        items1[slot] = shared[k][1]
+        gt.append((int(order0[k]), int(slot)))
+    free = iter(only1)
+    items1 = [im if im is not None else next(free) for im in items1]
+    return items0, items1, np.array(sorted(gt), dtype=np.int64)
