@@ -14,7 +14,8 @@ scored with it); S_features' top-1 (the paper's Table 2 first column) with ``--s
 time per stage and peak RSS.
 
     .venv/bin/python benchmarks/bench_scale.py --size 200x100 --difficulty hard --unpruned
-    .venv/bin/python benchmarks/bench_scale.py --size 816x405 --difficulty paper --keep /tmp/d1d2  # then `collate match`
+    .venv/bin/python benchmarks/bench_scale.py --size 816x405 --difficulty paper --keep /tmp/d1d2
+    # then time `collate match A=/tmp/d1d2/A B=/tmp/d1d2/B --out OUT` on the kept images
 """
 
 from __future__ import annotations

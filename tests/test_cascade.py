@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
+from synthetic import PAPER, drawing, hard_copy
 
 from collation.candidates import UNSCORED, candidate_pairs, global_scores, recall
 from collation.cascade import cascade_pairs, coarse_features, order_corridor, select_candidates
 from collation.errors import InputError
 from collation.features import MultiScaleFeatures, cell_positions, extract_features
-from synthetic import PAPER, drawing, hard_copy
 
 SIZE = (256, 224)
 
