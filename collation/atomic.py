@@ -7,26 +7,29 @@ even when the writer is killed mid-write.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
 
-def write_bytes(path: Path, data: bytes, *, create_folders: bool = True) -> None:
-    """Writes ``data`` to ``path`` atomically, creating folders as needed (unless ``create_folders`` is
-    false: then a missing folder raises ``FileNotFoundError``)."""
+@contextlib.contextmanager
+def atomic_writer(path: Path, *, create_folders: bool = True) -> Iterator[IO[bytes]]:
+    """A binary file to write ``path`` through, atomically: what is written goes to a temporary file
+    beside it, which replaces ``path`` only when the block ends without an exception. Large objects
+    are streamed to disk, never held twice in memory (unless ``create_folders`` is false, a missing
+    folder raises ``FileNotFoundError``)."""
     path = Path(path)
     if create_folders:
         path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         with open(tmp, "xb") as f:  # the name is unique: never someone else's file
-            f.write(data)
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -36,6 +39,12 @@ def write_bytes(path: Path, data: bytes, *, create_folders: bool = True) -> None
         raise
 
 
+def write_bytes(path: Path, data: bytes, *, create_folders: bool = True) -> None:
+    """Writes ``data`` to ``path`` atomically (``atomic_writer``)."""
+    with atomic_writer(path, create_folders=create_folders) as f:
+        f.write(data)
+
+
 def write_json(path: Path, obj: Any) -> None:
     """Writes ``obj`` as JSON, atomically."""
     write_bytes(path, json.dumps(obj, indent=1, ensure_ascii=False).encode())
@@ -43,6 +52,5 @@ def write_json(path: Path, obj: Any) -> None:
 
 def write_npy(path: Path, array: np.ndarray) -> None:
     """Writes one array in .npy format, atomically."""
-    buf = io.BytesIO()
-    np.save(buf, array, allow_pickle=False)
-    write_bytes(path, buf.getvalue())
+    with atomic_writer(path) as f:
+        np.save(f, array, allow_pickle=False)

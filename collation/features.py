@@ -12,7 +12,6 @@ Longer than 400 lines because masked bucketed extraction and the checked storage
 from __future__ import annotations
 
 import hashlib
-import io
 import pickle
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
@@ -25,7 +24,7 @@ import torch
 from PIL import Image
 
 from . import defaults
-from .atomic import write_bytes
+from .atomic import atomic_writer
 from .backbones import BACKBONE_CHANNELS, BACKBONES, Backbone
 from .checks import check_dtype, check_option, check_positive_int, check_shape
 from .errors import (
@@ -187,20 +186,19 @@ class MultiScaleFeatures:
         )
 
     def save(self, path: str | Path) -> None:
-        """Writes atomically, so a reader never sees half a file."""
-        buf = io.BytesIO()
-        torch.save(
-            {
-                "desc": self.desc.cpu(),
-                "pos": self.pos.cpu(),
-                "mask": self.mask.cpu(),
-                "scales": list(self.scales),
-                "query_scale": self.query_scale,
-                "backbone": self.backbone,
-            },
-            buf,
-        )
-        write_bytes(Path(path), buf.getvalue())
+        """Writes atomically, so a reader never sees half a file, streamed to disk (no copy in memory)."""
+        with atomic_writer(Path(path)) as f:
+            torch.save(
+                {
+                    "desc": self.desc.cpu(),
+                    "pos": self.pos.cpu(),
+                    "mask": self.mask.cpu(),
+                    "scales": list(self.scales),
+                    "query_scale": self.query_scale,
+                    "backbone": self.backbone,
+                },
+                f,
+            )
 
     @classmethod
     def load(cls, path: str | Path, device: torch.device | str = "cpu") -> MultiScaleFeatures:
@@ -269,13 +267,17 @@ def check_contents(feats: MultiScaleFeatures) -> None:
         raise ShapeError(
             "mask", tuple(feats.mask.shape), ("n", "S", "L"), f"cell counts do not fit the scales {list(feats.scales)}"
         )
-    if not bool(torch.isfinite(feats.desc).all()) or not bool(torch.isfinite(feats.pos).all()):
-        raise InputError("descriptors and positions must be finite", field="desc")
-    if bool((feats.desc[~feats.mask] != 0).any()):
-        raise InputError("padded cells must have zero descriptors", field="desc")
-    real_pos = feats.pos[feats.mask]
-    if bool(((real_pos <= 0) | (real_pos >= 1)).any()):
-        raise InputError("cell positions must lie in (0, 1)", field="pos")
+    # The value checks run on 64 illustrations at a time: their temporaries (a boolean per value) stay
+    # small next to the features themselves, which a worker holds several of.
+    for start in range(0, len(feats), 64):
+        desc, pos, mask = (x[start : start + 64] for x in (feats.desc, feats.pos, feats.mask))
+        if not bool(torch.isfinite(desc).all()) or not bool(torch.isfinite(pos).all()):
+            raise InputError("descriptors and positions must be finite", field="desc")
+        if bool((desc[~mask] != 0).any()):
+            raise InputError("padded cells must have zero descriptors", field="desc")
+        real_pos = pos[mask]
+        if bool(((real_pos <= 0) | (real_pos >= 1)).any()):
+            raise InputError("cell positions must lie in (0, 1)", field="pos")
 
 
 def pad_cells(x: torch.Tensor, length: int) -> torch.Tensor:

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from PIL import Image
 
-from ..atomic import write_bytes, write_json
+from ..atomic import atomic_writer, write_bytes, write_json
 from ..errors import CollationError
 from .steps import Step
 
@@ -343,9 +343,8 @@ class DataStore:
 
     def save_pairs(self, key: str, pairs: np.ndarray) -> None:
         """Writes the ``(P, 2)`` int64 candidate pairs of a pruned pair, row-major (atomically)."""
-        buf = io.BytesIO()
-        np.save(buf, np.ascontiguousarray(pairs, dtype=np.int64))
-        write_bytes(self.pairs_path(key), buf.getvalue())
+        with atomic_writer(self.pairs_path(key)) as f:
+            np.save(f, np.ascontiguousarray(pairs, dtype=np.int64))
 
     def load_pairs(self, key: str, mmap_mode: str | None = None) -> np.ndarray | None:
         try:
