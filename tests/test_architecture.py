@@ -21,6 +21,7 @@ BASE = {"settings", "errors", "defaults", "atomic", "allocator", "__init__", "py
 ENGINE = {
     "backbones",
     "candidates",
+    "cascade",
     "features",
     "ransac",
     "similarity",

@@ -29,8 +29,11 @@ class StepKind(StrEnum):
 
     @property
     def queue(self) -> str:
-        """``"io"`` or ``"compute"``: the queue kind of this step (``Settings.queue_io``/``queue_compute``)."""
-        return "compute" if self in (StepKind.FEATURES, StepKind.CHUNK) else "io"
+        """``"io"`` or ``"compute"``: the queue kind of this step (``Settings.queue_io``/``queue_compute``).
+
+        ``plan`` computes the candidates' cheap local scores (``collation.cascade``): compute, like the
+        features and the chunks, so that a GPU worker does it."""
+        return "compute" if self in (StepKind.FEATURES, StepKind.PLAN, StepKind.CHUNK) else "io"
 
     @property
     def per_manuscript(self) -> bool:
