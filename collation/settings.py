@@ -155,11 +155,10 @@ class Settings:
     )
     host: str = field(default="127.0.0.1", metadata=_help("Where `collate serve` listens (`--host` wins)."))
     port: int = field(default=8000, metadata=_help("Port of `collate serve` (`--port` wins; 0 picks a free one)."))
-    queue_io: str = field(
-        default="collation-io", metadata=_help("Queue of manifests, regions and final results.")
-    )
+    queue_io: str = field(default="collation-io", metadata=_help("Queue of manifests, regions and final results."))
     queue_compute: str = field(
-        default="collation-compute", metadata=_help("Queue of features, candidate pairs and pair scores (GPU workers listen here).")
+        default="collation-compute",
+        metadata=_help("Queue of features, candidate pairs and pair scores (GPU workers listen here)."),
     )
     chunk_pairs: int = field(
         default=512, metadata=_help("Pairs per scoring job: about 10 s of CPU with efficientnet-lite0.")
