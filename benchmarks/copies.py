@@ -199,8 +199,9 @@ def page_crops(count: int, rng: np.random.Generator) -> list[Image.Image]:
 
 def make_pair(
     n0: int, n1: int, seed: int, difficulty: str = "moderate"
-) -> tuple[list[Image.Image], list[Image.Image], np.ndarray]:
-    """Two manuscripts of n0 and n1 illustrations and their ground-truth pairs ``(G, 2)``.
+) -> tuple[list[Image.Image], list[Image.Image], np.ndarray, np.ndarray]:
+    """Two manuscripts of n0 and n1 illustrations, their ground-truth pairs ``(G, 2)`` row-major, and
+    ``(G,)`` bool: True where the pair's subject is a drawing (whole or quadrant), False for a page crop.
 
     With ``moderate`` the data is exactly the first scale benchmark's (same draws, same images).
     """
@@ -210,7 +211,7 @@ def make_pair(
     g = min(round(GT_SHARE * n1), n1)
     if difficulty == "moderate":  # the first benchmark: the 15 real pairs, then restyled page crops
         subjects = drawing_subjects()[:15]
-        n_real = min(len(subjects), g)
+        n_real = n_draw = min(len(subjects), g)
         crops = page_crops(g - n_real + (n0 - g) + (n1 - g), rng)
         shared = [subjects[k] for k in range(n_real)]
         shared += [(im, restyle_moderate(im, rng)) for im in crops[: g - n_real]]
@@ -237,7 +238,8 @@ def make_pair(
     items1, gt = [None] * n1, []
     for slot, k in zip(slots, shared_by_pos, strict=True):
         items1[slot] = shared[k][1]
-        gt.append((int(order0[k]), int(slot)))
+        gt.append((int(order0[k]), int(slot), k < n_draw))
     free = iter(only1)
     items1 = [im if im is not None else next(free) for im in items1]
-    return items0, items1, np.array(sorted(gt), dtype=np.int64)
+    gt.sort()
+    return items0, items1, np.array([p[:2] for p in gt], dtype=np.int64), np.array([p[2] for p in gt], dtype=bool)
