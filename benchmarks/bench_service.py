@@ -1,7 +1,9 @@
 """Service against command line: one 15 x 15 collation both ways, on the same images.
 
-The images come from the scale benchmark's generator (``bench_scale.make_pair``: real Physiologus
-P2-P3 illustration pairs and restyled page crops among distractors), written to a folder.
+The images come from the scale benchmark's generator (``benchmarks/copies.py``: copies of real
+Physiologus illustrations and page crops among distractors, at a chosen ``--difficulty``), written to
+a folder. Peak RSS is read from each process's own resource usage when it ends (``os.wait4``): the
+``collate match`` process, and the worker (a ``SimpleWorker``: it runs every job in its own process).
 
 - **Command line**: ``collate match A=<folder> B=<folder>`` as a fresh process (``python -m
   collation.cli``: imports, backbone load and per-shape kernel compilation included, as a user sees
@@ -39,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path[:0] = [str(REPO), str(HERE)]
 
-from bench_scale import make_pair  # noqa: E402
+from copies import DIFFICULTIES, make_pair  # noqa: E402
 
 from collation import defaults  # noqa: E402
 from collation.illustrations import folder_illustrations  # noqa: E402
@@ -93,8 +95,15 @@ def manifest(url: str, name: str, base: str, sizes: list[tuple[int, int]]) -> di
     }
 
 
-def command(folders: list[Path], out: Path, candidates: int | None) -> float:
-    """Seconds of ``collate match`` in a fresh process."""
+def wait_peak_gb(process: subprocess.Popen) -> float:
+    """Waits for ``process`` and returns its peak resident memory in GB (Linux: ru_maxrss in KiB)."""
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_maxrss * 1024 / 1e9
+
+
+def command(folders: list[Path], out: Path, candidates: int | None) -> tuple[float, float]:
+    """Seconds and peak RSS (GB) of ``collate match`` in a fresh process."""
     argv = [
         sys.executable,
         "-m",
@@ -110,8 +119,11 @@ def command(folders: list[Path], out: Path, candidates: int | None) -> float:
     ]
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("COLLATION_")}, "PYTHONPATH": str(REPO)}
     start = time.perf_counter()
-    subprocess.run(argv, env=env, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    process = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.DEVNULL)
+    peak = wait_peak_gb(process)
+    if process.returncode:
+        raise SystemExit(f"collate match ended with {process.returncode}")
+    return time.perf_counter() - start, peak
 
 
 def in_process(folders: list[Path], candidates: int | None) -> float:
@@ -121,9 +133,10 @@ def in_process(folders: list[Path], candidates: int | None) -> float:
     return time.perf_counter() - start
 
 
-def service(root: Path, work: Path, folders: list[Path], candidates: int | None) -> tuple[float, float, str]:
-    """(seconds from POST to finished, seconds the worker took to start, the worker's log); the static
-    server serves ``root`` (the image folders), Redis, the data store and the log go under ``work``."""
+def service(root: Path, work: Path, folders: list[Path], candidates: int | None) -> tuple[float, float, float, str]:
+    """(seconds from POST to finished, seconds the worker took to start, the worker's peak RSS in GB,
+    the worker's log); the static server serves ``root`` (the image folders), Redis, the data store
+    and the log go under ``work``."""
     work.mkdir(parents=True)
     site = ThreadingHTTPServer(("127.0.0.1", free_port()), functools.partial(Quiet, directory=str(root)))
     threading.Thread(target=site.serve_forever, daemon=True).start()
@@ -153,7 +166,7 @@ def service(root: Path, work: Path, folders: list[Path], candidates: int | None)
     }
     log_path = work / "worker.log"
     app = create_app(settings)
-    worker = None
+    worker, peak = None, float("nan")
     try:
         with open(log_path, "wb") as log:
             started = time.perf_counter()
@@ -191,19 +204,21 @@ def service(root: Path, work: Path, folders: list[Path], candidates: int | None)
     finally:
         if worker is not None:
             worker.terminate()
-            worker.wait(30)
+            peak = wait_peak_gb(worker)
         service_state(app).close()
         stop(redis)
         site.shutdown()
-    return elapsed, worker_start, log_path.read_text(errors="replace")
+    return elapsed, worker_start, peak, log_path.read_text(errors="replace")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", default="15x15")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--difficulty", default="moderate", choices=DIFFICULTIES)
     parser.add_argument("--candidates", default=str(defaults.CANDIDATES), help="K or 'all'")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of each")
+    parser.add_argument("--skip-in-process", action="store_true", help="no in-process run (large sizes)")
     parser.add_argument("--show-log", action="store_true", help="print the worker's job log of the last round")
     args = parser.parse_args()
     n0, n1 = (int(v) for v in args.size.split("x"))
@@ -211,7 +226,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-service-") as tmp:
         root = Path(tmp)
         folders = [root / "A", root / "B"]
-        for folder, images in zip(folders, make_pair(n0, n1, args.seed)[:2], strict=True):
+        for folder, images in zip(folders, make_pair(n0, n1, args.seed, args.difficulty)[:2], strict=True):
             folder.mkdir()
             for k, image in enumerate(images):
                 image.save(folder / f"{k:03d}.png")
@@ -219,21 +234,22 @@ def main() -> None:
         clis, warm, svcs, log = [], [], [], ""
         for r in range(args.rounds):
             load = os.getloadavg()[0]
-            clis.append(command(folders, root / f"match{r}", candidates))
-            warm.append(in_process(folders, candidates))
-            svc, worker_start, log = service(root, root / f"service{r}", folders, candidates)
+            cli_seconds, cli_peak = command(folders, root / f"match{r}", candidates)
+            clis.append(cli_seconds)
+            if not args.skip_in_process:
+                warm.append(in_process(folders, candidates))
+            svc, worker_start, worker_peak, log = service(root, root / f"service{r}", folders, candidates)
             svcs.append(svc)
             print(
-                f"round {r}: collate match {clis[-1]:.1f} s (in this process {warm[-1]:.1f} s), service (POST to "
-                f"finished, fresh worker idle) {svc:.1f} s, ratio {svc / clis[-1]:.2f} (worker start "
+                f"round {r}: collate match {clis[-1]:.1f} s, peak RSS {cli_peak:.2f} GB"
+                + (f" (in this process {warm[-1]:.1f} s)" if warm else "")
+                + f"; service (POST to finished, fresh worker idle) {svc:.1f} s, worker peak RSS {worker_peak:.2f} GB; "
+                f"ratios: time {svc / clis[-1]:.2f}, memory {worker_peak / cli_peak:.2f} (worker start "
                 f"{worker_start:.1f} s, not counted; load {load:.2f} -> {os.getloadavg()[0]:.2f})",
                 flush=True,
             )
         cli, svc = statistics.median(clis), statistics.median(svcs)
-        print(
-            f"median: collate match {cli:.1f} s (in this process {statistics.median(warm):.1f} s), service "
-            f"{svc:.1f} s, ratio service / collate match {svc / cli:.2f}"
-        )
+        print(f"median: collate match {cli:.1f} s, service {svc:.1f} s, ratio service / collate match {svc / cli:.2f}")
         if args.show_log:
             print(log[-6000:])
 
