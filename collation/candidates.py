@@ -1,16 +1,14 @@
-"""Candidate pruning: a cheap global score for every pair, S_trans only for the most promising ones.
+"""Candidate pruning, its first stage: a cheap global score for every pair, and top-k sets.
 
 Each illustration gets one global descriptor that keeps the coarse layout of its picture: its frame
 is cut into ``GRID`` x ``GRID`` regions, and each region's query-scale cells are pooled by their
 generalized mean (GeM, p = 3; negative parts clipped), centred on the manuscript's mean for that
 region (what every illustration of a manuscript shares, such as the page and the script, says nothing
-about which one it is) and L2-normalized; the regions are concatenated and normalized again. On the
-816 x 405 scale benchmark this kept 99.7% of the ground-truth pairs inside the K = 10 candidates
-where one GeM over the whole picture kept 84% (docs/candidates.md).
-The global score of a pair is the
-cosine of the two descriptors, for all pairs at once in chunked matrix products. The candidates of a
-manuscript pair are the union, over both directions, of each row's ``k`` best columns and each
-column's ``k`` best rows: every illustration keeps at least ``k`` candidates on the other side.
+about which one it is) and L2-normalized; the regions are concatenated and normalized again. The
+global score of a pair is the cosine of the two descriptors, for all pairs at once in chunked matrix
+products. ``candidate_pairs`` unites, over both directions, each row's ``k`` best columns and each
+column's ``k`` best rows. ``collation.cascade`` builds the candidates of S_trans from these: the
+global score alone loses the true partner of hard copies (docs/candidates.md).
 
 Pairs outside the candidate set are *unscored*: their S holds ``UNSCORED`` (-inf), so they are never a
 best match and never enter a maximum, an average or a softmax sum (``collation.correspondences``).
