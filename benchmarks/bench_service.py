@@ -20,6 +20,8 @@ The two are interleaved for ``--rounds`` rounds (on a shared machine one run of 
 with the neighbours' load); the medians and their ratio come last.
 
     .venv/bin/python benchmarks/bench_service.py [--size 15x15] [--candidates 10|all] [--rounds 3]
+    .venv/bin/python benchmarks/bench_service.py --size 816x405 --difficulty hard --rounds 1 --skip-in-process \
+        --keep /tmp/svc  # then: collate evaluate /tmp/svc/match0 --ground-truth /tmp/svc/gt.json --pair A,B
 """
 
 from __future__ import annotations
@@ -219,15 +221,18 @@ def main() -> None:
     parser.add_argument("--candidates", default=str(defaults.CANDIDATES), help="K or 'all'")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of each")
     parser.add_argument("--skip-in-process", action="store_true", help="no in-process run (large sizes)")
+    parser.add_argument("--keep", help="an empty folder for the images, gt.json and the outputs (kept)")
     parser.add_argument("--show-log", action="store_true", help="print the worker's job log of the last round")
     args = parser.parse_args()
     n0, n1 = (int(v) for v in args.size.split("x"))
     candidates = None if args.candidates == "all" else int(args.candidates)
     with tempfile.TemporaryDirectory(prefix="bench-service-") as tmp:
-        root = Path(tmp)
+        root = Path(args.keep or tmp)
         folders = [root / "A", root / "B"]
-        for folder, images in zip(folders, make_pair(n0, n1, args.seed, args.difficulty)[:2], strict=True):
-            folder.mkdir()
+        images0, images1, gt, _ = make_pair(n0, n1, args.seed, args.difficulty)
+        (root / "gt.json").write_text(json.dumps(gt.tolist()))
+        for folder, images in zip(folders, (images0, images1), strict=True):
+            folder.mkdir(parents=True)
             for k, image in enumerate(images):
                 image.save(folder / f"{k:03d}.png")
         print(f"{n0} x {n1}, candidates {args.candidates}, {os.cpu_count()} CPUs", flush=True)
