@@ -33,7 +33,7 @@ from PIL import Image, ImageDraw, ImageFilter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_detect import data_dir, truth  # noqa: E402
+from bench_detect import data_dir, truth
 
 PARTS = {"tuned": ("P2", 0), "set-aside": ("P3", 100_000)}
 """part -> (manuscript whose folios and miniatures it uses, first seed)."""
@@ -139,7 +139,8 @@ def binding(image: Image.Image, side: str, width: int, rng) -> None:
     x0 = 0 if side == "left" else w - width
     colour = rng.choice([np.array([95, 60, 40]), np.array([60, 45, 35]), np.array([140, 110, 80])])
     texture = rng.normal(0, 10, (h, width, 1)).astype(np.float32)
-    shade = np.linspace(0.7, 1.0, width)[None, :, None] if side == "left" else np.linspace(1.0, 0.7, width)[None, :, None]
+    shade = np.linspace(0.7, 1.0, width) if side == "left" else np.linspace(1.0, 0.7, width)
+    shade = shade[None, :, None]
     strip = np.clip(colour * shade + texture, 0, 255).astype(np.uint8)
     image.paste(Image.fromarray(strip), (x0, 0))
 
@@ -172,7 +173,7 @@ def place(leaf: tuple[int, int, int, int], n: int, rng) -> list[tuple[str, tuple
     lw, lh = x1 - x0, y1 - y0
     out = []
     positions = rng.choice(["above", "below", "beside"], size=n, replace=False) if n < 3 else []
-    for i, where in enumerate(sorted(positions, key=["above", "beside", "below"].index)):
+    for where in sorted(positions, key=["above", "beside", "below"].index):
         if where == "beside":
             w, h = int(lw * rng.uniform(0.3, 0.45)), int(lh * rng.uniform(0.18, 0.3))
             left = rng.random() < 0.5
