@@ -99,11 +99,12 @@ def soft_blob(size: tuple[int, int], rng, blur: float) -> np.ndarray:
     return np.asarray(mask.filter(ImageFilter.GaussianBlur(blur)), dtype=np.float32) / 255.0
 
 
-def tint(image: Image.Image, box, colour: np.ndarray, alpha: np.ndarray | float) -> None:
-    """Blend colour (3,) into box (x0, y0, x1, y1) with alpha, a float or an (h, w) map."""
+def tint(image: Image.Image, box, factor: np.ndarray, alpha: np.ndarray | float) -> None:
+    """Dye box (x0, y0, x1, y1): multiply its colours by factor (3,) where alpha (a float or an (h, w)
+    map) is 1, as a tint of the paper does; ink and paint under it stay visible, darkened alike."""
     region = np.asarray(image.crop(box), dtype=np.float32)
     a = alpha if np.isscalar(alpha) else alpha[..., None]
-    image.paste(Image.fromarray((region * (1 - a) + colour * a).astype(np.uint8)), box[:2])
+    image.paste(Image.fromarray(np.clip(region * (1 - a + a * factor), 0, 255).astype(np.uint8)), box[:2])
 
 
 def tinted_patch(image: Image.Image, box, paper: np.ndarray, rng) -> None:
@@ -112,7 +113,7 @@ def tinted_patch(image: Image.Image, box, paper: np.ndarray, rng) -> None:
     w, h = box[2] - box[0], box[3] - box[1]
     edge = np.minimum.outer(np.minimum(np.arange(h), np.arange(h)[::-1]), np.minimum(np.arange(w), np.arange(w)[::-1]))
     alpha = np.clip(edge / 12.0, 0, 1) * rng.uniform(0.7, 1.0)
-    tint(image, box, np.clip(paper + shift * rng.uniform(0.8, 1.3), 0, 255), alpha)
+    tint(image, box, np.clip(paper + shift * rng.uniform(0.8, 1.3), 0, 255) / np.maximum(paper, 1), alpha)
 
 
 def stain(image: Image.Image, box, paper: np.ndarray, rng) -> None:
@@ -121,7 +122,7 @@ def stain(image: Image.Image, box, paper: np.ndarray, rng) -> None:
     blob = soft_blob((w, h), rng, blur=max(4, min(w, h) / 12))
     rim = np.clip(blob * (1 - blob) * 4, 0, 1)
     colour = np.clip(paper - np.array([45, 55, 75]) * rng.uniform(0.7, 1.2), 0, 255)
-    tint(image, box, colour, 0.45 * blob + 0.25 * rim)
+    tint(image, box, colour / np.maximum(paper, 1), 0.45 * blob + 0.25 * rim)
 
 
 def foxing(image: Image.Image, box, rng, n: int = 25) -> None:
@@ -174,13 +175,13 @@ def place(leaf: tuple[int, int, int, int], n: int, rng) -> list[tuple[str, tuple
     out = []
     positions = rng.choice(["above", "below", "beside"], size=n, replace=False) if n < 3 else []
     for where in sorted(positions, key=["above", "beside", "below"].index):
-        if where == "beside":
-            w, h = int(lw * rng.uniform(0.3, 0.45)), int(lh * rng.uniform(0.18, 0.3))
+        if where == "beside":  # within 0.33-0.62 of the leaf's height: clear of one above or below
+            w, h = int(lw * rng.uniform(0.3, 0.45)), int(lh * rng.uniform(0.15, 0.25))
             left = rng.random() < 0.5
             bx = x0 + int(lw * 0.05) if left else x1 - w - int(lw * 0.05)
-            by = y0 + int(lh * rng.uniform(0.35, 0.55)) - h // 2
+            by = y0 + int(lh * rng.uniform(0.455, 0.495)) - h // 2
         else:
-            w, h = int(lw * rng.uniform(0.3, 0.8)), int(lh * rng.uniform(0.15, 0.3 if n == 2 else 0.4))
+            w, h = int(lw * rng.uniform(0.3, 0.8)), int(lh * rng.uniform(0.15, 0.25 if n == 2 else 0.4))
             bx = x0 + int(rng.uniform(0.05, 0.95) * (lw - w))
             by = y0 + int(lh * 0.04) if where == "above" else y1 - h - int(lh * 0.05)
         out.append((str(where), (bx, by, bx + w, by + h)))

@@ -111,9 +111,9 @@ def page(
     return image
 
 
-def matched(found: list[Detection], truth: list[tuple], offset=(0, 0)) -> bool:
+def matched(found: list[Detection], truth: list[tuple], offset=(0, 0), at: float = 0.7) -> bool:
     truth = [(x + offset[0], y + offset[1], w, h) for x, y, w, h in truth]
-    return len(found) == len(truth) and all(any(iou(t, d.xywh) >= 0.7 for d in found) for t in truth)
+    return len(found) == len(truth) and all(any(iou(t, d.xywh) >= at for d in found) for t in truth)
 
 
 def test_one_miniature_in_a_text_page():
@@ -303,3 +303,50 @@ def test_recall_and_stray_boxes_on_the_physiologus_folios(physiologus):
     assert report["folios"] == 126 and report["true_boxes"] == 30
     assert report["recall"] >= 0.95
     assert report["stray_per_folio"] <= 0.1
+
+
+# -- the four failure kinds of issue 21, on small drawn pages (benchmarks/detect_pages.py for the figures) --
+
+
+def dye(image: Image.Image, box, factor=(0.86, 0.84, 0.74)) -> Image.Image:
+    """The image with box (x0, y0, x1, y1) dyed as a tinted patch of paper or a stain: colours multiplied."""
+    a = np.asarray(image, dtype=np.float32).copy()
+    x0, y0, x1, y1 = box
+    a[y0:y1, x0:x1] *= np.array(factor, dtype=np.float32)
+    return Image.fromarray(a.clip(0, 255).astype(np.uint8))
+
+
+def test_a_drawing_is_not_merged_with_a_tinted_patch_or_a_stain_above_it():
+    box = (160, 420, 440, 300)
+    image = page(drawings=[box], text=[(90, 80, 670, 300), (90, 760, 670, 980)])
+    image = dye(image, (150, 300, 620, 410))  # a tinted patch touching the drawing's top, wider than it
+    found = detect_illustrations(image)
+    assert matched(found, [box], at=0.5), found
+
+
+def test_a_drawing_is_not_merged_with_a_binding_strip_beside_it():
+    box = (40, 300, 420, 360)
+    image = page(drawings=[box], text=[(90, 80, 670, 290), (90, 700, 670, 980)])
+    strip = np.random.default_rng(0).normal((95, 62, 42), 12, (1060, 36, 3)).clip(0, 255).astype(np.uint8)
+    image.paste(Image.fromarray(strip), (0, 0))  # a leather binding strip along the left edge, 4 px from the drawing
+    found = detect_illustrations(image)
+    assert matched(found, [box], at=0.5), found
+
+
+def test_a_small_drawing_on_a_page_with_a_large_tinted_area():
+    box = (430, 560, 200, 170)
+    image = page(drawings=[box], text=[(90, 80, 670, 540), (90, 760, 670, 980)])
+    image = dye(image, (0, 0, 760, 640))  # the upper 60 % of the page a darker, yellower paper
+    found = detect_illustrations(image)
+    assert matched(found, [box], at=0.5), found
+
+
+def test_one_drawing_with_a_pale_band_across_it_is_one_box():
+    box = (140, 320, 480, 380)
+    image = page(drawings=[box], text=[(90, 80, 670, 300), (90, 740, 670, 980)])
+    x, y, w, h = box
+    d = ImageDraw.Draw(image)
+    d.rectangle([x + 4, y + h // 3, x + w - 4, y + h // 3 + 60], fill=PAPER)  # a pale sky across the middle
+    d.line([x + 40, y + h // 3, x + 60, y + h // 3 + 60], fill=(60, 40, 30), width=2)  # a stroke across it
+    found = detect_illustrations(image)
+    assert matched(found, [box], at=0.5), found
