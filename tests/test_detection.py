@@ -350,3 +350,46 @@ def test_one_drawing_with_a_pale_band_across_it_is_one_box():
     d.line([x + 40, y + h // 3, x + 60, y + h // 3 + 60], fill=(60, 40, 30), width=2)  # a stroke across it
     found = detect_illustrations(image)
     assert matched(found, [box], at=0.5), found
+
+
+def test_script_under_a_dark_tinted_patch_is_not_an_illustration():
+    """A patch about 24 % darker than the page's paper: the script on it is judged against the tint."""
+    box = (160, 640, 440, 300)
+    image = page(drawings=[box], text=[(90, 80, 670, 600)])
+    image = dye(image, (100, 120, 560, 480), factor=(0.8, 0.77, 0.7))
+    found = detect_illustrations(image)
+    assert matched(found, [box], at=0.5), found
+
+
+def line_art(draw: ImageDraw.ImageDraw, rng, box) -> None:
+    """An ink-only drawing: a frame and dense wavy hatching in brown ink, no fill, no colour."""
+    x, y, w, h = box
+    ink = (70, 45, 30)
+    draw.rectangle([x, y, x + w, y + h], outline=ink, width=3)
+    for yy in range(y + 8, y + h - 4, 7):
+        pts = [(xx, yy + 3 * np.sin(xx / 9 + yy)) for xx in range(x + 6, x + w - 6, 4)]
+        draw.line(pts, fill=ink, width=2)
+    for _ in range(8):
+        cx, cy, r = x + rng.integers(30, w - 30), y + rng.integers(30, h - 30), rng.integers(12, 28)
+        draw.ellipse([cx - r, cy - r, cx + r, cy + r], outline=ink, width=2)
+
+
+def test_an_ink_only_line_drawing_is_found_and_script_is_not():
+    box = (150, 330, 460, 330)
+    image = page(text=[(90, 80, 670, 300), (90, 700, 670, 980)])
+    d = ImageDraw.Draw(image)
+    line_art(d, np.random.default_rng(1), box)
+    found = detect_illustrations(image)
+    assert matched(found, [box], at=0.5), found
+
+
+def test_the_score_is_a_calibrated_chance_that_grows_with_the_evidence():
+    from types import SimpleNamespace
+
+    from collation.detection.builtin import calibrated, default_conf
+
+    conf = SimpleNamespace(**default_conf)
+    big = np.log(0.1)  # a box covering a tenth of the page
+    weak, strong = (calibrated(np.array([p, 0.0, big, 1.3]), conf.calibration) for p in (0.5, 1.5))
+    assert 0.0 < weak < strong < 1.0
+    assert calibrated(np.array([1.0, 0.0, np.log(0.005), 3.5]), conf.calibration) < 0.5  # small, elongated

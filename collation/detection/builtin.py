@@ -59,7 +59,9 @@ default_conf = MappingProxyType(
         "line_share": 0.5,  # the score of a line drawing: its share of line cells over this, capped at 1
         "max_tint": 0.3,  # the paper around a pixel may be this much darker than the page's (a tint, a stain)
         "tint_window": 9,  # ... judged over this many cells
-        "min_score": 0.5,
+        "min_evidence": 0.5,  # a candidate box needs this much painted or drawn evidence (``accept``) ...
+        "calibration": (4.474, 0.843, 0.205, 0.963, -0.728),  # ... its score is a logistic function of box_features
+        "min_score": 0.5,  # ... and boxes whose score is under this are dropped
     }
 )
 
@@ -262,6 +264,26 @@ def accept(
     return min(1.0, max(painted, drawn))
 
 
+def box_features(
+    box: tuple[int, int, int, int], solid: torch.Tensor, lines: torch.Tensor, conf: SimpleNamespace
+) -> np.ndarray:
+    """(4,) float64 what the score is computed from: painted evidence (solid share over ``solid``, at most
+    2), drawn evidence (line-cell share over ``line_share``, at most 2), log of the box's share of the
+    image's area, elongation (long side over short side)."""
+    r0, c0, r1, c1 = box
+    h, w = solid.shape
+    painted = min(2.0, float(solid[r0:r1, c0:c1].mean()) / conf.solid)
+    drawn = min(2.0, float(lines[r0:r1, c0:c1].float().mean()) / conf.line_share)
+    area = np.log((r1 - r0) * (c1 - c0) / (h * w))
+    return np.array([painted, drawn, area, max(r1 - r0, c1 - c0) / min(r1 - r0, c1 - c0)])
+
+
+def calibrated(features: np.ndarray, weights: tuple[float, ...]) -> float:
+    """The score: 1 / (1 + exp(-(w0 + w . features))), the chance that a box with these (4,) features is
+    an illustration, fit on the tuned part of benchmarks/detect_pages.py (docs/detection.md)."""
+    return float(1.0 / (1.0 + np.exp(-(weights[0] + np.dot(weights[1:], features)))))
+
+
 def _judged(
     merged: list[tuple[int, int, int, int]],
     parts: list[tuple[int, int, int, int]],
@@ -312,8 +334,11 @@ def detect(image: Image.Image, conf: SimpleNamespace) -> list[tuple[tuple[int, i
     ]
     found = []
     for r0, c0, r1, c1 in _judged(merge_boxes(grown, conf.gap), grown, solid, background, conf):
-        score = accept((r0, c0, r1, c1), solid, background, conf, lines)
-        if score is None or score < conf.min_score:
+        evidence = accept((r0, c0, r1, c1), solid, background, conf, lines)
+        if evidence is None or evidence < conf.min_evidence:
+            continue
+        score = calibrated(box_features((r0, c0, r1, c1), solid, lines, conf), conf.calibration)
+        if score < conf.min_score:
             continue
         k = conf.cell * back
         x0, y0 = round(c0 * k), round(r0 * k)
