@@ -99,6 +99,17 @@ def paper_colour(rgb: np.ndarray, grid: int = 8) -> np.ndarray:
     return np.median(rgb.reshape(-1, 3)[bins == mode], axis=0)
 
 
+def running_mean(a: np.ndarray, k: int, axis: int) -> np.ndarray:
+    """(H, W) float32 the mean of a (H, W) array over k values along axis, centred, cut at the edges
+    (cumulative sums: a long thin window costs no more than a short one)."""
+    a = np.moveaxis(a.astype(np.float32), axis, -1)
+    n = a.shape[-1]
+    total = np.concatenate([np.zeros((*a.shape[:-1], 1), np.float32), np.cumsum(a, axis=-1)], axis=-1)
+    lo = np.clip(np.arange(n) - k // 2, 0, n)
+    hi = np.clip(np.arange(n) - k // 2 + k, 0, n)
+    return np.moveaxis((total[..., hi] - total[..., lo]) / (hi - lo), -1, axis)
+
+
 def local_paper_light(light: np.ndarray, paper_light: float, conf: SimpleNamespace) -> np.ndarray:
     """(H, W) float32 the paper's lightness near each pixel: the lightest spots (3 x 3 means) within
     ``tint_window`` cells, never more than ``max_tint`` darker than the page's paper nor lighter.
@@ -106,8 +117,8 @@ def local_paper_light(light: np.ndarray, paper_light: float, conf: SimpleNamespa
     departs; a drawing is still measured against paper at most ``max_tint`` darker."""
     if conf.max_tint <= 0:
         return np.full_like(light, paper_light)
-    t = torch.from_numpy(light)[None, None]
-    cell_light = F.max_pool2d(F.avg_pool2d(t, 3, 1, 1), conf.cell, conf.cell)
+    smooth = torch.from_numpy(running_mean(running_mean(light, 3, axis=0), 3, axis=1))[None, None]
+    cell_light = F.max_pool2d(smooth, conf.cell, conf.cell)
     k = conf.tint_window
     local = F.avg_pool2d(F.max_pool2d(cell_light, k, 1, k // 2), k, 1, k // 2, count_include_pad=False)
     local = F.interpolate(local, size=light.shape, mode="bilinear", align_corners=False)[0, 0].numpy()
@@ -135,11 +146,8 @@ def empty_rows(ink: np.ndarray, conf: SimpleNamespace) -> torch.Tensor:
     """(h, w) per cell, the share of empty pixel rows around it: rows of ``row_span`` pixels with almost
     no ink, counted over ``row_window`` pixels down. Script leaves empty rows between its lines (about
     0.15 of them); a line drawing, a diagram, a framed picture has almost none."""
-    t = torch.from_numpy(ink.astype(np.float32))[None, None]
-    row = F.avg_pool2d(t, (1, conf.row_span), 1, (0, conf.row_span // 2), count_include_pad=False)
-    empty = (row < 0.03).float()
-    share = F.avg_pool2d(empty, (conf.row_window, 1), 1, (conf.row_window // 2, 0), count_include_pad=False)
-    return F.avg_pool2d(share[..., : t.shape[2], : t.shape[3]], conf.cell, conf.cell)[0, 0]
+    empty = (running_mean(ink, conf.row_span, axis=1) < 0.03).astype(np.float32)
+    return cell_density(running_mean(empty, conf.row_window, axis=0), conf.cell)
 
 
 def line_cells(ink: np.ndarray, solid_cover: torch.Tensor, conf: SimpleNamespace) -> torch.Tensor:
@@ -175,9 +183,11 @@ def background_cells(rgb: np.ndarray, paper: np.ndarray, conf: SimpleNamespace) 
 
 
 def cell_density(mask: np.ndarray, cell: int) -> torch.Tensor:
-    """(h, w) share of true pixels in each cell (partial cells at the edges are cut off)."""
-    t = torch.from_numpy(mask.astype(np.float32))[None, None]
-    return F.avg_pool2d(t, cell, cell)[0, 0]
+    """(h, w) float32 mean of a (H, W) bool or float map in each cell: the share of true pixels
+    (partial cells at the edges are cut off)."""
+    h, w = mask.shape[0] // cell, mask.shape[1] // cell
+    blocks = mask[: h * cell, : w * cell].reshape(h, cell, w, cell)
+    return torch.from_numpy(blocks.mean(axis=(1, 3), dtype=np.float32))
 
 
 def _box_mean(x: torch.Tensor, k: int) -> torch.Tensor:
