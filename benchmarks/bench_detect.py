@@ -9,6 +9,11 @@ regions against the ground truth (the 15 usable pairs, as tests/test_physiologus
     .venv/bin/python benchmarks/bench_detect.py                   # detection figures
     .venv/bin/python benchmarks/bench_detect.py --collate         # and the collation from detected regions
     .venv/bin/python benchmarks/bench_detect.py --model det.pt    # a TorchScript detector instead
+    .venv/bin/python benchmarks/bench_detect.py --generated set-aside --pages 50  # composed pages (detect_pages.py)
+
+``--generated tuned|set-aside`` measures on pages composed by ``benchmarks/detect_pages.py`` instead
+(made in memory, never written): recall, stray boxes, seconds a page (mean and median), recall per
+kind of drawing, and how many boxes at each score are real illustrations (the score's calibration).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from collation.detection import detect_illustrations, load_detector
 from collation.illustrations import list_images, open_image
@@ -87,6 +93,50 @@ def evaluate(root: Path, detector, *, threshold: float = 0.5, verbose: bool = Fa
     }
 
 
+def evaluate_generated(part: str, n: int, detector, *, threshold: float = 0.5, verbose: bool = False) -> dict:
+    """Recall, stray boxes, seconds a page and (score, real) per box on n composed pages of a part."""
+    from detect_pages import pages
+
+    found, total, stray, seconds, scored = {}, {}, 0, [], []
+    for name, image, truths in pages(part, n):
+        start = time.perf_counter()
+        detections = detect_illustrations(image, detector=detector)
+        seconds.append(time.perf_counter() - start)
+        for t in truths:
+            hit = any(iou(t["xywh"], d.xywh) >= threshold for d in detections)
+            found[t["kind"]] = found.get(t["kind"], 0) + hit
+            total[t["kind"]] = total.get(t["kind"], 0) + 1
+            if verbose and not hit:
+                best = max((round(iou(t["xywh"], d.xywh), 2) for d in detections), default=0)
+                print(f"{name}: missed {t} best IoU {best}; {[(d.xywh, d.score) for d in detections]}", file=sys.stderr)
+        for d in detections:
+            real = any(iou(t["xywh"], d.xywh) >= threshold for t in truths)
+            stray += not real
+            scored.append((d.score, real))
+            if verbose and not real:
+                print(f"{name}: stray {d.xywh} score {d.score:.2f}", file=sys.stderr)
+    return {
+        "pages": n,
+        "true_boxes": sum(total.values()),
+        "recall": sum(found.values()) / max(1, sum(total.values())),
+        "recall_per_kind": {k: f"{found[k]}/{total[k]}" for k in sorted(total)},
+        "stray_boxes": stray,
+        "stray_per_page": stray / max(1, n),
+        "seconds_per_page": sum(seconds) / max(1, n),
+        "median_seconds": sorted(seconds)[len(seconds) // 2] if seconds else 0.0,
+        "scored": scored,
+    }
+
+
+def calibration(scored: list[tuple[float, bool]], edges=(0.5, 0.6, 0.7, 0.8, 0.9)) -> list[tuple[float, int, float]]:
+    """(threshold, boxes at or above it, share of them that are real illustrations) per threshold."""
+    out = []
+    for e in edges:
+        above = [real for score, real in scored if score >= e]
+        out.append((e, len(above), sum(above) / max(1, len(above))))
+    return out
+
+
 def collate_detected(root: Path, detector, backbone: str) -> dict:
     """P2 x P3 from the detected regions of the illustrated folios, scored against the ground truth."""
     import numpy as np
@@ -136,6 +186,8 @@ def main() -> None:
     parser.add_argument("--collate", action="store_true", help="also collate P2 x P3 from the detected regions")
     parser.add_argument("--backbone", default="efficientnet-lite0")
     parser.add_argument("--verbose", action="store_true", help="print every folio with a miss or a stray box")
+    parser.add_argument("--generated", choices=("tuned", "set-aside"), help="composed pages (detect_pages.py)")
+    parser.add_argument("--pages", type=int, default=50, help="how many composed pages")
     args = parser.parse_args()
     if not (args.data / "annotations" / "P2.via.json").is_file():
         sys.exit(f"no Physiologus data at {args.data} (set COLLATION_TEST_DATA)")
@@ -144,6 +196,16 @@ def main() -> None:
         f"load average before: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs, "
         f"torch threads {__import__('torch').get_num_threads()}"
     )
+    if args.generated:
+        r = evaluate_generated(args.generated, args.pages, detector, verbose=args.verbose)
+        print(f"detector {detector.name}: {args.generated} part, {r['pages']} pages, {r['true_boxes']} drawings")
+        print(f"  recall at IoU >= 0.5   {r['recall']:.3f}  per kind {r['recall_per_kind']}")
+        print(f"  stray boxes            {r['stray_boxes']} ({r['stray_per_page']:.3f} per page)")
+        print(f"  seconds per page       {r['seconds_per_page']:.3f} (median {r['median_seconds']:.3f})")
+        for e, n, share in calibration(r["scored"]):
+            print(f"  score >= {e:.1f}: {n} boxes, {share:.3f} real illustrations")
+        print(f"load average after: {os.getloadavg()[0]:.2f} (1 min)")
+        return
     report = evaluate(args.data, detector, verbose=args.verbose)
     print(f"detector {detector.name}: {report['folios']} folios, {report['true_boxes']} true boxes")
     print(f"  recall at IoU >= 0.5   {report['recall']:.3f}")

@@ -5,14 +5,17 @@ The steps, each a free function:
 
 1. ``paper_colour``: the colour of the writing support, the most frequent bright colour of the
    central part of the image (parchment, paper; on a cover, the leather).
-2. ``ink_maps``: per pixel, how far it departs from the paper: darker (ink, paint) or of another
-   hue (paint). Only pixels that differ strongly count, so stains and faint watermarks do not.
+2. ``departure``: per pixel, whether it departs from the paper: darker than the paper around it
+   (``local_paper_light``: under a tinted patch or a stain the tint's lightness, down to 30 % darker
+   than the page's paper) or of another hue than the page's paper. Only pixels that differ strongly
+   count, so stains, tinted paper and faint watermarks do not.
 3. ``cell_density``: per cell, the share of departing pixels and the share of coloured ones. Script
    covers a text block thinly (thin strokes in rows, with parchment between lines and letters);
    a miniature or a drawing covers its area densely or in colour.
 4. ``dense_components``: the cells that are dense (or coloured) over a neighbourhood larger than a
    text line, opened so that thin bands (headpieces, ruling, the gutter, the edges of the page)
-   fall away, grouped in 8-connected components.
+   fall away, grouped in 8-connected components. ``line_cells`` adds ink-only line drawings: cells
+   well covered by strokes but without the empty pixel rows that script leaves between its lines.
 5. ``accept``: components large enough, not too elongated, and not touching the edge of the image
    (the scan's background, a binding seen around the page, a colour chart lying beside it).
 
@@ -48,7 +51,17 @@ default_conf = MappingProxyType(
         "min_side": 0.08,  # shortest side of a drawing, as a share of the image's long side
         "max_aspect": 4.0,  # longest over shortest side
         "border": 1,  # components this many cells from the image's edge are the scan's background
-        "min_score": 0.5,
+        "line_ink": 0.15,  # a neighbourhood this much covered by ink (departure, strokes included) ...
+        "line_gaps": 0.06,  # ... with this small a share of empty pixel rows is a line drawing, not script
+        "line_solid": 0.1,  # ... where solid areas cover less than this (paint, stains: the solid path)
+        "row_span": 32,  # empty rows are measured over this many working pixels across ...
+        "row_window": 24,  # ... and counted over this many down (more than a text line's pitch)
+        "line_share": 0.5,  # the score of a line drawing: its share of line cells over this, capped at 1
+        "max_tint": 0.3,  # the paper around a pixel may be this much darker than the page's (a tint, a stain)
+        "tint_window": 9,  # ... judged over this many cells
+        "min_evidence": 0.5,  # a candidate box needs this much painted or drawn evidence (``accept``) ...
+        "calibration": (4.474, 0.843, 0.205, 0.963, -0.728),  # ... its score is a logistic function of box_features
+        "min_score": 0.5,  # ... and boxes whose score is under this are dropped
     }
 )
 
@@ -86,11 +99,39 @@ def paper_colour(rgb: np.ndarray, grid: int = 8) -> np.ndarray:
     return np.median(rgb.reshape(-1, 3)[bins == mode], axis=0)
 
 
+def running_mean(a: np.ndarray, k: int, axis: int) -> np.ndarray:
+    """(H, W) float32 the mean of a (H, W) array over k values along axis, centred, cut at the edges
+    (cumulative sums: a long thin window costs no more than a short one)."""
+    a = np.moveaxis(a.astype(np.float32), axis, -1)
+    n = a.shape[-1]
+    total = np.concatenate([np.zeros((*a.shape[:-1], 1), np.float32), np.cumsum(a, axis=-1)], axis=-1)
+    lo = np.clip(np.arange(n) - k // 2, 0, n)
+    hi = np.clip(np.arange(n) - k // 2 + k, 0, n)
+    return np.moveaxis((total[..., hi] - total[..., lo]) / (hi - lo), -1, axis)
+
+
+def local_paper_light(light: np.ndarray, paper_light: float, conf: SimpleNamespace) -> np.ndarray:
+    """(H, W) float32 the paper's lightness near each pixel: the lightest spots (3 x 3 means) within
+    ``tint_window`` cells, never more than ``max_tint`` darker than the page's paper nor lighter.
+    Under a tinted patch or a stain wider than the window it is the tint's, so that only the ink on it
+    departs; a drawing is still measured against paper at most ``max_tint`` darker."""
+    if conf.max_tint <= 0:
+        return np.full_like(light, paper_light)
+    smooth = torch.from_numpy(running_mean(running_mean(light, 3, axis=0), 3, axis=1))[None, None]
+    cell_light = F.max_pool2d(smooth, conf.cell, conf.cell)
+    k = conf.tint_window
+    local = F.avg_pool2d(F.max_pool2d(cell_light, k, 1, k // 2), k, 1, k // 2, count_include_pad=False)
+    local = F.interpolate(local, size=light.shape, mode="bilinear", align_corners=False)[0, 0].numpy()
+    return np.clip(local, (1 - conf.max_tint) * paper_light, paper_light)
+
+
 def departure(rgb: np.ndarray, paper: np.ndarray, conf: SimpleNamespace) -> np.ndarray:
-    """(H, W) bool: pixels that depart from the paper, darker (ink, paint) or of another hue (paint)."""
+    """(H, W) bool: pixels that depart from the paper, darker (ink, paint) than the paper around them
+    (``local_paper_light``) or of another hue than the page's paper (paint)."""
     light = rgb.mean(axis=2)
     paper_light = float(paper.mean())
-    darker = (paper_light - light) / max(paper_light, 1e-3)
+    reference = local_paper_light(light, paper_light, conf)
+    darker = (reference - light) / np.maximum(reference, 1e-3)
     chroma = np.linalg.norm((rgb - light[..., None]) - (paper - paper_light), axis=2)
     return (darker > conf.dark) | (chroma > conf.colour)
 
@@ -99,6 +140,23 @@ def erode(mask: np.ndarray, k: int) -> np.ndarray:
     """Binary erosion of a (H, W) bool map with a k x k square: what is left of areas wider than strokes."""
     t = torch.from_numpy(mask.astype(np.float32))[None, None]
     return (-F.max_pool2d(-t, k, 1, k // 2))[0, 0].numpy() > 0.5
+
+
+def empty_rows(ink: np.ndarray, conf: SimpleNamespace) -> torch.Tensor:
+    """(h, w) per cell, the share of empty pixel rows around it: rows of ``row_span`` pixels with almost
+    no ink, counted over ``row_window`` pixels down. Script leaves empty rows between its lines (about
+    0.15 of them); a line drawing, a diagram, a framed picture has almost none."""
+    empty = (running_mean(ink, conf.row_span, axis=1) < 0.03).astype(np.float32)
+    return cell_density(running_mean(empty, conf.row_window, axis=0), conf.cell)
+
+
+def line_cells(ink: np.ndarray, solid_cover: torch.Tensor, conf: SimpleNamespace) -> torch.Tensor:
+    """(h, w) bool cells of line drawings: a neighbourhood well covered by ink, without the empty rows
+    between lines of script, and not solid (paint and stains are found as solid areas)."""
+    cover = _box_mean(cell_density(ink, conf.cell), conf.window)
+    gaps = _box_mean(empty_rows(ink, conf), conf.window)
+    h, w = solid_cover.shape
+    return (cover[:h, :w] > conf.line_ink) & (gaps[:h, :w] < conf.line_gaps) & (solid_cover < conf.line_solid)
 
 
 def background_cells(rgb: np.ndarray, paper: np.ndarray, conf: SimpleNamespace) -> np.ndarray:
@@ -125,9 +183,11 @@ def background_cells(rgb: np.ndarray, paper: np.ndarray, conf: SimpleNamespace) 
 
 
 def cell_density(mask: np.ndarray, cell: int) -> torch.Tensor:
-    """(h, w) share of true pixels in each cell (partial cells at the edges are cut off)."""
-    t = torch.from_numpy(mask.astype(np.float32))[None, None]
-    return F.avg_pool2d(t, cell, cell)[0, 0]
+    """(h, w) float32 mean of a (H, W) bool or float map in each cell: the share of true pixels
+    (partial cells at the edges are cut off)."""
+    h, w = mask.shape[0] // cell, mask.shape[1] // cell
+    blocks = mask[: h * cell, : w * cell].reshape(h, cell, w, cell)
+    return torch.from_numpy(blocks.mean(axis=(1, 3), dtype=np.float32))
 
 
 def _box_mean(x: torch.Tensor, k: int) -> torch.Tensor:
@@ -183,9 +243,14 @@ def merge_boxes(boxes: list[tuple[int, int, int, int]], gap: int) -> list[tuple[
 
 
 def accept(
-    box: tuple[int, int, int, int], solid: torch.Tensor, background: np.ndarray, conf: SimpleNamespace
+    box: tuple[int, int, int, int],
+    solid: torch.Tensor,
+    background: np.ndarray,
+    conf: SimpleNamespace,
+    lines: torch.Tensor | None = None,
 ) -> float | None:
-    """The score of a candidate box (row0, col0, row1, col1) in cells, or None when it is not a drawing."""
+    """The score of a candidate box (row0, col0, row1, col1) in cells, or None when it is not a drawing:
+    its share of solid cells over ``solid``, or of line-drawing cells (``lines``) over ``line_share``."""
     r0, c0, r1, c1 = box
     h, w = background.shape
     b = conf.border
@@ -204,7 +269,29 @@ def accept(
     ring &= outer
     if background[ring].mean() > conf.max_background:
         return None  # lying on the backdrop, not on the page: a colour chart, a ruler, a label
-    return min(1.0, float(solid[r0:r1, c0:c1].mean()) / conf.solid)
+    painted = float(solid[r0:r1, c0:c1].mean()) / conf.solid
+    drawn = float(lines[r0:r1, c0:c1].float().mean()) / conf.line_share if lines is not None else 0.0
+    return min(1.0, max(painted, drawn))
+
+
+def box_features(
+    box: tuple[int, int, int, int], solid: torch.Tensor, lines: torch.Tensor, conf: SimpleNamespace
+) -> np.ndarray:
+    """(4,) float64 what the score is computed from: painted evidence (solid share over ``solid``, at most
+    2), drawn evidence (line-cell share over ``line_share``, at most 2), log of the box's share of the
+    image's area, elongation (long side over short side)."""
+    r0, c0, r1, c1 = box
+    h, w = solid.shape
+    painted = min(2.0, float(solid[r0:r1, c0:c1].mean()) / conf.solid)
+    drawn = min(2.0, float(lines[r0:r1, c0:c1].float().mean()) / conf.line_share)
+    area = np.log((r1 - r0) * (c1 - c0) / (h * w))
+    return np.array([painted, drawn, area, max(r1 - r0, c1 - c0) / min(r1 - r0, c1 - c0)])
+
+
+def calibrated(features: np.ndarray, weights: tuple[float, ...]) -> float:
+    """The score: 1 / (1 + exp(-(w0 + w . features))), the chance that a box with these (4,) features is
+    an illustration, fit on the tuned part of benchmarks/detect_pages.py (docs/detection.md)."""
+    return float(1.0 / (1.0 + np.exp(-(weights[0] + np.dot(weights[1:], features)))))
 
 
 def _judged(
@@ -236,17 +323,19 @@ def detect(image: Image.Image, conf: SimpleNamespace) -> list[tuple[tuple[int, i
     cells = np.repeat(np.repeat(~background, conf.cell, 0), conf.cell, 1)
     h, w = cells.shape
     paper = paper_colour(np.where(cells[..., None], rgb[:h, :w], 0.0)) if cells.any() else paper_colour(rgb)
-    solid = cell_density(erode(departure(rgb, paper, conf), conf.stroke), conf.cell)
+    ink = departure(rgb, paper, conf)
+    solid = cell_density(erode(ink, conf.stroke), conf.cell)
     solid[torch.from_numpy(background)] = 0.0
     cover = _box_mean(solid, conf.window)
-    strong = _open(cover > conf.solid, conf.open).numpy()
+    lines = _open(line_cells(ink, cover, conf) & ~torch.from_numpy(background), conf.open)
+    strong = (_open(cover > conf.solid, conf.open) | lines).numpy()
     page = ~(
         F.max_pool2d(torch.from_numpy(background).float()[None, None], 1 + 2 * conf.margin, 1, conf.margin)[
             0, 0
         ].numpy()
         > 0.5
     )
-    weak = ((cover > conf.weak).numpy() & page) | strong
+    weak = (((cover > conf.weak).numpy() | lines.numpy()) & page) | strong
     grown = [
         box
         for box in components(weak)
@@ -255,8 +344,11 @@ def detect(image: Image.Image, conf: SimpleNamespace) -> list[tuple[tuple[int, i
     ]
     found = []
     for r0, c0, r1, c1 in _judged(merge_boxes(grown, conf.gap), grown, solid, background, conf):
-        score = accept((r0, c0, r1, c1), solid, background, conf)
-        if score is None or score < conf.min_score:
+        evidence = accept((r0, c0, r1, c1), solid, background, conf, lines)
+        if evidence is None or evidence < conf.min_evidence:
+            continue
+        score = calibrated(box_features((r0, c0, r1, c1), solid, lines, conf), conf.calibration)
+        if score < conf.min_score:
             continue
         k = conf.cell * back
         x0, y0 = round(c0 * k), round(r0 * k)
