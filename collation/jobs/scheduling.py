@@ -158,6 +158,21 @@ DELETE_ATTEMPTS = 3
 """Tries of ``delete_job`` when executions of the job end while it is being deleted."""
 
 
+def deletion_order(cid: str, job_ids: Sequence[str]) -> list[str]:
+    """The job ids of a collation with dependents before their parents (callback, finalize, chunks,
+    plan, features, prepare): a worker that finishes a job while they are deleted then never reads a
+    parent already deleted of a dependent still there (RQ fails with InvalidJobOperation)."""
+    kinds = list(StepKind)
+
+    def rank(jid: str) -> int:
+        try:
+            return -kinds.index(Step.parse(jid.removeprefix(f"{cid}-")).kind)
+        except ValueError:  # the callback: no step, depended on by nothing
+            return -len(kinds)
+
+    return sorted(job_ids, key=rank)
+
+
 # --------------------------------------------------------------------------------------------------
 # The failure callback
 
@@ -269,8 +284,8 @@ class Scheduler:
         with self._request_lock(cid):
             if not self.store.exists(cid) or not mark_cancelled(self.store, cid):
                 return False
-            for raw in self.connection.smembers(RedisKeys.jobs(cid)):
-                jid = raw.decode() if isinstance(raw, bytes) else raw
+            members = self.connection.smembers(RedisKeys.jobs(cid))
+            for jid in deletion_order(cid, [raw.decode() if isinstance(raw, bytes) else raw for raw in members]):
                 try:
                     job = Job.fetch(jid, connection=self.connection)
                     if job.get_status(refresh=False) != JobStatus.STARTED:

@@ -150,10 +150,12 @@ def inspect(runtime: Runtime, query: dict[str, Any], fetcher: Fetcher | None = N
         CollationError: naming the field ``manifest``: ``UnsafeURLError`` (400), ``UnusableManifest``
             (422), ``LimitError`` (422) or ``FetchError`` (502).
     """
+    own = fetcher is None
+    fetcher = inspect_fetcher(runtime) if fetcher is None else fetcher
     try:
         return inspect_manifest(
             query["manifest"],
-            fetcher=fetcher if fetcher is not None else inspect_fetcher(runtime),
+            fetcher=fetcher,
             selector=RegionSelector.parse(query.get("selector")),
             whole_canvases=query["whole_canvases"],
             max_regions=runtime.settings.max_regions,
@@ -165,3 +167,6 @@ def inspect(runtime: Runtime, query: dict[str, Any], fetcher: Fetcher | None = N
     except CollationError as exc:
         exc.field = "manifest"
         raise
+    finally:
+        if own:
+            fetcher.session.close()
