@@ -133,7 +133,9 @@ def finalize(runtime: Runtime, cid: str, job: Job | None = None) -> str:
     """Assembles the pair score matrices, normalizes, finds cycles, propagates and writes the results.
 
     If a chunk is missing (a step Redis lost), it asks the scheduler to plan again once ``job`` (the
-    RQ job running this step; None when called inline) ended.
+    RQ job running this step; None when called inline) ended. A finalize left running from before
+    the collation was deleted and asked for again finds manuscripts not yet prepared: it does nothing
+    (the new collation's own steps are enqueued).
     """
     from .results import apply_assessments, compute_results
 
@@ -141,6 +143,8 @@ def finalize(runtime: Runtime, cid: str, job: Job | None = None) -> str:
     record = live_record(store, cid)
     docs = [store.load_manuscript(cid, m) for m in range(len(record["request"]["manifests"]))]
     ready = usable_manuscripts(docs, store.load_failures(cid))
+    if any(doc is None for doc in docs) or len(ready) < 2:
+        return "nothing to finalize yet"
     scores: dict[tuple[int, int], np.ndarray] = {}
     winners: dict[tuple[int, int], np.ndarray] = {}
     for i, a in enumerate(ready):
