@@ -76,6 +76,12 @@ class FetchSettings:
         ),
     )
     max_json_bytes: int = field(default=32 * 2**20, metadata=_help("Cap of one manifest, list or info.json."))
+    max_json_items: int = field(
+        default=4_000_000,
+        metadata=_help(
+            "Cap of the values in one JSON document (its `{`, `[` and `,` bytes, counted before it is parsed)."
+        ),
+    )
     max_image_bytes: int = field(default=64 * 2**20, metadata=_help("Cap of one image response."))
     max_image_pixels: int = field(default=100_000_000, metadata=_help("Cap of one decoded image."))
     max_canvases: int = field(default=10_000, metadata=_help("Canvases read from one manifest."))
@@ -175,6 +181,31 @@ class Settings:
             "one sweep at start only."
         ),
     )
+    max_body_bytes: int = field(
+        default=256 * 2**10,
+        metadata=_help("Largest request body in bytes; a larger one is refused with 413 before it is read."),
+    )
+    inspect_needs_token: bool = field(
+        default=False,
+        metadata=_help("`GET /inspect` needs a bearer token like POST (when `COLLATION_API_TOKENS` is set)."),
+    )
+    inspect_concurrency: int = field(
+        default=4, metadata=_help("`GET /inspect` requests running at once; more are answered 503.")
+    )
+    inspect_per_client: int = field(
+        default=1, metadata=_help("`GET /inspect` requests running at once per client address; more are answered 429.")
+    )
+    inspect_timeout: float = field(default=15.0, metadata=_help("Seconds one `GET /inspect` may fetch in all."))
+    inspect_max_json_bytes: int = field(
+        default=8 * 2**20, metadata=_help("Cap of the manifest `GET /inspect` reads (collations use the IIIF cap).")
+    )
+    inspect_max_json_items: int = field(
+        default=500_000,
+        metadata=_help("Cap of the values in the manifest `GET /inspect` reads (see `COLLATION_IIIF_MAX_JSON_ITEMS`)."),
+    )
+    callback_timeout: float = field(
+        default=5.0, metadata=_help("Seconds one `callback_url` POST may take in all (a job of its own, retried).")
+    )
     max_manifests: int = field(default=32, metadata=_help("Manifests per collation."))
     max_regions: int = field(default=5000, metadata=_help("Regions per manuscript."))
     features_cached: int = field(default=8, metadata=_help("Feature sets a worker keeps in memory between jobs."))
@@ -236,10 +267,18 @@ class Settings:
             "max_regions",
             "features_cached",
             "page_size",
+            "max_body_bytes",
+            "inspect_concurrency",
+            "inspect_per_client",
+            "inspect_max_json_bytes",
+            "inspect_max_json_items",
         ):
             if getattr(self, name) < 1:
                 raise SettingsError(f"{ENV_PREFIX}{name.upper()} must be at least 1", field=name.upper())
-        for name in ("per_host", "region_long_side", "max_canvases"):
+        if self.inspect_timeout <= 0 or self.callback_timeout <= 0:
+            name = "INSPECT_TIMEOUT" if self.inspect_timeout <= 0 else "CALLBACK_TIMEOUT"
+            raise SettingsError(f"{ENV_PREFIX}{name} must be positive", field=name)
+        for name in ("per_host", "region_long_side", "max_canvases", "max_json_items"):
             if getattr(self.iiif, name) < 1:
                 raise SettingsError(f"{IIIF_PREFIX}{name.upper()} must be at least 1", field=name.upper())
 

@@ -60,11 +60,22 @@ def looks_like_image(content: bytes) -> bool:
     return any(content.startswith(magic) for magic in IMAGE_MAGIC)
 
 
-def parse_json_bytes(content: bytes, *, url: str, what: str = "document", content_type: str = "") -> Any:
-    """Decode a JSON body, with errors that say when the body was HTML instead of JSON."""
+def parse_json_bytes(
+    content: bytes, *, url: str, what: str = "document", content_type: str = "", max_items: int | None = None
+) -> Any:
+    """Decode a JSON body, with errors that say when the body was HTML instead of JSON.
+
+    ``max_items`` bounds the values the parse may build: the body's ``{``, ``[`` and ``,`` bytes are
+    counted first (an upper bound, strings included), and a body with more is a ``LimitError``
+    before any Python object is made (a few MB of ``[{},{},...]`` would take GBs once parsed).
+    """
     head = content[:512].lstrip().lower()
     if head.startswith((b"<!doctype html", b"<html", b"<?xml", b"<")) or "html" in content_type.lower():
         raise ManifestError(f"{what} {url} is HTML (or XML), not JSON: probably an error or login page", url=url)
+    if max_items is not None:
+        items = content.count(b"{") + content.count(b"[") + content.count(b",")
+        if items > max_items:
+            raise LimitError(f"{what} {url} holds more than {max_items} JSON values ({items})", url=url)
     try:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError:

@@ -204,7 +204,13 @@ class Fetcher:
             if cached is not None:
                 return cached
             response = self.get(url, what=what, max_bytes=max_bytes or self.conf.max_json_bytes)
-            doc = parse_json_bytes(response.content, url=url, what=what, content_type=response.content_type)
+            doc = parse_json_bytes(
+                response.content,
+                url=url,
+                what=what,
+                content_type=response.content_type,
+                max_items=self.conf.max_json_items,
+            )
             if accept is not None:
                 accept(doc)
                 self.json_cache.put(url, doc, response.final_url)

@@ -29,6 +29,7 @@ Shape of the report::
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -86,8 +87,10 @@ def inspect_manifest(
     max_info: int = 20,
     detect: bool | None = None,
     detector: Detector | None = None,
+    info_deadline: float | None = None,
 ) -> dict[str, Any]:
     """Read ``source`` (URL or local file) as a collation would and report it (see the module doc).
+    No ``info.json`` is fetched once ``time.monotonic()`` passes ``info_deadline`` (when given).
     Raises what ``select_regions`` raises for a manifest that cannot be read at all."""
     manifest, regions, problems, regions_source, note = select_regions(
         source,
@@ -120,7 +123,7 @@ def inspect_manifest(
             if not service:
                 continue
             if service not in infos:
-                if len(infos) >= max_info:
+                if len(infos) >= max_info or (info_deadline is not None and time.monotonic() > info_deadline):
                     continue
                 infos[service] = _read(service, entry, fetcher, problems, canvases[i]["id"])
             info = infos[service]

@@ -10,16 +10,21 @@ dependency allows failure, so one bad manuscript cannot block the graph.
 
 Job functions are enqueued by their dotted path (``collation.jobs.tasks.<name>``): the tasks import
 this module, never the other way round.
+
+Longer than 400 lines because submit, cancel, advance, the callback job and the stuck-job detection
+share one discipline of locks and one set of RQ workarounds, which read best in one place.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from redis import Redis
+from redis.exceptions import LockError
 from rq import Callback, Queue, Retry
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.executions import Execution, ExecutionRegistry
@@ -27,8 +32,10 @@ from rq.job import Dependency, Job, JobStatus
 from rq.registry import StartedJobRegistry
 from rq.timeouts import TimerDeathPenalty
 
+from ..errors import CollationError
 from ..runtime import Runtime, activate, current
 from ..settings import Settings
+from ..store import writable
 from ..store.datastore import CollationNotFound, DataStore, RedisKeys
 from ..store.records import CollationStatus, is_terminal
 from ..store.steps import Step, StepKind
@@ -54,8 +61,23 @@ RESULT_TTL = 3600
 """Seconds RQ keeps a finished job (its dependents may still be enqueued meanwhile)."""
 FAILURE_TTL = 7 * 86400
 """Seconds RQ keeps a failed job, for inspection."""
+CALLBACK_TASK = "collation.jobs.tasks.send_callback"
+"""The job function that POSTs a finished collation's status to its ``callback_url``."""
+CALLBACK_RETRY_INTERVALS = (5, 20, 60)
+"""Seconds before each retry of a callback that failed; the workers' registry maintenance (every
+``heartbeat_ttl`` seconds) enqueues retries that are due, so a retry may come a little later."""
 ADVANCE_LOCK_TIMEOUT = 120
 """Seconds an ``advance`` may hold (and wait for) the collation's lock."""
+REQUEST_LOCK_TIMEOUT = 60
+"""Seconds a POST or DELETE may hold the collation's request lock."""
+REQUEST_LOCK_WAIT = 20
+"""Seconds a POST or DELETE waits for the request lock before answering 409."""
+
+
+class CollationBusy(CollationError):
+    """Another request on the same collation held it too long (a 409: try again)."""
+
+    http_status = 409
 
 
 # --------------------------------------------------------------------------------------------------
@@ -136,6 +158,21 @@ DELETE_ATTEMPTS = 3
 """Tries of ``delete_job`` when executions of the job end while it is being deleted."""
 
 
+def deletion_order(cid: str, job_ids: Sequence[str]) -> list[str]:
+    """The job ids of a collation with dependents before their parents (callback, finalize, chunks,
+    plan, features, prepare): a worker that finishes a job while they are deleted then never reads a
+    parent already deleted of a dependent still there (RQ fails with InvalidJobOperation)."""
+    kinds = list(StepKind)
+
+    def rank(jid: str) -> int:
+        try:
+            return -kinds.index(Step.parse(jid.removeprefix(f"{cid}-")).kind)
+        except ValueError:  # the callback: no step, depended on by nothing
+            return -len(kinds)
+
+    return sorted(job_ids, key=rank)
+
+
 # --------------------------------------------------------------------------------------------------
 # The failure callback
 
@@ -155,10 +192,23 @@ def on_job_failure(job: Job, connection: Redis, exc_type: Any, exc_value: Any, t
     step = Step.parse(name)
     message = f"{exc_type.__name__}: {exc_value}" if exc_type else "the job failed"
     store = current().store
-    store.record_failure(cid, step, message)
+    if exc_value is not None and writable.is_store_error(exc_value):
+        # Not the step's fault, and its failure could not be written either: the step stays
+        # unfinished, and the sweep enqueues it again (backing off) once the store can be written.
+        writable.remember(connection, writable.describe(exc_value))
+        log.warning("Collation %s: step %s left for later: %s", cid, step, writable.describe(exc_value))
+        return
+    try:
+        store.record_failure(cid, step, message)
+        if not step.kind.per_manuscript:  # a manuscript can be left out, a pair cannot
+            fail(store, cid, f"step {step} failed: {message}")
+    except OSError as exc:
+        if not writable.is_store_error(exc):
+            raise
+        writable.remember(connection, writable.describe(exc))
+        log.warning("Collation %s: the failure of step %s cannot be stored: %s", cid, step, writable.describe(exc))
+        return
     log.warning("Collation %s: step %s failed for good: %s", cid, step, message)
-    if not step.kind.per_manuscript:  # a manuscript can be left out, a pair cannot
-        fail(store, cid, f"step {step} failed: {message}")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -199,9 +249,19 @@ class Scheduler:
         cancelled (a DELETE that did not get to the end, e.g. Redis failed meanwhile) is deleted and
         created again.
 
+        Under the collation's request lock, which ``cancel`` holds too: a DELETE at the same instant
+        either deletes it before (then it is created again) or after (then it is gone).
+
         Returns:
             (record, created)
+
+        Raises:
+            CollationBusy: the lock was not free within ``REQUEST_LOCK_WAIT`` seconds (409).
         """
+        with self._request_lock(record["id"]):
+            return self._submit(record)
+
+    def _submit(self, record: dict) -> tuple[dict, bool]:
         created = self.store.create_collation(record)
         if not created and reopen(self.store, record["id"])["status"] == CollationStatus.CANCELLED:
             self.store.delete_collation(record["id"])
@@ -213,19 +273,40 @@ class Scheduler:
 
     def cancel(self, cid: str) -> bool:
         """Stops a collation and deletes it: queued jobs are dropped, running ones stop at their next
-        check of the store, cached features and scores stay. False when there was no such collation."""
-        if not self.store.exists(cid) or not mark_cancelled(self.store, cid):
-            return False
-        for raw in self.connection.smembers(RedisKeys.jobs(cid)):
-            jid = raw.decode() if isinstance(raw, bytes) else raw
-            try:
-                job = Job.fetch(jid, connection=self.connection)
-            except NoSuchJobError:
-                continue
-            if job.get_status(refresh=False) != JobStatus.STARTED:
-                delete_job(self.connection, job)
-        self.connection.delete(RedisKeys.jobs(cid))
-        return self.store.delete_collation(cid)
+        check of the store, cached features and scores stay. False when there was no such collation.
+
+        Under the collation's request lock (see ``submit``). A job that a worker starts while it is
+        deleted is left to that worker: it stops at its next check of the store.
+
+        Raises:
+            CollationBusy: the lock was not free within ``REQUEST_LOCK_WAIT`` seconds (409).
+        """
+        with self._request_lock(cid):
+            if not self.store.exists(cid) or not mark_cancelled(self.store, cid):
+                return False
+            members = self.connection.smembers(RedisKeys.jobs(cid))
+            for jid in deletion_order(cid, [raw.decode() if isinstance(raw, bytes) else raw for raw in members]):
+                try:
+                    job = Job.fetch(jid, connection=self.connection)
+                    if job.get_status(refresh=False) != JobStatus.STARTED:
+                        delete_job(self.connection, job)
+                except (NoSuchJobError, InvalidJobOperation):
+                    continue  # gone meanwhile, or started and then deleted under its worker
+            self.connection.delete(RedisKeys.jobs(cid))
+            return self.store.delete_collation(cid)
+
+    @contextlib.contextmanager
+    def _request_lock(self, cid: str) -> Iterator[None]:
+        lock = self.connection.lock(
+            RedisKeys.request_lock(cid), timeout=REQUEST_LOCK_TIMEOUT, blocking_timeout=REQUEST_LOCK_WAIT
+        )
+        if not lock.acquire():
+            raise CollationBusy(f"another request on collation {cid} is in progress; try again", field="id")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(LockError):
+                lock.release()
 
     def recover(self) -> int:
         """Makes every unfinished collation in the store progress again; returns how many.
@@ -330,6 +411,26 @@ class Scheduler:
             on_failure=Callback(on_job_failure),
             meta={"collation": cid, "step": step.name},
         )
+
+    def enqueue_callback(self, record: dict) -> Job:
+        """Enqueues the ``callback`` job of a finished collation on the io queue: one POST of its
+        status within ``callback_timeout`` seconds, retried after ``CALLBACK_RETRY_INTERVALS``."""
+        cid = record["id"]
+        status_url = f"{record.get('base_url', '').rstrip('/')}/collations/{cid}"
+        payload = {"id": cid, "status": record["status"], "status_url": status_url}
+        jid = RedisKeys.job_id(cid, "callback")
+        job = self.runtime.queue("io").enqueue_call(
+            CALLBACK_TASK,
+            args=(cid, record["request"]["callback_url"], payload),
+            job_id=jid,
+            description=f"collation {cid}: callback",
+            timeout=int(self.settings.callback_timeout) + 10,
+            result_ttl=RESULT_TTL,
+            failure_ttl=FAILURE_TTL,
+            retry=Retry(max=len(CALLBACK_RETRY_INTERVALS), interval=list(CALLBACK_RETRY_INTERVALS)),
+        )
+        self.connection.sadd(RedisKeys.jobs(cid), jid)
+        return job
 
     # ----------------------------------------------------------------------------------------------
     # Stuck jobs

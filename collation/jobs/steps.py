@@ -10,12 +10,15 @@ entry points) turns that into a normal return.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from itertools import combinations
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import CollationError
+from ..iiif.errors import UnsafeURLError
+from ..iiif.http import Fetcher
 from ..runtime import Runtime
 from ..store.datastore import CollationNotFound, DataStore
 from ..store.records import (
@@ -137,7 +140,9 @@ def finalize(runtime: Runtime, cid: str, job: Job | None = None) -> str:
     """Assembles the pair score matrices, normalizes, finds cycles, propagates and writes the results.
 
     If a chunk is missing (a step Redis lost), it asks the scheduler to plan again once ``job`` (the
-    RQ job running this step; None when called inline) ended.
+    RQ job running this step; None when called inline) ended. A finalize left running from before
+    the collation was deleted and asked for again finds manuscripts not yet prepared: it does nothing
+    (the new collation's own steps are enqueued).
     """
     from .results import apply_assessments, compute_results
 
@@ -145,6 +150,8 @@ def finalize(runtime: Runtime, cid: str, job: Job | None = None) -> str:
     record = live_record(store, cid)
     docs = [store.load_manuscript(cid, m) for m in range(len(record["request"]["manifests"]))]
     ready = usable_manuscripts(docs, store.load_failures(cid))
+    if any(doc is None for doc in docs) or len(ready) < 2:
+        return "nothing to finalize yet"
     scores: dict[tuple[int, int], np.ndarray] = {}
     winners: dict[tuple[int, int], np.ndarray] = {}
     for i, a in enumerate(ready):
@@ -172,15 +179,49 @@ def finalize(runtime: Runtime, cid: str, job: Job | None = None) -> str:
 
 
 def notify(runtime: Runtime, record: dict) -> None:
-    """POSTs the final status to the collation's ``callback_url``, if any (best effort, same URL policy)."""
-    url = record["request"].get("callback_url")
-    if not url:
-        return
-    status_url = f"{record.get('base_url', '').rstrip('/')}/collations/{record['id']}"
-    try:  # through the fetcher: the address checked is the address connected to (no DNS rebinding)
-        runtime.fetcher.post_json(url, {"id": record["id"], "status": record["status"], "status_url": status_url})
+    """Hands the final status to a ``callback`` job of its own (``send_callback``), if the request
+    gave a ``callback_url``: finalize never waits on the client's server."""
+    if record["request"].get("callback_url"):
+        Scheduler(runtime).enqueue_callback(record)
+
+
+class CallbackFailed(Exception):
+    """The callback could not be delivered this time (RQ retries the job with a back-off)."""
+
+
+def send_callback(runtime: Runtime, cid: str, url: str, payload: dict) -> str:
+    """POSTs ``payload`` to ``url`` once, within ``settings.callback_timeout`` seconds in all (the same
+    address policy as every fetch; the address checked is the address connected to).
+
+    Raises:
+        CallbackFailed: no answer in time, a network error or a 5xx (retried); a URL the policy
+            refuses, a 2xx, 3xx or 4xx end the job.
+    """
+    timeout = runtime.settings.callback_timeout
+    fetcher = callback_fetcher(runtime.fetcher, timeout)
+    try:
+        status = fetcher.post_json(url, payload)
+    except UnsafeURLError as exc:
+        log.warning("Collation %s: callback to %s refused: %s", cid, url, exc)
+        return "refused"
     except CollationError as exc:
-        log.warning("Collation %s: callback to %s failed: %s", record["id"], url, exc)
+        raise CallbackFailed(f"callback to {url}: {exc}") from None
+    finally:
+        fetcher.session.close()
+    if status >= 500:
+        raise CallbackFailed(f"callback to {url}: HTTP {status}")
+    return f"HTTP {status}"
+
+
+def callback_fetcher(base: Fetcher, timeout: float) -> Fetcher:
+    """``base``'s policy and resolver with every limit of one exchange at most ``timeout`` seconds."""
+    conf = replace(
+        base.conf,
+        total_timeout=timeout,
+        connect_timeout=min(base.conf.connect_timeout, timeout),
+        read_timeout=min(base.conf.read_timeout, timeout),
+    )
+    return Fetcher(conf, allowed_hosts=base.allowed_hosts, resolve=base.resolve, clock=base.clock)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Any
 from rq import get_current_job
 
 from ..runtime import current
+from ..store import writable
 from ..store.datastore import CollationNotFound
 from . import steps
 
@@ -24,7 +25,8 @@ log = logging.getLogger("collation.jobs")
 
 def _quietly_gone(func: Callable[..., str]) -> Callable[..., str]:
     """Turns ``steps.Gone`` (and ``CollationNotFound``: the collation was deleted while the step wrote
-    into it) into a normal return: a cancelled collation is not a failed job."""
+    into it) into a normal return: a cancelled collation is not a failed job. A data store that
+    cannot be written is remembered (``store.writable``) before the job fails (and is retried)."""
 
     @functools.wraps(func)
     def wrapper(cid: str, *args: Any) -> str:
@@ -33,6 +35,11 @@ def _quietly_gone(func: Callable[..., str]) -> Callable[..., str]:
         except (steps.Gone, CollationNotFound):
             log.info("Collation %s: gone, %s stops", cid, func.__name__)
             return "gone"
+        except OSError as exc:
+            if writable.is_store_error(exc):  # every status says so until a probe finds the disk writable
+                writable.remember(current().redis, writable.describe(exc))
+                log.error("Collation %s: %s: %s", cid, func.__name__, writable.describe(exc))
+            raise
 
     return wrapper
 
@@ -67,4 +74,9 @@ def finalize(cid: str) -> str:
     return steps.finalize(current(), cid, get_current_job())
 
 
-__all__ = ["extract_features", "finalize", "plan", "prepare_manuscript", "score_chunk"]
+def send_callback(cid: str, url: str, payload: dict) -> str:
+    """Job ``callback`` (io): ``steps.send_callback``, retried with a back-off by RQ."""
+    return steps.send_callback(current(), cid, url, payload)
+
+
+__all__ = ["extract_features", "finalize", "plan", "prepare_manuscript", "score_chunk", "send_callback"]

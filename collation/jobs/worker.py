@@ -10,7 +10,8 @@ inside ``activate(runtime)``, whose runtime caches the backbone and features) wi
   ``heartbeat_ttl`` seconds instead of an hour;
 - registry maintenance (which hands abandoned jobs back to their queue, using their retries) runs
   every ``heartbeat_ttl`` seconds, and an idle worker wakes up that often to do it; it first drops
-  job remnants (a hash with no data, from a job deleted while its parent finished), and an error in
+  job remnants (a hash with no data, from a job deleted while its parent finished) and enqueues the
+  scheduled retries that are due (callbacks back off; RQ's scheduler would fork), and an error in
   it is logged, never the end of the work loop.
 
 ``work`` runs the worker in a loop that is started again (with a capped back-off) whatever ended it
@@ -27,6 +28,7 @@ from typing import Any
 
 import redis
 from rq import Queue, SimpleWorker
+from rq.exceptions import NoSuchJobError
 from rq.executions import Execution
 from rq.job import Job
 from rq.registry import DeferredJobRegistry, ReadyJobRegistry
@@ -90,6 +92,7 @@ class CollationWorker(SimpleWorker):
         try:
             for queue in self.queues:
                 drop_job_remnants(self.connection, queue)
+                enqueue_due_jobs(self.connection, queue)
             super().run_maintenance_tasks()
         except redis.exceptions.ConnectionError:
             raise
@@ -142,6 +145,26 @@ def drop_job_remnants(connection: redis.Redis, queue: Queue) -> int:
                 log.warning("Job %s: a remnant without data removed from %s", jid, registry.key)
                 dropped += 1
     return dropped
+
+
+def enqueue_due_jobs(connection: redis.Redis, queue: Queue) -> int:
+    """Moves the jobs of ``queue``'s scheduled registry whose time has come (retries with a back-off:
+    the callbacks) to the queue; returns how many. RQ's own scheduler would fork a process from the
+    worker (CUDA does not survive a fork), so the workers' maintenance does it."""
+    registry = queue.scheduled_job_registry
+    due = registry.get_jobs_to_schedule(int(time.time()))
+    moved = 0
+    for jid in due:
+        jid = jid.decode() if isinstance(jid, bytes) else jid
+        if not connection.zrem(registry.key, jid):
+            continue  # another worker took it
+        try:
+            job = Job.fetch(jid, connection=connection)
+        except NoSuchJobError:
+            continue
+        queue.enqueue_job(job)
+        moved += 1
+    return moved
 
 
 def queue_names(settings: Settings, which: Sequence[str] = ("io", "compute")) -> list[str]:

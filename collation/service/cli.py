@@ -7,6 +7,7 @@ collation.service serve|worker`` runs the same functions on its own.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import os
 import signal
@@ -70,10 +71,9 @@ def run_worker(args: argparse.Namespace) -> int:
 
 def run_serve(args: argparse.Namespace) -> int:
     """``collate serve [--host H] [--port P]``: the API, plus a private Redis and workers when needed."""
-    from waitress import create_server
-
     from . import local
     from .app import create_app
+    from .serving import make_server
     from .state import service_state
 
     overrides = {
@@ -99,7 +99,8 @@ def run_serve(args: argparse.Namespace) -> int:
         app = create_app(settings)
         service = service_state(app)
         service.sweeper.start()  # re-enqueues unfinished collations found in the store, then sweeps
-        server = create_server(app, host=settings.host, port=settings.port, threads=8)
+        warn_public_url(settings)
+        server = make_server(app, settings)
         url = f"http://{settings.host}:{server.effective_port}/api/v1"
         print(f"Collation service on {url}  (POST {url}/collations; Ctrl-C stops)", flush=True)
         signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -118,6 +119,27 @@ def run_serve(args: argparse.Namespace) -> int:
             local.stop(process, timeout=30)
         local.stop(redis_process)
     return 0
+
+
+def warn_public_url(settings: Settings) -> bool:
+    """Warns (and returns True) when ``serve`` binds a non-loopback address without
+    ``COLLATION_PUBLIC_URL``: each request's Host header would then go into status URLs, annotation
+    ids and callback payloads, so a client could make the service publish links to any host."""
+    if settings.public_url or settings.host == "localhost" or _loopback(settings.host):
+        return False
+    log.warning(
+        "Binding %s without COLLATION_PUBLIC_URL: links in responses, annotations and callbacks will name "
+        "whatever host each request says; set COLLATION_PUBLIC_URL on a public deployment",
+        settings.host,
+    )
+    return True
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:

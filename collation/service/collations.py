@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from redis import Redis
+
 from ..concordance import verdict_category
 from ..errors import InputError
 from ..iiif.annotations import build_assessment
 from ..runtime import Runtime
+from ..store import writable
 from ..store.datastore import DataStore
-from ..store.records import collation_id, new_record, now, resolve_options, usable
+from ..store.records import collation_id, is_terminal, new_record, now, resolve_options, usable
 from ..store.steps import Step
 from . import urls
 from .jobs_bridge import apply_assessments, scheduler
@@ -57,9 +60,16 @@ def cancel(runtime: Runtime, cid: str) -> None:
         runtime.store.load_record(cid)  # raises the 404 problem
 
 
-def status_document(store: DataStore, cid: str, base: str) -> dict[str, Any]:
-    """``GET /collations/{id}``: status, progress, per-manuscript regions and errors, links."""
+def status_document(store: DataStore, cid: str, base: str, redis: Redis | None = None) -> dict[str, Any]:
+    """``GET /collations/{id}``: status, progress, per-manuscript regions and errors, links.
+
+    ``problem`` says why an unfinished collation cannot progress: the data store cannot be written
+    (remembered in ``redis`` by whoever met the failure, checked again here with a write probe).
+    """
     record = store.load_record(check_id(cid))
+    problem = None
+    if not is_terminal(record["status"]) and writable.recall(redis) is not None:
+        problem = writable.check(store, redis)
     failures = store.load_failures(cid)
     manuscripts = []
     for m, url in enumerate(record["request"]["manifests"]):
@@ -94,6 +104,7 @@ def status_document(store: DataStore, cid: str, base: str) -> dict[str, Any]:
         "options": record["options"],
         "manuscripts": manuscripts,
         "errors": record.get("errors", []),
+        "problem": problem,
         "links": urls.status_links(base, cid, record.get("usable") or []),
     }
 

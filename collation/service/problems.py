@@ -9,7 +9,6 @@ stack trace in the body (the traceback is logged).
 
 from __future__ import annotations
 
-import errno
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -20,6 +19,7 @@ from redis.exceptions import RedisError
 from werkzeug.exceptions import HTTPException
 
 from ..errors import CollationError
+from ..store import writable
 
 log = logging.getLogger("collation.service")
 
@@ -84,11 +84,16 @@ def handle_collation_error(exc: CollationError) -> Response:
         401: "Unauthorized",
         404: "Not found",
         409: "Conflict",
+        413: "Payload too large",
         422: "Unprocessable request",
+        429: "Too many requests",
         502: "Upstream failure",
         503: "Unavailable",
+        504: "Upstream timeout",
     }.get(status, "Error")
-    headers = {"WWW-Authenticate": 'Bearer realm="collation"'} if status == 401 else None
+    headers = {"WWW-Authenticate": 'Bearer realm="collation"'} if status == 401 else {}
+    if getattr(exc, "retry_after", None) is not None:
+        headers["Retry-After"] = str(exc.retry_after)
     return problem(status, title, exc.message, field=exc.field, headers=headers)
 
 
@@ -97,15 +102,12 @@ def handle_redis_error(exc: RedisError) -> Response:
     return problem(503, "Unavailable", f"Redis is not reachable: {exc}")
 
 
-STORE_ERRORS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EIO})
-"""errno values of a data store that cannot be written (read-only, full, forbidden, failing): a 503."""
-
-
 def handle_os_error(exc: OSError) -> Response:
-    if exc.errno not in STORE_ERRORS:
+    """A data store that cannot be written (``store.writable.STORE_ERRNOS``: read-only, full) is a 503."""
+    if not writable.is_store_error(exc):
         return handle_unexpected(exc)
     log.error("The data store cannot be written on %s %s: %s", request.method, request.path, exc)
-    return problem(503, "Unavailable", f"the data store cannot be written: {exc.strerror or exc}")
+    return problem(503, "Unavailable", writable.describe(exc))
 
 
 def handle_http_exception(exc: HTTPException) -> Response:
@@ -146,3 +148,18 @@ class Unavailable(CollationError):
     """Redis is not configured or not reachable."""
 
     http_status = 503
+
+
+class PayloadTooLarge(CollationError):
+    """A request body larger than ``settings.max_body_bytes``."""
+
+    http_status = 413
+
+
+class Busy(CollationError):
+    """Too many requests of a kind at once: 429 for one client, 503 for all; ``retry_after`` seconds."""
+
+    def __init__(self, message: str, *, http_status: int, retry_after: int, field: str | None = None) -> None:
+        super().__init__(message, field=field)
+        self.http_status = http_status
+        self.retry_after = retry_after

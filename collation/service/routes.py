@@ -7,6 +7,7 @@ raised as exceptions and answered as problem documents by ``problems``.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,8 @@ def create_collation() -> Response:
 
 @bp.route("/collations/<cid>", methods=["GET"])
 def get_collation(cid: str) -> Response:
-    return jsonify(collations.status_document(current_runtime().store, cid, base_url()))
+    runtime = current_runtime()
+    return jsonify(collations.status_document(runtime.store, cid, base_url(), runtime.redis))
 
 
 @bp.route("/collations/<cid>", methods=["DELETE"])
@@ -160,7 +162,8 @@ def get_canvas_page(cid: str, m: int, canvas_number: int) -> Response:
 def get_inspection() -> Response:
     """The dry run of a manifest: what it holds and the regions a collation would use (no job)."""
     query = inspection.InspectQuerySchema().load(request.args.to_dict())
-    return jsonify(inspection.inspect(current_runtime(), query))
+    work = partial(inspection.inspect, current_runtime(), query)
+    return jsonify(service_state().inspections.run(request.remote_addr or "unknown", work))
 
 
 @bp.route("/ns/imcol/1/context.json", methods=["GET"])
@@ -181,10 +184,15 @@ def healthz() -> Response:
 
 @bp.route("/readyz", methods=["GET"])
 def readyz() -> Response:
-    """Ready when Redis answers and at least one worker listens on each queue."""
+    """Ready when Redis answers, the data store can be written and a worker listens on each queue."""
     result = readiness(current_runtime())
     checks = result["checks"]
     if result["ready"]:
         return jsonify({"status": "ready", "checks": checks})
-    detail = "Redis is not reachable" if not checks["redis"] else "no worker listens on some queue"
+    if not checks["redis"]:
+        detail = "Redis is not reachable"
+    elif not checks["store"]:
+        detail = checks["store_error"]
+    else:
+        detail = "no worker listens on some queue"
     return problem(503, "Not ready", detail, extra={"checks": checks})

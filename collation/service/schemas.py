@@ -76,15 +76,22 @@ def _is_text(text: str) -> bool:
 
 
 class HttpUrl(fields.String):
-    """An absolute http(s) URL (the address policy is applied when it is fetched)."""
+    """An absolute http(s) URL with a host (the address policy is applied when it is fetched).
+
+    White space around it is dropped; a control character anywhere is refused (``urlsplit`` would
+    silently drop some, so ``"\fhtTp://\u0006"`` read as a URL with host ``\u0006``).
+    """
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
         text = super()._deserialize(value, attr, data, **kwargs).strip()
+        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+            raise ValidationError("must be an absolute http or https URL without control characters")
         try:
             parts = urlsplit(text)
+            host = parts.hostname
         except ValueError:  # e.g. "http://[::1": an unbalanced IPv6 bracket
             raise ValidationError("must be an absolute http or https URL") from None
-        if parts.scheme not in ("http", "https") or not parts.netloc:
+        if not text[:8].lower().startswith(("http://", "https://")) or not host:
             raise ValidationError("must be an absolute http or https URL")
         if len(text) > 2048:
             raise ValidationError("is longer than 2048 characters")

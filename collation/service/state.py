@@ -13,6 +13,7 @@ from flask import Flask, current_app
 
 from ..runtime import Runtime
 from .cache import DocumentCache
+from .inspection import InspectGate
 from .sweeper import Sweeper
 
 EXTENSION = "collation"
@@ -25,18 +26,22 @@ class ServiceState:
 
     runtime: Runtime
     sweeper: Sweeper
+    inspections: InspectGate
     documents: DocumentCache = field(default_factory=DocumentCache)
 
     def close(self) -> None:
-        """Stops the sweeper (when started) and closes the runtime's Redis pool."""
+        """Stops the sweeper (when started) and the inspections, and closes the runtime's Redis pool."""
         self.sweeper.stop()
+        self.inspections.close()
         self.documents.clear()
         self.runtime.close()
 
 
 def init_app(app: Flask, runtime: Runtime) -> ServiceState:
     """Attaches the state of ``runtime`` to ``app``; the sweeper is created stopped."""
-    state = ServiceState(runtime=runtime, sweeper=Sweeper.for_runtime(runtime))
+    state = ServiceState(
+        runtime=runtime, sweeper=Sweeper.for_runtime(runtime), inspections=InspectGate(runtime.settings)
+    )
     app.extensions[EXTENSION] = state
     return state
 

@@ -3,6 +3,12 @@ unfinished collation in the store progress again (re-enqueue what Redis lost, ha
 workers back to their queues).
 
 A ``Sweeper`` belongs to one app (``ServiceState.sweeper``); ``collate serve`` starts and stops it.
+
+Each tick first probes the data store with a small write (``store.writable.check``): while the store
+cannot be written (a full disk) nothing can progress, so the sweep is skipped and the wait before the
+next one doubles, up to ``MAX_BACKOFF`` intervals (and never more than ``MAX_BACKOFF_SECONDS``), with
+one warning line each time; a sweep that fails (Redis down) backs off the same way. The first
+successful sweep goes back to the interval.
 """
 
 from __future__ import annotations
@@ -14,12 +20,17 @@ from collections.abc import Callable
 from redis.exceptions import RedisError
 
 from ..runtime import Runtime
+from ..store import writable
 from .jobs_bridge import scheduler
 
 log = logging.getLogger("collation.service.sweeper")
 
 EXPECTED_FAILURES = (RedisError, OSError)
 """Redis unreachable or restarting, the data store briefly unreadable: tried again at the next tick."""
+MAX_BACKOFF = 16
+"""The longest wait between two sweeps that fail, in intervals."""
+MAX_BACKOFF_SECONDS = 300.0
+"""... and in seconds."""
 
 
 class Sweeper:
@@ -31,18 +42,32 @@ class Sweeper:
         enabled: False for an app without Redis (``start`` does nothing).
     """
 
-    def __init__(self, recover: Callable[[], int], interval: float, *, enabled: bool = True) -> None:
+    def __init__(
+        self,
+        recover: Callable[[], int],
+        interval: float,
+        *,
+        enabled: bool = True,
+        probe: Callable[[], str | None] = lambda: None,
+    ) -> None:
         self.recover = recover
         self.interval = float(interval)
         self.enabled = enabled
+        self.probe = probe
+        self.delay = self.interval
+        """Seconds until the next sweep: the interval, or longer after failures."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     @classmethod
     def for_runtime(cls, runtime: Runtime) -> Sweeper:
-        """The sweeper of ``runtime``'s scheduler, every ``runtime.settings.sweep_interval`` seconds."""
+        """The sweeper of ``runtime``'s scheduler, every ``runtime.settings.sweep_interval`` seconds,
+        probing its data store first."""
         return cls(
-            lambda: scheduler(runtime).recover(), runtime.settings.sweep_interval, enabled=runtime.redis is not None
+            lambda: scheduler(runtime).recover(),
+            runtime.settings.sweep_interval,
+            enabled=runtime.redis is not None,
+            probe=lambda: writable.check(runtime.store, runtime.redis),
         )
 
     @property
@@ -55,17 +80,28 @@ class Sweeper:
         Expected failures (``EXPECTED_FAILURES``) are logged as warnings; anything else is a bug and
         is logged with its traceback. Neither stops the sweeper: the next tick tries again.
         """
+        problem = self.probe()
+        if problem is not None:
+            self._back_off()
+            log.warning("Sweep skipped: %s; next try in %g s", problem, self.delay)
+            return 0
         try:
             count = self.recover()
         except EXPECTED_FAILURES as exc:
-            log.warning("Sweep failed, trying again in %g s: %s", self.interval, exc)
+            self._back_off()
+            log.warning("Sweep failed, trying again in %g s: %s", self.delay, exc)
             return 0
         except Exception:
             log.exception("Sweep failed unexpectedly")
             return 0
+        self.delay = self.interval
         if count:
             log.info("Sweep: %d unfinished collation(s) advanced", count)
         return count
+
+    def _back_off(self) -> None:
+        cap = min(self.interval * MAX_BACKOFF, MAX_BACKOFF_SECONDS)
+        self.delay = max(self.interval, min(self.delay * 2, cap))
 
     def start(self) -> None:
         """Starts the sweeping thread (a no-op when disabled or already running)."""
@@ -85,5 +121,5 @@ class Sweeper:
     def _loop(self) -> None:
         while True:
             self.sweep()
-            if self.interval <= 0 or self._stop.wait(self.interval):
+            if self.interval <= 0 or self._stop.wait(self.delay):
                 return

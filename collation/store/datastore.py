@@ -410,6 +410,16 @@ class RedisKeys:
         return f"{cls.prefix}advance:{cid}"
 
     @classmethod
+    def store_problem(cls) -> str:
+        """Why the data store cannot be written, while it cannot (``store.writable``)."""
+        return f"{cls.prefix}store-problem"
+
+    @classmethod
+    def request_lock(cls, cid: str) -> str:
+        """Lock held by the API's POST and DELETE of a collation, so that the two never interleave."""
+        return f"{cls.prefix}request:{cid}"
+
+    @classmethod
     def suspect(cls, job_id: str) -> str:
         """When a job that claims to be live was first seen stuck."""
         return f"{cls.prefix}suspect:{job_id}"

@@ -369,3 +369,72 @@ def test_deleting_a_job_whose_execution_ends_meanwhile_succeeds(
     assert not redis.exists(job.key)
     assert cleanups == [0, 1]  # the second try dropped the ended execution
     redis.close()
+
+
+def _validator(openapi: dict[str, Any], name: str) -> Draft202012Validator:
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012
+
+    resource = Resource.from_contents(openapi, default_specification=DRAFT202012)
+    registry = Registry().with_resource("urn:openapi", resource)
+    return Draft202012Validator({"$ref": f"urn:openapi#/components/schemas/{name}"}, registry=registry)
+
+
+@pytest.mark.parametrize(
+    ("extra", "valid"),
+    [
+        ({"callback_url": "\fhtTp://\u0006"}, False),  # found by schemathesis (issue 23): a control character as host
+        ({"callback_url": "http://127.0.0.1/\x7fdone"}, False),
+        ({"callback_url": "http://:80/done"}, False),
+        ({"callback_url": " http://127.0.0.1/done "}, True),
+        ({"regions": {"1": []}}, False),  # issue 23: the contract allowed it, the code refused it
+    ],
+)
+def test_collation_requests_the_contract_and_the_code_agree_on(
+    openapi: dict[str, Any], client: Any, synthetic: Any, extra: dict, valid: bool
+) -> None:
+    doc = {"manifests": [synthetic.a, synthetic.b], **extra}
+    assert _validator(openapi, "CollationRequest").is_valid(doc) is valid
+    r = client.post(f"{API}/collations", json=doc)
+    assert r.status_code == (202 if valid else 400), r.get_json()
+
+
+@pytest.mark.parametrize(
+    ("schema", "path", "doc"),
+    [
+        ("AssessmentRequest", "assessments", {"pair": [0, 0], "source": 0, "target": 0, "verdict": "exact"}),
+        (
+            "BatchAssessmentRequest",
+            "assessments/batch",
+            {"members": [{"manuscript": 0, "index": 1}, {"manuscript": 0, "index": 1}], "verdict": "exact"},
+        ),
+    ],
+)
+def test_assessments_of_one_manuscript_with_itself_are_invalid_in_the_contract_too(
+    openapi: dict[str, Any], client: Any, synthetic: Any, schema: str, path: str, doc: dict
+) -> None:
+    """Issue 23: schemathesis sent these as valid and got 400s; the contract now says unique items."""
+    assert not _validator(openapi, schema).is_valid(doc)
+    cid = client.post(f"{API}/collations", json=body(synthetic)).get_json()["id"]
+    assert client.post(f"{API}/collations/{cid}/{path}", json=doc).status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("host", "public_url", "warns"),
+    [
+        ("127.0.0.1", None, False),
+        ("localhost", None, False),
+        ("::1", None, False),
+        ("0.0.0.0", None, True),
+        ("192.0.2.7", None, True),
+        ("0.0.0.0", "https://collation.example.org", False),
+    ],
+)
+def test_serve_warns_when_it_binds_a_public_address_without_a_public_url(
+    host: str, public_url: str | None, warns: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    from collation.service.cli import warn_public_url
+
+    with caplog.at_level("WARNING", logger="collation.service"):
+        assert warn_public_url(Settings.from_env({}, host=host, public_url=public_url)) is warns
+    assert ("COLLATION_PUBLIC_URL" in caplog.text) is warns

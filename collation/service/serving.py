@@ -1,0 +1,56 @@
+"""The waitress server of ``collate serve``: the request body cap, and problem documents for the errors
+waitress answers itself.
+
+waitress reads a request's headers and body before the app sees it. With ``max_request_body_size``
+set to ``settings.max_body_bytes`` it refuses a larger body as soon as the Content-Length header (or
+the running total of a chunked body) passes the cap, without reading the rest. Its own error answers
+(413, and the 400 of a header it cannot parse, e.g. a NUL byte in a bearer token) are plain text
+without CORS headers; ``ProblemErrorTask`` answers them as the app's problem documents, with the
+``Access-Control-Allow-Origin`` of every other response, so a browser client can read them too.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import Flask
+from waitress import create_server
+from waitress.channel import HTTPChannel
+from waitress.task import ErrorTask
+
+from ..settings import Settings
+from .problems import MEDIA_TYPE, PROBLEM_TYPE
+
+
+def make_server(app: Flask, settings: Settings, *, threads: int = 8) -> Any:
+    """A waitress server of ``app`` on ``settings.host``/``settings.port``, bodies capped at
+    ``settings.max_body_bytes``; ``server.run()`` serves, ``server.effective_port`` is its port."""
+    server = create_server(
+        app, host=settings.host, port=settings.port, threads=threads, max_request_body_size=settings.max_body_bytes
+    )
+    server.channel_class = problem_channel(settings.cors_origin)
+    return server
+
+
+def problem_channel(cors_origin: str) -> type[HTTPChannel]:
+    """A waitress channel whose own error answers are problem documents with the CORS header."""
+
+    class ProblemErrorTask(ErrorTask):
+        def execute(self) -> None:
+            error = self.request.error
+            body = {"type": PROBLEM_TYPE, "title": error.reason, "status": error.code, "detail": error.body}
+            if error.code == 413:
+                body["detail"] = "the request body is larger than the cap (COLLATION_MAX_BODY_BYTES)"
+                body["field"] = "body"
+            data = json.dumps(body).encode("utf-8")
+            self.status = f"{error.code} {error.reason}"
+            self.response_headers.extend([("Content-Type", MEDIA_TYPE), ("Access-Control-Allow-Origin", cors_origin)])
+            self.set_close_on_finish()
+            self.content_length = len(data)
+            self.write(data)
+
+    class ProblemChannel(HTTPChannel):
+        error_task_class = ProblemErrorTask
+
+    return ProblemChannel
