@@ -228,6 +228,7 @@ def main() -> None:
     candidates = None if args.candidates == "all" else int(args.candidates)
     with tempfile.TemporaryDirectory(prefix="bench-service-") as tmp:
         root = Path(args.keep or tmp)
+        root.mkdir(parents=True, exist_ok=True)
         folders = [root / "A", root / "B"]
         images0, images1, gt, _ = make_pair(n0, n1, args.seed, args.difficulty)
         (root / "gt.json").write_text(json.dumps(gt.tolist()))

@@ -17,8 +17,10 @@ Difficulties (``DIFFICULTIES``), each a restyle applied to every copy:
   move by a few percent of the frame.
 - ``hard``: strong affine warps (scale, shear, rotation, translation), occluding patches, and in most
   copies a harsh change of style (line-art, posterization, recolouring, washed-out greys).
-- ``paper``: ``hard`` at the strength that brings S_features' top-1 near the 35% of the paper's
-  De Materia Medica D1-D2 (Table 2) at 816 x 405 (docs/candidates.md, "The hard benchmark").
+- ``paper``: ``hard`` at full strength, where unpruned S_trans's top-1 (.51-.58 at 200 x 100 and
+  400 x 200) is near the paper's De Materia Medica D1-D2 (61.7%, Table 2); S_features falls lower
+  there than on D1-D2 (.13-.19 against .354), while ``hard`` at 816 x 405 has D1-D2's S_features
+  (.320) and a higher S_trans: the two bracket D1-D2 (docs/candidates.md).
 - ``extreme``: ``hard``, and each copy also mirrored, turned ±30° or cut to one half with
   probability 1/4 each (the transposition benchmark's kinds).
 
@@ -41,7 +43,8 @@ GT_SHARE = 295 / 405
 
 DIFFICULTIES = ("moderate", "hard", "paper", "extreme")
 STRENGTH = {"hard": 0.7, "paper": 1.0, "extreme": 0.7}
-"""Strength (0..1) of the hard restyle per difficulty; "paper" was calibrated on 816 x 405 seed 0."""
+"""Strength (0..1) of the hard restyle per difficulty (scales the warps, the patches and the share of
+harsh styles); "paper" is the full strength, chosen on unpruned S_trans at 200 x 100, seed 0."""
 
 
 def paper_colour(image: Image.Image) -> tuple[int, int, int]:
