@@ -8,7 +8,6 @@ apps in one process share nothing.
 
 from __future__ import annotations
 
-import hmac
 from typing import Any
 
 from flask import Flask, Response, request
@@ -16,6 +15,7 @@ from flask import Flask, Response, request
 from ..runtime import Runtime
 from ..settings import Settings
 from . import problems, state
+from .auth import caller_token
 from .urls import API_PREFIX
 
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
@@ -54,14 +54,9 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
 
 def require_token() -> None:
     """Write requests need ``Authorization: Bearer <token>`` when ``settings.api_tokens`` is set; reads are open."""
-    tokens = state.current_runtime().settings.api_tokens
-    if not tokens or request.method not in WRITE_METHODS:
+    if not state.current_runtime().settings.api_tokens or request.method not in WRITE_METHODS:
         return
-    header = request.headers.get("Authorization", "")
-    scheme, _, token = header.partition(" ")
-    # Bytes: compare_digest refuses str with non-ASCII characters, and a header may hold any.
-    given = token.strip().encode("utf-8", "surrogateescape")
-    if scheme.lower() != "bearer" or not any(hmac.compare_digest(given, t.encode("utf-8")) for t in tokens):
+    if caller_token() is None:
         raise problems.Unauthorized("this request needs a valid bearer token", field="Authorization")
 
 
