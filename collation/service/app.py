@@ -45,10 +45,12 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     app.after_request(add_cors_headers)
 
     from ..viewer import routes as viewer_routes
+    from ..viewer import workspace
     from . import routes
 
     app.register_blueprint(routes.bp, url_prefix=API_PREFIX)
     app.register_blueprint(viewer_routes.bp, url_prefix=API_PREFIX)  # the browser view (collation.viewer)
+    app.register_blueprint(workspace.bp)  # the historian's workspace at / (collation.viewer.workspace)
     return app
 
 

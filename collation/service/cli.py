@@ -100,8 +100,10 @@ def run_serve(args: argparse.Namespace) -> int:
         service = service_state(app)
         service.sweeper.start()  # re-enqueues unfinished collations found in the store, then sweeps
         server = create_server(app, host=settings.host, port=settings.port, threads=8)
-        url = f"http://{settings.host}:{server.effective_port}/api/v1"
-        print(f"Collation service on {url}  (POST {url}/collations; Ctrl-C stops)", flush=True)
+        root = f"http://{settings.host}:{server.effective_port}"
+        url = f"{root}/api/v1"
+        print(f"Collation service on {root}/ : open it in a browser and paste manifest URLs", flush=True)
+        print(f"API: {url}  (POST {url}/collations; Ctrl-C stops)", flush=True)
         signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
             server.run()
