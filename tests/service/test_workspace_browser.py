@@ -112,10 +112,15 @@ def test_a_historian_goes_the_whole_way(
     page.get_by_role("link", name=re.compile("Open the matches")).click()
     page.wait_for_url(re.compile(rf"/api/v1/collations/{cid}/view"))
     page.locator("#correspondences .candidate").first.wait_for()
-    page.locator("body").press("j")  # the first match, selected with the keyboard
     selected = page.locator("#correspondences .candidate.selected")
+    selected.wait_for()  # the page opens on the first match
+    first = (selected.get_attribute("data-source"), selected.get_attribute("data-target"))
+    page.locator("body").press("j")  # the keyboard walks to the next candidate...
+    assert (selected.get_attribute("data-source"), selected.get_attribute("data-target")) != first
+    page.keyboard.press("k")  # ...and back
     assert selected.count() == 1
     source, target = selected.get_attribute("data-source"), selected.get_attribute("data-target")
+    assert (source, target) == first
     page.keyboard.press("1")  # exact copy
     page.locator("#message", has_text="Confirmed").wait_for()
     shot(page, screenshots, "5-verdict")
