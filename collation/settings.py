@@ -29,7 +29,7 @@ from .errors import InputError
 
 ENV_PREFIX = "COLLATION_"
 IIIF_PREFIX = "COLLATION_IIIF_"
-USER_AGENT = "image-collation/0.1 (+https://github.com/image-collation/image-collation)"
+USER_AGENT = "image-collation/0.1"
 
 DEVICES = ("auto", "cpu", "cuda")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")

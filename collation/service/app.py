@@ -8,7 +8,6 @@ apps in one process share nothing.
 
 from __future__ import annotations
 
-import hmac
 from typing import Any
 
 from flask import Flask, Response, request
@@ -16,6 +15,7 @@ from flask import Flask, Response, request
 from ..runtime import Runtime
 from ..settings import Settings
 from . import problems, state
+from .auth import caller_token
 from .urls import API_PREFIX
 
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
@@ -47,10 +47,12 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     app.after_request(add_cors_headers)
 
     from ..viewer import routes as viewer_routes
+    from ..viewer import workspace
     from . import routes
 
     app.register_blueprint(routes.bp, url_prefix=API_PREFIX)
     app.register_blueprint(viewer_routes.bp, url_prefix=API_PREFIX)  # the browser view (collation.viewer)
+    app.register_blueprint(workspace.bp)  # the historian's workspace at / (collation.viewer.workspace)
     return app
 
 
@@ -74,11 +76,7 @@ def require_token() -> None:
     inspect = settings.inspect_needs_token and request.path == f"{API_PREFIX}/inspect"
     if not tokens or (request.method not in WRITE_METHODS and not inspect):
         return
-    header = request.headers.get("Authorization", "")
-    scheme, _, token = header.partition(" ")
-    # Bytes: compare_digest refuses str with non-ASCII characters, and a header may hold any.
-    given = token.strip().encode("utf-8", "surrogateescape")
-    if scheme.lower() != "bearer" or not any(hmac.compare_digest(given, t.encode("utf-8")) for t in tokens):
+    if caller_token() is None:
         raise problems.Unauthorized("this request needs a valid bearer token", field="Authorization")
 
 

@@ -101,8 +101,10 @@ def run_serve(args: argparse.Namespace) -> int:
         service.sweeper.start()  # re-enqueues unfinished collations found in the store, then sweeps
         warn_public_url(settings)
         server = make_server(app, settings)
-        url = f"http://{settings.host}:{server.effective_port}/api/v1"
-        print(f"Collation service on {url}  (POST {url}/collations; Ctrl-C stops)", flush=True)
+        root = f"http://{settings.host}:{server.effective_port}"
+        url = f"{root}/api/v1"
+        print(f"Collation service on {root}/ : open it in a browser and paste manifest URLs", flush=True)
+        print(f"API: {url}  (POST {url}/collations; Ctrl-C stops)", flush=True)
         signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
             server.run()

@@ -24,8 +24,11 @@ from .jobs_bridge import apply_assessments, scheduler
 from .results import SCORE_ARRAYS, assessment_items, check_id, finished_record, pair_results, top_candidates
 
 
-def submit(runtime: Runtime, body: dict[str, Any], base: str) -> tuple[dict, bool]:
+def submit(runtime: Runtime, body: dict[str, Any], base: str, owner: str | None = None) -> tuple[dict, bool]:
     """Creates (or finds) the collation of a validated request body and enqueues its work.
+
+    ``owner`` is the hash of the caller's token (``listing.token_hash``): it joins the record's
+    ``owners``, who see the collation in ``GET /collations``.
 
     Returns:
         (record, created): created is False when the same request was made before.
@@ -45,7 +48,12 @@ def submit(runtime: Runtime, body: dict[str, Any], base: str) -> tuple[dict, boo
     }
     record = new_record(cid, request, options, runtime.settings)
     record["base_url"] = base
-    return jobs.submit(record)
+    if owner:
+        record["owners"] = [owner]
+    record, created = jobs.submit(record)
+    if owner and owner not in (record.get("owners") or []):
+        record = runtime.store.update_record(cid, lambda r: r.__setitem__("owners", [*(r.get("owners") or []), owner]))
+    return record, created
 
 
 def cancel(runtime: Runtime, cid: str) -> None:

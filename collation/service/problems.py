@@ -23,7 +23,8 @@ from ..store import writable
 
 log = logging.getLogger("collation.service")
 
-PROBLEM_TYPE = "https://github.com/image-collation/image-collation/blob/main/README.md#errors"
+PROBLEM_TYPE = "about:blank"
+"""RFC 9457 section 4.2.1: no type of our own; ``title``, ``detail`` and ``field`` say what went wrong."""
 MEDIA_TYPE = "application/problem+json"
 
 

@@ -14,7 +14,8 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request
 from marshmallow import ValidationError
 
-from . import collations, inspection, layers
+from . import collations, inspection, layers, listing
+from .auth import caller_token
 from .concordance import concordance, concordance_text
 from .health import readiness
 from .problems import problem
@@ -68,12 +69,24 @@ def jsonld(doc: dict[str, Any], profile: str | None = None) -> Response:
 def create_collation() -> Response:
     runtime = current_runtime()
     body = CollationRequestSchema(max_manifests=runtime.settings.max_manifests).load(json_body())
-    record, created = collations.submit(runtime, body, base_url())
+    token = caller_token()
+    owner = listing.token_hash(token) if token else None
+    record, created = collations.submit(runtime, body, base_url(), owner)
     url = collation_url(base_url(), record["id"])
     response = jsonify({"id": record["id"], "status": record["status"], "status_url": url, "created": created})
     response.status_code = 202
     response.headers["Location"] = url
     return response
+
+
+@bp.route("/collations", methods=["GET"])
+def list_collations() -> Response:
+    """The collations the caller may see, newest first, paged (``listing`` says who sees what)."""
+    runtime = current_runtime()
+    query = listing.ListQuerySchema().load(request.args.to_dict())
+    token = caller_token()
+    owner = listing.token_hash(token) if token else None
+    return jsonify(listing.list_collations(runtime.store, base_url(), query, owner, bool(runtime.settings.api_tokens)))
 
 
 @bp.route("/collations/<cid>", methods=["GET"])

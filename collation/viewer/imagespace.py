@@ -8,6 +8,8 @@ therefore opens, for those versions, a copy of each derived manifest whose canva
 of the annotation pages with every fragment divided by that factor, so that Mirador's scaling puts
 it back in place. Annotation ids, bodies and everything else stay as they are (the original box is
 kept as ``imcol:canvasFragment``), and the derived manifests served to other viewers are untouched.
+The source manifest's own annotations (its region lists) are left out of the variant: Mirador would
+draw them unscaled, at ``factor`` times their place (``point_to_viewer_pages``).
 
 The factor is Mirador's own: the image's pixel width (its ``info.json``, read with the service's
 fetcher and cached there; else the width the manifest declares) over the width the image takes in
@@ -45,15 +47,37 @@ def viewer_page_url(base: str, cid: str, m: int, canvas_number: int) -> str:
 def viewer_manifest(store: DataStore, cache: DocumentCache, cid: str, m: int, base: str) -> dict[str, Any]:
     """The derived manifest of manuscript ``m`` with its page references pointing to ``viewer_page``."""
     doc = copy.deepcopy(derived_manifest(store, cache, cid, m, base))
-    canonical = f"{collation_url(base, cid)}/pages/{m}/"
-    for canvas in _canvases(doc):
-        for key in ("annotations", "otherContent"):
-            for ref in canvas.get(key) or []:
-                for id_key in ("id", "@id"):
-                    value = ref.get(id_key) if isinstance(ref, dict) else None
-                    if isinstance(value, str) and value.startswith(canonical):
-                        ref[id_key] = viewer_page_url(base, cid, m, int(value.removeprefix(canonical)))
+    point_to_viewer_pages(doc, f"{collation_url(base, cid)}/pages/{m}/", lambda n: viewer_page_url(base, cid, m, n))
     doc["@id" if "@id" in doc else "id"] = viewer_manifest_url(base, cid, m)
+    return doc
+
+
+def point_to_viewer_pages(doc: dict[str, Any], canonical: str, variant: Any) -> dict[str, Any]:
+    """Points every reference to a collation page (``canonical`` + canvas number) to ``variant(number)``
+    and drops the source manifest's own annotation references, in place.
+
+    Those (the library's region lists, ``"illustration"`` tags) target the canvas in canvas units, which
+    these Mirador versions would draw ``factor`` times too far (mirador#4533); the collation's pages
+    already carry the same regions, scaled. Their ids stay listed in ``imcol:sourceAnnotations``.
+    """
+    for canvas in _canvases(doc):
+        dropped = []
+        for key in ("annotations", "otherContent"):
+            refs = canvas.get(key)
+            if not isinstance(refs, list):
+                continue
+            kept = []
+            for ref in refs:
+                id_key = "id" if isinstance(ref, dict) and "id" in ref else "@id"
+                value = ref.get(id_key) if isinstance(ref, dict) else ref
+                if isinstance(value, str) and value.startswith(canonical):
+                    ref[id_key] = variant(int(value.removeprefix(canonical)))
+                    kept.append(ref)
+                else:
+                    dropped.append(value if isinstance(value, str) else None)
+            canvas[key] = kept
+        if dropped:
+            canvas["imcol:sourceAnnotations"] = dropped
     return doc
 
 

@@ -325,3 +325,39 @@ def openapi() -> dict[str, Any]:
 @pytest.fixture
 def api(client: Any, openapi: dict[str, Any]) -> OpenAPIClient:
     return OpenAPIClient(client, openapi)
+
+
+# --------------------------------------------------------------------------------------------------
+# The browser of the viewer and workspace tests: one per session, shared by their modules (Playwright's
+# sync API allows one running instance at a time)
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A persistent Chromium context (Debian's binary, headless, offline flags), 1400 x 1000."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
+    if not CHROMIUM.exists() or shutil.which("chromium") is None:
+        pytest.skip("Debian chromium is not installed (apt-get install chromium; scripts/setup.sh does it)")
+    with sync_api.sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")),
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1400, "height": 1000},
+        )
+        try:
+            yield context
+        finally:
+            context.close()

@@ -276,8 +276,13 @@ def test_collate_serve_runs_everything_on_one_machine(synthetic: Any, tmp_path: 
         while "Collation service on" not in line:
             line = process.stdout.readline()
             assert line or process.poll() is None, "serve exited before printing its URL"
+        workspace = re.search(r"(http://\S+/) : open it in a browser", line).group(1)
+        line = process.stdout.readline()
         url = re.search(r"(http://\S+/api/v1)", line).group(1)
+        assert url == workspace + "api/v1"
         assert requests.get(f"{url}/healthz", timeout=10).json() == {"status": "ok"}
+        home = requests.get(workspace, timeout=10)  # the workspace, where a historian starts
+        assert home.status_code == 200 and "New collation" in home.text
         wait_for(lambda: requests.get(f"{url}/readyz", timeout=10).status_code == 200, 120, "a worker")
         r = requests.post(f"{url}/collations", json={"manifests": [synthetic.a, synthetic.c]}, timeout=10)
         assert r.status_code == 202 and r.headers["Access-Control-Allow-Origin"] == "*"

@@ -41,16 +41,6 @@ from collation.viewer.matrix import COLORS, layout
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 REGIONS = 15  # P2 and P3 illustrations 0-14: the ones whose folios are in the shared data
 PICK = 3  # the correspondence the test looks at: P2 illustration 3 <-> P3 illustration 3
 TIMEOUT_MS = 20_000
@@ -156,26 +146,6 @@ def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         Path(target).mkdir(parents=True, exist_ok=True)
         for shot in sorted(folder.iterdir()):
             shutil.copy2(shot, Path(target) / shot.name)
-
-
-@pytest.fixture(scope="session")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A persistent Chromium context (Debian's binary, headless, offline flags), 1400 x 1000."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
-    if not CHROMIUM.exists() or shutil.which("chromium") is None:
-        pytest.skip("Debian chromium is not installed (apt-get install chromium; scripts/setup.sh does it)")
-    with sync_api.sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")),
-            executable_path=str(CHROMIUM),
-            headless=True,
-            args=CHROMIUM_ARGS,
-            viewport={"width": 1400, "height": 1000},
-        )
-        try:
-            yield context
-        finally:
-            context.close()
 
 
 @pytest.fixture

@@ -84,3 +84,31 @@ def test_parse_manifest_keeps_declared_image_size() -> None:
 
     image = parse_manifest(manifest_a(), url="http://lib.test/a/manifest").canvases[0].image
     assert (image.width, image.height) == (500, 400)
+
+
+def test_the_viewer_variant_leaves_out_the_source_s_own_region_annotations() -> None:
+    """The source's "illustration" list targets canvas units: in Mirador 3.4.3/4.0.0 it would be drawn at
+    twice its place on a canvas twice its image, so the variant keeps only the collation's (scaled) pages."""
+    from collation.viewer.imagespace import point_to_viewer_pages
+
+    canonical = f"{API}/collations/{CID}/pages/0/"
+    library = "https://library.example/iiif/list/f1.json"
+    doc = {
+        "@context": "http://iiif.io/api/presentation/2/context.json",
+        "sequences": [
+            {
+                "canvases": [
+                    {"@id": "c1", "otherContent": [{"@id": library}, {"@id": f"{canonical}1"}]},
+                    {"@id": "c2", "otherContent": [{"@id": f"{canonical}2"}]},
+                ]
+            }
+        ],
+    }
+    point_to_viewer_pages(doc, canonical, lambda n: f"{API}/collations/{CID}/view/pages/0/{n}")
+    c1, c2 = doc["sequences"][0]["canvases"]
+    assert c1["otherContent"] == [{"@id": f"{API}/collations/{CID}/view/pages/0/1"}]
+    assert c1["imcol:sourceAnnotations"] == [library]
+    assert (
+        c2["otherContent"] == [{"@id": f"{API}/collations/{CID}/view/pages/0/2"}]
+        and "imcol:sourceAnnotations" not in c2
+    )

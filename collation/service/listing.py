@@ -1,0 +1,113 @@
+"""``GET /collations``: the collations a caller may see, newest first, a page at a time.
+
+Who sees what: without ``settings.api_tokens`` every collation is listed. With tokens, each
+collation records the SHA-256 of every token that submitted it (``record["owners"]``; the same
+request made with another token adds that token's hash), and a caller sees only the collations of
+the token it sends; a caller without a token sees none (single collations stay readable by id, as
+every read is). Tokens themselves are never stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from marshmallow import Schema, fields, validate
+
+from ..errors import InputError
+from ..store.datastore import CollationNotFound, DataStore
+from ..store.records import CollationStatus
+from . import urls
+
+MAX_LIMIT = 100
+
+
+class ListQuerySchema(Schema):
+    """The query of ``GET /collations``: ``status`` (one or several, comma-separated), ``page``, ``limit``."""
+
+    status = fields.String(load_default=None)
+    page = fields.Integer(load_default=1, validate=validate.Range(min=1, max=1_000_000))
+    limit = fields.Integer(load_default=20, validate=validate.Range(min=1, max=MAX_LIMIT))
+
+
+def parse_statuses(text: str | None) -> set[str] | None:
+    """The statuses named by ``status=a,b``; None for all. Raises the 400 naming ``status``."""
+    if not text:
+        return None
+    names = {s.strip() for s in text.split(",") if s.strip()}
+    known = {s.value for s in CollationStatus}
+    unknown = sorted(names - known)
+    if unknown or not names:
+        raise InputError(f"unknown status {', '.join(unknown)!s}; one of {', '.join(sorted(known))}", field="status")
+    return names
+
+
+def token_hash(token: str) -> str:
+    """What a record keeps of the token that submitted it."""
+    return hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def visible(record: dict, owner: str | None, tokens_set: bool) -> bool:
+    """Whether a caller holding the token of hash ``owner`` (None: no token) may list ``record``."""
+    if not tokens_set:
+        return True
+    return owner is not None and owner in (record.get("owners") or [])
+
+
+def item(store: DataStore, record: dict, base: str) -> dict[str, Any]:
+    """One collation of the list: id, witnesses (labels once prepared), status, progress, links."""
+    cid = record["id"]
+    witnesses = []
+    for m, manifest in enumerate(record["request"]["manifests"]):
+        doc = store.load_manuscript(cid, m)
+        witnesses.append({"index": m, "manifest": manifest, "label": doc.get("label") if doc else None})
+    links = urls.status_links(base, cid, record.get("usable") or [])
+    return {
+        "id": cid,
+        "status": record["status"],
+        "progress": record["progress"],
+        "created": record["created"],
+        "updated": record["updated"],
+        "witnesses": witnesses,
+        "links": {
+            "status": links["self"],
+            "view": links["view"],
+            "concordance_view": links["concordance_view"],
+            "concordance_csv": f"{links['self']}/concordance.csv",
+        },
+    }
+
+
+def list_collations(
+    store: DataStore, base: str, query: dict[str, Any], owner: str | None, tokens_set: bool
+) -> dict[str, Any]:
+    """The page ``query["page"]`` of the visible collations, newest first (ties by id)."""
+    statuses = parse_statuses(query.get("status"))
+    records = []
+    for cid in store.list_collations():
+        try:
+            record = store.load_record(cid)
+        except CollationNotFound:  # deleted while listing: not listed
+            continue
+        if not visible(record, owner, tokens_set):
+            continue
+        if statuses is not None and record.get("status") not in statuses:
+            continue
+        records.append(record)
+    records.sort(key=lambda r: (r.get("created") or "", r["id"]), reverse=True)
+    page, limit = query["page"], query["limit"]
+    chunk = records[(page - 1) * limit : page * limit]
+    total = len(records)
+    doc: dict[str, Any] = {
+        "total": total,
+        "page": page,
+        "limit": limit,
+        "items": [item(store, r, base) for r in chunk],
+        "links": {},
+    }
+    params = f"limit={limit}" + (f"&status={query['status']}" if statuses else "")
+    if page * limit < total:
+        doc["links"]["next"] = f"{base}/collations?{params}&page={page + 1}"
+    if page > 1:
+        doc["links"]["prev"] = f"{base}/collations?{params}&page={page - 1}"
+    return doc

@@ -1,0 +1,241 @@
+// The workspace's pages (templates/workspace): Home lists the collations, New inspects the pasted
+// manifests and starts a collation, Follow shows its progress and, when finished, its results.
+// Everything goes through the public API; errors are shown in words (the problem's detail).
+(function () {
+  'use strict';
+
+  var page = window.collationPage;
+  var $ = page.$, el = page.el, message = page.message;
+  var config = JSON.parse($('config').textContent);
+  var TOKEN_KEY = 'collation.token'; // shared with the pair page (viewer.js)
+
+  function token() {
+    try { return (window.localStorage.getItem(TOKEN_KEY) || '').trim(); } catch (e) { return ''; }
+  }
+  function headers(json) {
+    var h = json ? { 'Content-Type': 'application/json' } : {};
+    if (token()) h.Authorization = 'Bearer ' + token();
+    return h;
+  }
+  function api(path, options) {
+    options = options || {};
+    options.headers = headers(!!options.body);
+    return page.request(path.indexOf('http') === 0 ? path : config.api + path, options).catch(function (error) {
+      if (error.status === 401 && config.tokens) {
+        if ($('token-box')) { $('token-box').open = true; $('token').focus(); }
+        error.message = 'This needs a token: enter yours under "Token" (top right), then try again.';
+      }
+      throw error;
+    });
+  }
+  function fail(error) { message(error.message || String(error), true); }
+  function when(stamp) { return stamp ? new Date(stamp).toLocaleString() : ''; }
+  function percent(p) { return p && p.total ? Math.round(100 * p.done / p.total) + '%' : ''; }
+
+  if ($('token')) {
+    $('token').value = token();
+    if (!token()) $('token-box').open = true;
+    $('token').addEventListener('change', function () {
+      try { window.localStorage.setItem(TOKEN_KEY, $('token').value.trim()); } catch (e) { /* private mode */ }
+      if (config.view === 'home') home(1);
+    });
+  }
+
+  // -- Home ----------------------------------------------------------------------------------------
+  function home(number) {
+    var status = $('filter').value;
+    var query = '/collations?limit=20&page=' + number + (status ? '&status=' + status : '');
+    api(query).then(function (doc) {
+      var body = document.querySelector('#collations tbody');
+      body.textContent = '';
+      doc.items.forEach(function (item) {
+        var names = item.witnesses.map(function (w) { return w.label || w.manifest; }).join(' · ');
+        var open = el('td', {}, [el('a', { href: '/collations/' + item.id, text: 'Follow' })]);
+        if (item.status === 'finished') {
+          open.appendChild(document.createTextNode(' · '));
+          open.appendChild(el('a', { href: item.links.view, text: 'Pairs' }));
+          if (item.witnesses.length >= 3) {
+            open.appendChild(document.createTextNode(' · '));
+            open.appendChild(el('a', { href: item.links.concordance_view, text: 'Concordance' }));
+          }
+        }
+        body.appendChild(el('tr', { className: 'collation' }, [
+          el('td', { text: when(item.created) }), el('td', { text: names }),
+          el('td', { text: item.status + ' ' + (item.status === 'running' ? percent(item.progress) : '') }), open,
+        ]));
+      });
+      var empty = doc.items.length === 0;
+      $('empty').hidden = !empty;
+      if (empty && config.tokens && !token()) {
+        $('empty').textContent = 'Enter your token under "Token" to see your collations.';
+      }
+      $('prev').hidden = !doc.links.prev;
+      $('next').hidden = !doc.links.next;
+      $('prev').onclick = function () { home(number - 1); };
+      $('next').onclick = function () { home(number + 1); };
+    }).catch(fail);
+  }
+
+  // -- New collation -------------------------------------------------------------------------------
+  var inspected = {}; // manifest URL -> report (or {error})
+
+  function lines() {
+    return $('manifests').value.split(/\s+/).map(function (s) { return s.trim(); }).filter(Boolean);
+  }
+  function regionThumb(report, region) {
+    var canvas = report.canvases[region.canvas_index];
+    var image = canvas && canvas.images[0];
+    if (!image || !image.service_id || !canvas.width || !canvas.height) return null;
+    var b = region.xywh, pct = [100 * b[0] / canvas.width, 100 * b[1] / canvas.height,
+      100 * b[2] / canvas.width, 100 * b[3] / canvas.height].map(function (v) { return v.toFixed(2); });
+    return el('img', { className: 'region-thumb', src: image.service_id + '/pct:' + pct.join(',') + '/!120,120/0/default.jpg', alt: 'Illustration ' + (region.index + 1) + ' of ' + (report.manifest.label || 'this witness'),
+      loading: 'lazy' });
+  }
+  var SOURCES = {
+    annotations: 'the manifest\u2019s own region annotations', detected: 'detected on the page images',
+    given: 'the regions you gave', whole_canvases: 'whole pages',
+  };
+  function witnessCard(url, report) {
+    var remove = el('button', { type: 'button', className: 'remove', text: 'Remove this witness' });
+    remove.addEventListener('click', function () {
+      $('manifests').value = lines().filter(function (u) { return u !== url; }).join('\n');
+      delete inspected[url];
+      card.remove();
+      estimate();
+      $('manifests').focus();
+    });
+    var card = el('article', { className: 'witness' + (report.error ? ' problem' : '') });
+    card.setAttribute('data-manifest', url);
+    if (report.error) {
+      card.appendChild(el('h3', { text: url }));
+      card.appendChild(el('p', { className: 'message error', text: 'This manifest cannot be used: ' +
+        report.error + ' Check the address, or remove this witness.' }));
+      card.appendChild(remove);
+      return card;
+    }
+    var s = report.summary;
+    card.appendChild(el('h3', { text: report.manifest.label || url }));
+    card.appendChild(el('p', { text: s.canvases + ' pages, ' + s.regions + ' illustrations (' +
+      (SOURCES[report.regions_source] || report.regions_source || 'annotations') + ')' +
+      (report.regions_note ? ': ' + report.regions_note : '') }));
+    var thumbs = el('div', { className: 'thumbs' });
+    report.regions.slice(0, 6).forEach(function (r) { var t = regionThumb(report, r); if (t) thumbs.appendChild(t); });
+    card.appendChild(thumbs);
+    if (report.problems.length) {
+      var list = el('ul', { className: 'problems' });
+      report.problems.slice(0, 5).forEach(function (p) { list.appendChild(el('li', { text: p.message })); });
+      card.appendChild(el('p', { text: report.problems.length + ' problem(s); the collation goes on without what they concern:' }));
+      card.appendChild(list);
+    }
+    card.appendChild(remove);
+    return card;
+  }
+  function inspectAll() {
+    var urls = lines();
+    var preview = $('preview');
+    preview.textContent = '';
+    message('');
+    if (!urls.length) { message('Paste the addresses of two or more manifests, one per line.', true); return; }
+    urls.forEach(function (url) {
+      var slot = el('article', { className: 'witness', text: 'Looking at ' + url + '…' });
+      preview.appendChild(slot);
+      api('/inspect?manifest=' + encodeURIComponent(url)).then(function (report) {
+        if (report.manifest.version && report.canvases.length === 0 && lines().length === 1) {
+          message('This document has no pages: if it is a IIIF Collection, paste the manifests it lists.', true);
+        }
+        inspected[url] = report;
+      }, function (error) { inspected[url] = { error: error.message }; }).then(function () {
+        slot.replaceWith(witnessCard(url, inspected[url]));
+        estimate();
+      });
+    });
+  }
+  function estimate() {
+    var reports = lines().map(function (u) { return inspected[u]; }).filter(function (r) { return r && !r.error; });
+    var counts = reports.map(function (r) { return r.summary.regions; });
+    var pairs = 0;
+    for (var i = 0; i < counts.length; i++) for (var j = i + 1; j < counts.length; j++) pairs += counts[i] * counts[j];
+    var total = counts.reduce(function (a, b) { return a + b; }, 0);
+    $('estimate').textContent = reports.length ? reports.length + ' witnesses, ' + total + ' illustrations, ' +
+      pairs + ' pairs of illustrations to compare.' : '';
+  }
+  function options() {
+    var o = {};
+    if ($('backbone').value) o.backbone = $('backbone').value;
+    if ($('transpositions').value) o.transpositions = $('transpositions').value;
+    if ($('partial').checked) o.partial = true;
+    if ($('candidates').value) o.candidates = parseInt($('candidates').value, 10);
+    return o;
+  }
+  function start(event) {
+    event.preventDefault();
+    var urls = lines();
+    var bad = urls.filter(function (u) { return inspected[u] && inspected[u].error; });
+    if (bad.length) { message('Remove the witnesses that cannot be used first: ' + bad.join(', '), true); return; }
+    if (urls.length < 2) { message('A collation needs two or more manifests.', true); return; }
+    $('start').disabled = true;
+    api('/collations', { method: 'POST', body: JSON.stringify({ manifests: urls, options: options() }) })
+      .then(function (doc) { window.location.href = '/collations/' + doc.id; })
+      .catch(function (error) { $('start').disabled = false; fail(error); });
+  }
+
+  // -- Follow --------------------------------------------------------------------------------------
+  var seen = null;
+  function follow() {
+    api('/collations/' + config.cid).then(function (doc) {
+      var p = doc.progress || {};
+      $('state').textContent = doc.status === 'finished' ? 'Finished.' : doc.status === 'failed' ? 'Failed.' :
+        doc.status === 'cancelled' ? 'Cancelled.' : 'Stage: ' + (p.stage || doc.status) + ' — ' + (p.done || 0) +
+        ' of ' + (p.total || '?') + ' ' + percent(p);
+      $('state').className = 'status ' + doc.status;
+      $('progress').max = p.total || 1;
+      $('progress').value = p.done || 0;
+      var now = Date.now();
+      if (seen && seen.stage === p.stage && p.done > seen.done && p.total) {
+        var rate = (p.done - seen.done) / (now - seen.t);
+        $('eta').textContent = 'About ' + Math.max(1, Math.round((p.total - p.done) / rate / 1000)) + ' s left in this stage.';
+      } else if (!seen || seen.stage !== p.stage) {
+        seen = { stage: p.stage, done: p.done || 0, t: now };
+        $('eta').textContent = '';
+      }
+      var list = $('witnesses');
+      list.textContent = '';
+      doc.manuscripts.forEach(function (m) {
+        var item = el('li', { text: (m.label || m.manifest) + ': ' + m.status + (m.regions ? ', ' + m.regions + ' illustrations' : '') });
+        m.errors.forEach(function (e) { item.appendChild(el('div', { className: 'problem', text: e.message })); });
+        list.appendChild(item);
+      });
+      doc.errors.forEach(function (e) { list.appendChild(el('li', { className: 'problem', text: e.message })); });
+      var done = doc.status === 'finished' || doc.status === 'failed' || doc.status === 'cancelled';
+      $('cancel').hidden = done;
+      if (doc.status === 'finished') {
+        $('finish').hidden = false;
+        $('eta').textContent = '';
+        var many = doc.manuscripts.length >= 3;
+        $('open').href = many ? doc.links.concordance_view : doc.links.view;
+        $('open').textContent = many ? 'Open the concordance' : 'Open the matches (pairs and Mirador)';
+        var exports = $('exports');
+        exports.textContent = '';
+        [['Concordance (CSV spreadsheet)', doc.links.self + '/concordance.csv'],
+          ['Annotations (JSON-LD)', doc.links.annotations]].concat(doc.links.manifests.map(function (u, i) {
+          return ['Manifest of witness ' + (i + 1) + ' with its matches (IIIF)', u];
+        })).forEach(function (pair) {
+          exports.appendChild(el('li', {}, [el('a', { href: pair[1], text: pair[0], download: '' })]));
+        });
+      }
+      if (!done) setTimeout(follow, 1000);
+    }).catch(function (error) { fail(error); setTimeout(follow, 5000); });
+  }
+  function cancel() {
+    if (!window.confirm('Cancel this collation and delete it?')) return;
+    api('/collations/' + config.cid, { method: 'DELETE' })
+      .then(function () { window.location.href = '/'; }).catch(fail);
+  }
+
+  if (config.view === 'home') { $('filter').addEventListener('change', function () { home(1); }); home(1); }
+  if (config.view === 'new') {
+    $('inspect').addEventListener('click', inspectAll);
+    $('new-form').addEventListener('submit', start);
+  }
+  if (config.view === 'follow') { $('cancel').addEventListener('click', cancel); follow(); }
+})();

@@ -1,0 +1,129 @@
+"""The workspace in a real browser, the whole way a historian goes: open ``/``, paste the P2 and P3
+manifests (served with iipsrv) and one address that answers 404, see what each gives (regions,
+thumbnails through the Image API, the planted problem in words), remove the bad one, start, watch the
+progress to the end (real Redis, an in-process worker), open the matches, give a verdict with the
+keyboard alone, and download the concordance CSV. Screenshots of each step go to
+``$COLLATION_SCREENSHOT_DIR`` when it is set (the ``screenshots`` fixture of the viewer test).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from typing import Any
+
+import pytest
+import requests
+import test_viewer_browser as viewer_test
+from redis import Redis
+from service_helpers import physiologus_v2, physiologus_v3
+
+pytestmark = pytest.mark.slow
+
+# the viewer test's fixtures (the browser itself is conftest's): the service, pages, screenshot folder
+served, page, screenshots = viewer_test.served, viewer_test.page, viewer_test.screenshots
+CANVAS_SCALE, TIMEOUT_MS, run_worker = viewer_test.CANVAS_SCALE, viewer_test.TIMEOUT_MS, viewer_test.run_worker
+
+REGIONS = 8  # the first illustrations of P2 and P3: enough for matches, quick on a CPU
+
+
+@pytest.fixture
+def manifests(served: Any, site: Any, iipsrv: Any) -> list[str]:
+    """P2 (canvases twice their images, regions in annotation lists) and P3 (tagging annotations)."""
+    p2, _ = physiologus_v2(
+        f"{site.url}/workspace/P2/manifest.json",
+        "P2 Ott.gr.354",
+        iipsrv.boxes["P2"][:REGIONS],
+        iipsrv,
+        canvas_scale=CANVAS_SCALE,
+        site=site,
+    )
+    p3, _ = physiologus_v3(
+        f"{site.url}/workspace/P3/manifest.json",
+        "P3 Marc.gr.IV.35",
+        iipsrv.boxes["P3"][:REGIONS],
+        iipsrv,
+        tagging=True,
+    )
+    return [site.write_json("workspace/P2/manifest.json", p2), site.write_json("workspace/P3/manifest.json", p3)]
+
+
+def shot(tab: Any, folder: Any, name: str) -> None:
+    tab.screenshot(path=str(folder / f"workspace-{name}.png"), full_page=True)
+
+
+def test_a_historian_goes_the_whole_way(
+    served: Any,
+    site: Any,
+    manifests: list[str],
+    page: Any,
+    screenshots: Any,
+) -> None:
+    Redis.from_url(served.settings.redis_url).flushdb()
+    root = served.url.removesuffix("/api/v1")
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.set_default_timeout(TIMEOUT_MS)
+    missing = f"{site.url}/workspace/missing/manifest.json"  # the planted problem: a 404
+
+    page.goto(f"{root}/")
+    page.get_by_role("link", name="New collation").first.wait_for()
+    shot(page, screenshots, "1-home")
+    page.get_by_role("link", name="New collation").first.click()
+    page.get_by_label("Manifest addresses").fill("\n".join([*manifests, missing]))
+    page.get_by_role("button", name="Look at these manifests").click()
+    page.wait_for_function("document.querySelectorAll('#preview .witness h3').length === 3")
+    cards = page.locator("#preview .witness")
+    p2 = cards.filter(has_text="P2 Ott.gr.354")
+    assert re.search(rf"{REGIONS} illustrations \(the manifest.s own region annotations\)", p2.inner_text())
+    assert f"{REGIONS} illustrations" in cards.filter(has_text="P3 Marc.gr.IV.35").inner_text()
+    page.wait_for_function(
+        "[...document.querySelectorAll('.region-thumb')].slice(0, 4).every(i => i.complete && i.naturalWidth > 0)"
+    )
+    assert page.locator(".region-thumb").count() == 12  # the first six of each witness
+    bad = cards.filter(has_text="cannot be used")
+    assert bad.count() == 1 and missing in bad.inner_text() and "remove this witness" in bad.inner_text()
+    assert "Traceback" not in page.content() and "{" not in bad.inner_text()
+    shot(page, screenshots, "2-inspect")
+
+    bad.get_by_role("button", name="Remove this witness").click()
+    assert page.get_by_label("Manifest addresses").input_value().split() == manifests
+    assert page.locator("#estimate").inner_text().startswith(f"2 witnesses, {2 * REGIONS} illustrations")
+    page.get_by_role("button", name="Start the collation").click()
+    page.wait_for_url(re.compile(r"/collations/[0-9a-f]+$"))
+    cid = page.url.rsplit("/", 1)[1]
+    shot(page, screenshots, "3-follow")
+
+    run_worker(served.settings)  # the whole graph; the page polls meanwhile (the server runs in a thread)
+    page.locator("#state", has_text="Finished.").wait_for()
+    page.reload()  # the page survives a reload: it reads everything from the API
+    page.locator("#state", has_text="Finished.").wait_for()
+    exports = page.locator("#exports a")
+    assert exports.count() == 4  # CSV, annotations, the two derived manifests
+    shot(page, screenshots, "4-finished")
+
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Concordance (CSV spreadsheet)").click()
+    rows = list(csv.reader(io.StringIO(download.value.path().read_text(encoding="utf-8"))))
+    header, body = rows[0], rows[1:]
+    assert any("P2 Ott.gr.354" in h for h in header) and any("P3 Marc.gr.IV.35" in h for h in header)
+    assert len(body) >= REGIONS // 2  # a row per group; most illustrations of P2 have their copy in P3
+
+    page.get_by_role("link", name=re.compile("Open the matches")).click()
+    page.wait_for_url(re.compile(rf"/api/v1/collations/{cid}/view"))
+    page.locator("#correspondences .candidate").first.wait_for()
+    selected = page.locator("#correspondences .candidate.selected")
+    selected.wait_for()  # the page opens on the first match
+    first = (selected.get_attribute("data-source"), selected.get_attribute("data-target"))
+    page.locator("body").press("j")  # the keyboard walks to the next candidate...
+    assert (selected.get_attribute("data-source"), selected.get_attribute("data-target")) != first
+    page.keyboard.press("k")  # ...and back
+    assert selected.count() == 1
+    source, target = selected.get_attribute("data-source"), selected.get_attribute("data-target")
+    assert (source, target) == first
+    page.keyboard.press("1")  # exact copy
+    page.locator("#message", has_text="Confirmed").wait_for()
+    shot(page, screenshots, "5-verdict")
+    items = requests.get(f"{served.url}/collations/{cid}/assessments", timeout=30).json()["items"]
+    assert [(i["source"], i["target"], i["verdict"]) for i in items] == [(int(source), int(target), "confirmed")]
+    assert page.errors == []
