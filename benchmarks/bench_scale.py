@@ -99,6 +99,7 @@ def main() -> None:
     parser.add_argument("--unpruned", action="store_true", help="also score every pair (slow beyond 200 x 100)")
     parser.add_argument("--s-features", action="store_true", help="also S_features' top-1 (square features)")
     parser.add_argument("--keep", help="write the two manuscripts' images here (for timing `collate match`)")
+    parser.add_argument("--data-only", action="store_true", help="write the data (--keep) and stop")
     args = parser.parse_args()
     n0, n1 = (int(v) for v in args.size.lower().split("x"))
     print(
@@ -116,6 +117,8 @@ def main() -> None:
             im.save(folder / name / f"{k:04d}.jpg", quality=92)
     (folder / "gt.json").write_text(str(gt.tolist()))
     print(f"  data: {time.perf_counter() - t:.1f} s, {len(gt)} ground-truth pairs, in {folder}", flush=True)
+    if args.data_only:
+        return
     images0 = [ill.image.convert("RGB") for ill in folder_illustrations(folder / "A")]
     images1 = [ill.image.convert("RGB") for ill in folder_illustrations(folder / "B")]
 
