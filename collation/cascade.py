@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from . import defaults
-from .candidates import UNSCORED, candidate_pairs, sparse_score_matrix
+from .candidates import UNSCORED, candidate_pairs
 from .checks import check_positive_float, check_positive_int
 from .correspondences import mutual_best, normalize, propagate
 from .features import MultiScaleFeatures, Progress, cell_positions
@@ -212,18 +212,11 @@ def pruned_score_matrix(
     Returns:
         S ``(n0, n1)`` float64 (``UNSCORED`` outside the candidates) and the candidates ``(P, 2)``.
     """
-    if k is None:
-        pairs = all_pairs(len(feats0), len(feats1)).numpy()
-    else:
-        pairs = cascade_pairs(
-            feats0,
-            feats1,
-            k,
-            seed=options.get("seed", defaults.SEED),
-            partial=options.get("partial", False),
-            progress=candidates_progress,
-        )
-    return sparse_score_matrix(feats0, feats1, pairs, progress=progress, **options), pairs
+    # One transposition: exactly ``score_pairs``'s scores (``transpositions.score_pairs_transposed``).
+    scores, _, pairs = pruned_score_matrix_transposed(
+        feats0, feats1, 1, k, progress=progress, candidates_progress=candidates_progress, **options
+    )
+    return scores, pairs
 
 
 def pruned_score_matrix_transposed(

@@ -206,7 +206,9 @@ def test_user_agent_names_the_project(static_server: Any, fetcher: Fetcher) -> N
     static_server.write_json("ua/m.json", {})
     fetcher.get_json(f"{static_server.url}/ua/m.json")
     headers = next(h for p, h in static_server.log if p == "/ua/m.json")
-    assert headers["User-Agent"].startswith("image-collation/") and "+http" in headers["User-Agent"]
+    # The project and its version; no URL of a repository that does not exist (a deployer adds its own
+    # contact with COLLATION_IIIF_USER_AGENT).
+    assert headers["User-Agent"].startswith("image-collation/") and "github.com" not in headers["User-Agent"]
 
 
 def test_disk_cache_fetches_nothing_twice(static_server: Any, tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ def test_step_names_read_back(step: Step) -> None:
 
 
 def test_step_kinds_know_their_queue_and_scope() -> None:
-    assert [k.queue for k in StepKind] == ["io", "compute", "io", "compute", "io"]
+    assert [k.queue for k in StepKind] == ["io", "compute", "compute", "compute", "io"]  # plan: the cascade
     assert [k for k in StepKind if k.per_manuscript] == [StepKind.PREPARE, StepKind.FEATURES]
     for bad in ("prepare-", "replan-3", "chunk-a-b", ""):
         with pytest.raises(ValueError):

@@ -136,19 +136,36 @@
     preview.textContent = '';
     message('');
     if (!urls.length) { message('Paste the addresses of two or more manifests, one per line.', true); return; }
-    urls.forEach(function (url) {
-      var slot = el('article', { className: 'witness', text: 'Looking at ' + url + '…' });
+    // One manifest at a time: the service inspects one at a time for each client (429 beyond that),
+    // and a busy service asks to come back later (429 or 503 with Retry-After): wait and ask again.
+    var slots = urls.map(function (url) {
+      var slot = el('article', { className: 'witness', text: 'Waiting to look at ' + url + '…' });
       preview.appendChild(slot);
-      api('/inspect?manifest=' + encodeURIComponent(url)).then(function (report) {
-        if (report.manifest.version && report.canvases.length === 0 && lines().length === 1) {
-          message('This document has no pages: if it is a IIIF Collection, paste the manifests it lists.', true);
-        }
-        inspected[url] = report;
-      }, function (error) { inspected[url] = { error: error.message }; }).then(function () {
-        slot.replaceWith(witnessCard(url, inspected[url]));
-        estimate();
-      });
+      return slot;
     });
+    function inspectOne(url, attempt) {
+      return api('/inspect?manifest=' + encodeURIComponent(url)).catch(function (error) {
+        if ((error.status === 429 || error.status === 503) && attempt < 5) {
+          return new Promise(function (resolve) { setTimeout(resolve, 1000 * (attempt + 1)); })
+            .then(function () { return inspectOne(url, attempt + 1); });
+        }
+        throw error;
+      });
+    }
+    urls.reduce(function (previous, url, k) {
+      return previous.then(function () {
+        slots[k].textContent = 'Looking at ' + url + '…';
+        return inspectOne(url, 0).then(function (report) {
+          if (report.manifest.version && report.canvases.length === 0 && lines().length === 1) {
+            message('This document has no pages: if it is a IIIF Collection, paste the manifests it lists.', true);
+          }
+          inspected[url] = report;
+        }, function (error) { inspected[url] = { error: error.message }; }).then(function () {
+          slots[k].replaceWith(witnessCard(url, inspected[url]));
+          estimate();
+        });
+      });
+    }, Promise.resolve());
   }
   function estimate() {
     var reports = lines().map(function (u) { return inspected[u]; }).filter(function (r) { return r && !r.error; });
