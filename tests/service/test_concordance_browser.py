@@ -6,7 +6,6 @@ Mirador compare view on the illustration. Everything stays on 127.0.0.1.
 
 from __future__ import annotations
 
-import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,16 +20,6 @@ from collation.settings import Settings
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 TIMEOUT_MS = 20_000
 
 
@@ -53,27 +42,21 @@ def url(tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture
-def page(tmp_path: Path) -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
-    if not CHROMIUM.exists() or shutil.which("chromium") is None:
-        pytest.skip("Debian chromium is not installed (apt-get install chromium; scripts/setup.sh does it)")
-    with sync_api.sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(tmp_path / "chromium-profile"),
-            executable_path=str(CHROMIUM),
-            headless=True,
-            args=CHROMIUM_ARGS,
-            viewport={"width": 1400, "height": 1000},
-        )
-        # the thumbnails' image server does not exist: answer its requests locally
-        context.route("http://images.test/**", lambda route: route.fulfill(status=404, body=""))
-        try:
-            page = context.new_page()
-            page.errors = []
-            page.on("pageerror", lambda exc: page.errors.append(str(exc)))
-            yield page
-        finally:
-            context.close()
+def page(browser: Any) -> Iterator[Any]:
+    """A new page of the session's browser (``conftest.browser``: Playwright allows one at a time)."""
+
+    def no_images(route: Any) -> None:  # the thumbnails' image server does not exist: answer locally
+        route.fulfill(status=404, body="")
+
+    browser.route("http://images.test/**", no_images)
+    page = browser.new_page()
+    page.errors = []
+    page.on("pageerror", lambda exc: page.errors.append(str(exc)))
+    try:
+        yield page
+    finally:
+        page.close()
+        browser.unroute("http://images.test/**", no_images)
 
 
 def row_members(page: Any) -> list[list[str]]:
