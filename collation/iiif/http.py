@@ -144,6 +144,19 @@ class Fetcher:
         self.json_cache = JsonCache(self.conf.json_cache_entries, self.conf.json_cache_bytes)
         self.requests_sent = 0
 
+    def with_limits(self, **overrides: Any) -> Fetcher:
+        """A new fetcher with this one's policy, allowed hosts, resolver and clocks, and ``overrides``
+        of its ``FetchSettings`` (tighter caps or deadlines for one kind of request: inspect,
+        callbacks). It has a session of its own: close it (``session.close()``) when done."""
+        return Fetcher(
+            replace(self.conf, **overrides),
+            allowed_hosts=self.allowed_hosts,
+            resolve=self.resolve,
+            sleep=self.sleep,
+            clock=self.clock,
+            wall_clock=self.wall_clock,
+        )
+
     # -- policy ---------------------------------------------------------------------------------
 
     def check(self, url: str, *, what: str = "URL") -> str:

@@ -10,7 +10,6 @@ entry points) turns that into a normal return.
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from itertools import combinations
 from typing import TYPE_CHECKING
 
@@ -215,13 +214,11 @@ def send_callback(runtime: Runtime, cid: str, url: str, payload: dict) -> str:
 
 def callback_fetcher(base: Fetcher, timeout: float) -> Fetcher:
     """``base``'s policy and resolver with every limit of one exchange at most ``timeout`` seconds."""
-    conf = replace(
-        base.conf,
+    return base.with_limits(
         total_timeout=timeout,
         connect_timeout=min(base.conf.connect_timeout, timeout),
         read_timeout=min(base.conf.read_timeout, timeout),
     )
-    return Fetcher(conf, allowed_hosts=base.allowed_hosts, resolve=base.resolve, clock=base.clock)
 
 
 # --------------------------------------------------------------------------------------------------

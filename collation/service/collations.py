@@ -103,11 +103,7 @@ def status_document(store: DataStore, cid: str, base: str, redis: Redis | None =
             }
         )
     return {
-        "id": cid,
-        "status": record["status"],
-        "progress": record["progress"],
-        "created": record["created"],
-        "updated": record["updated"],
+        **record_summary(record),
         "ended": record.get("ended"),
         "options": record["options"],
         "manuscripts": manuscripts,
@@ -115,6 +111,11 @@ def status_document(store: DataStore, cid: str, base: str, redis: Redis | None =
         "problem": problem,
         "links": urls.status_links(base, cid, record.get("usable") or []),
     }
+
+
+def record_summary(record: dict) -> dict[str, Any]:
+    """What the status document and the list of collations both say of a record first."""
+    return {key: record[key] for key in ("id", "status", "progress", "created", "updated")}
 
 
 def _region(region: dict) -> dict[str, Any]:

@@ -23,7 +23,6 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import replace
 from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, validate, validates, validates_schema
@@ -104,20 +103,11 @@ class InspectGate:
 def inspect_fetcher(runtime: Runtime) -> Fetcher:
     """The runtime's fetcher (policy, resolver, clocks) with inspect's tighter caps and deadline."""
     base, settings = runtime.fetcher, runtime.settings
-    conf = replace(
-        base.conf,
+    return base.with_limits(
         total_timeout=settings.inspect_timeout / 2,
         retries=0,
         max_json_bytes=min(base.conf.max_json_bytes, settings.inspect_max_json_bytes),
         max_json_items=min(base.conf.max_json_items, settings.inspect_max_json_items),
-    )
-    return Fetcher(
-        conf,
-        allowed_hosts=base.allowed_hosts,
-        resolve=base.resolve,
-        sleep=base.sleep,
-        clock=base.clock,
-        wall_clock=base.wall_clock,
     )
 
 

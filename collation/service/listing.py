@@ -18,6 +18,7 @@ from ..errors import InputError
 from ..store.datastore import CollationNotFound, DataStore
 from ..store.records import CollationStatus
 from . import urls
+from .collations import record_summary
 
 MAX_LIMIT = 100
 
@@ -63,11 +64,7 @@ def item(store: DataStore, record: dict, base: str) -> dict[str, Any]:
         witnesses.append({"index": m, "manifest": manifest, "label": doc.get("label") if doc else None})
     links = urls.status_links(base, cid, record.get("usable") or [])
     return {
-        "id": cid,
-        "status": record["status"],
-        "progress": record["progress"],
-        "created": record["created"],
-        "updated": record["updated"],
+        **record_summary(record),
         "witnesses": witnesses,
         "links": {
             "status": links["self"],

@@ -284,9 +284,8 @@ class DataStore:
         path = self.image_path(image_digest)
         if path.is_file():
             return
-        buf = io.BytesIO()
-        image.convert("RGB").save(buf, format="PNG", compress_level=1)
-        write_bytes(path, buf.getvalue())
+        with atomic_writer(path) as f:
+            image.convert("RGB").save(f, format="PNG", compress_level=1)
 
     def load_image(self, image_digest: str) -> Image.Image:
         with Image.open(self.image_path(image_digest)) as image:
