@@ -15,10 +15,20 @@ def load_ground_truth(path: str | Path) -> np.ndarray:
     """Reads the authors' format: a JSON list of [a, b] index pairs. Returns ``(G, 2)`` int64."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        text = path.read_bytes()
     except FileNotFoundError:
         raise GroundTruthError(f"ground truth {path}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except OSError as e:
+        raise GroundTruthError(f"ground truth {path}: not a JSON file ({e})") from None
+    return parse_ground_truth(text, str(path))
+
+
+def parse_ground_truth(text: bytes, name: str) -> np.ndarray:
+    """The ``(G, 2)`` int64 pairs of a ground truth's bytes (``name`` says where they come from)."""
+    path = name
+    try:
+        data = json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise GroundTruthError(f"ground truth {path}: not a JSON file ({e})") from None
     pairs = np.asarray(data, dtype=object)
     ok = (

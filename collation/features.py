@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 import torch
@@ -188,17 +189,21 @@ class MultiScaleFeatures:
     def save(self, path: str | Path) -> None:
         """Writes atomically, so a reader never sees half a file, streamed to disk (no copy in memory)."""
         with atomic_writer(Path(path)) as f:
-            torch.save(
-                {
-                    "desc": self.desc.cpu(),
-                    "pos": self.pos.cpu(),
-                    "mask": self.mask.cpu(),
-                    "scales": list(self.scales),
-                    "query_scale": self.query_scale,
-                    "backbone": self.backbone,
-                },
-                f,
-            )
+            self.write(f)
+
+    def write(self, f: IO[bytes]) -> None:
+        """Writes the file of ``save`` to an open binary file (a data store's writer)."""
+        torch.save(
+            {
+                "desc": self.desc.cpu(),
+                "pos": self.pos.cpu(),
+                "mask": self.mask.cpu(),
+                "scales": list(self.scales),
+                "query_scale": self.query_scale,
+                "backbone": self.backbone,
+            },
+            f,
+        )
 
     @classmethod
     def load(cls, path: str | Path, device: torch.device | str = "cpu") -> MultiScaleFeatures:

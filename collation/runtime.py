@@ -25,6 +25,7 @@ from rq import Queue
 
 from .settings import Settings
 from .store.datastore import DataStore
+from .store.location import open_store
 
 if TYPE_CHECKING:
     from .backbones import Backbone
@@ -68,7 +69,7 @@ class Runtime:
             redis = Redis.from_url(settings.redis_url, socket_connect_timeout=5, health_check_interval=10)
         return cls(
             settings=settings,
-            store=DataStore(settings.data_dir),
+            store=open_store(settings),
             redis=redis,
             _fetcher=fetcher,
             _backbones=backbones if backbones is not None else {},
@@ -138,14 +139,12 @@ class Runtime:
     def features(self, key: str) -> MultiScaleFeatures:
         """Cached features ``key`` from the store on this process's device (an LRU of
         ``settings.features_cached`` entries, so consecutive chunks of a pair skip the disk)."""
-        from .features import MultiScaleFeatures
-
         cache_key = (key, self.device)
         with self._lock:
             if cache_key in self._features:
                 self._features.move_to_end(cache_key)
                 return self._features[cache_key]
-        feats = MultiScaleFeatures.load(self.store.features_path(key), device=cache_key[1])
+        feats = self.store.load_features(key, device=cache_key[1])
         with self._lock:
             self._features[cache_key] = feats
             while len(self._features) > self.settings.features_cached:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -114,8 +115,27 @@ class Settings:
     data_dir: Path = field(
         default=Path("data"),
         metadata=_help(
-            "The data store: collations, region images, cached features and scores. Shared by the API and all workers."
+            "The data store: collations, region images, cached features and scores, shared by the API and all "
+            "workers. With `COLLATION_STORE_URL`: this machine's own cache of what it reads from the object store."
         ),
+    )
+    store_url: str | None = field(
+        default=None,
+        metadata=_help(
+            "`s3://bucket/prefix`: keep the data store in an S3-compatible object store, for API and workers on "
+            "machines that share no disk (credentials from `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`, or "
+            "boto3's other usual sources). Unset: the folder `COLLATION_DATA_DIR`."
+        ),
+    )
+    store_endpoint: str | None = field(
+        default=None,
+        metadata=_help(
+            "URL of the object store's S3 API (SeaweedFS, MinIO, Ceph...); unset: `AWS_ENDPOINT_URL`, else AWS."
+        ),
+    )
+    store_cache_bytes: int = field(
+        default=8 * 2**30,
+        metadata=_help("Bytes of features and region images a process keeps in its local cache of the object store."),
     )
     device: str = field(
         default="auto",
@@ -266,6 +286,7 @@ class Settings:
             "max_manifests",
             "max_regions",
             "features_cached",
+            "store_cache_bytes",
             "page_size",
             "max_body_bytes",
             "inspect_concurrency",
@@ -278,6 +299,14 @@ class Settings:
         if self.inspect_timeout <= 0 or self.callback_timeout <= 0:
             name = "INSPECT_TIMEOUT" if self.inspect_timeout <= 0 else "CALLBACK_TIMEOUT"
             raise SettingsError(f"{ENV_PREFIX}{name} must be positive", field=name)
+        if self.store_url is not None and not re.fullmatch(
+            r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?", self.store_url
+        ):
+            raise SettingsError(
+                f"{ENV_PREFIX}STORE_URL must be s3://bucket or s3://bucket/prefix (a bucket name of 3-63 lower-case "
+                f"letters, digits, dots and hyphens), not {self.store_url!r}",
+                field="STORE_URL",
+            )
         for name in ("per_host", "region_long_side", "max_canvases", "max_json_items"):
             if getattr(self.iiif, name) < 1:
                 raise SettingsError(f"{IIIF_PREFIX}{name.upper()} must be at least 1", field=name.upper())

@@ -84,7 +84,7 @@ def prepare_manuscript(runtime: Runtime, cid: str, m: int) -> str:
 
 
 def _count_prepared(store: DataStore, cid: str, n: int) -> int:
-    return sum(store.manuscript_path(cid, m).is_file() for m in range(n))
+    return sum(store.has_manuscript(cid, m) for m in range(n))
 
 
 def plan(runtime: Runtime, cid: str) -> str:
@@ -281,7 +281,6 @@ def score_chunk(runtime: Runtime, cid: str, a: int, b: int, k: int) -> str:
     Pair scores do not depend on chunking (``score_pairs`` draws RANSAC samples from a hash of the
     pair), so any worker can score any chunk, and a retried chunk gives the same numbers.
     """
-    from ..atomic import write_npy
     from ..transpositions import score_pairs_transposed, transposition_names
 
     store = runtime.store
@@ -314,9 +313,10 @@ def score_chunk(runtime: Runtime, cid: str, a: int, b: int, k: int) -> str:
         )
         scores.append(np.asarray(best, dtype=np.float64))
         winners.append(np.asarray(winner, dtype=np.int8))
-    if n_transpositions > 1:  # first: a chunk whose scores are there has its winners
-        write_npy(store.winners_chunk_path(key, chunk_pairs, k), np.concatenate(winners))
-    write_npy(store.chunk_path(key, chunk_pairs, k), np.concatenate(scores))
+    # with transpositions the winners go first: a chunk whose scores are there has its winners
+    store.save_chunk(
+        key, chunk_pairs, k, np.concatenate(scores), np.concatenate(winners) if n_transpositions > 1 else None
+    )
     update_scoring_progress(store, cid)
     return f"{len(pairs)} pairs scored" + (f" under {n_transpositions} transpositions" if n_transpositions > 1 else "")
 
@@ -338,7 +338,6 @@ def assemble_scores(
 
     With the ``candidates`` option, pairs outside the candidate set hold ``UNSCORED`` (-inf) and T 0.
     """
-    from ..atomic import write_npy
     from ..candidates import UNSCORED
 
     options = record["options"]
@@ -357,19 +356,18 @@ def assemble_scores(
     chunk_pairs = int(record["chunk_pairs"])
     parts, winner_parts = [], []
     for k in range(chunk_count(len(pairs), chunk_pairs)):
-        try:
-            parts.append(np.load(store.chunk_path(key, chunk_pairs, k), allow_pickle=False))
-            if transposed:
-                winner_parts.append(np.load(store.winners_chunk_path(key, chunk_pairs, k), allow_pickle=False))
-        except FileNotFoundError:
+        part = store.load_chunk(key, chunk_pairs, k)
+        winner_part = store.load_chunk(key, chunk_pairs, k, winners=True) if transposed else None
+        if part is None or (transposed and winner_part is None):
             return None
+        parts.append(part)
+        winner_parts.append(winner_part)
     matrix = np.full((n0, n1), UNSCORED, dtype=np.float64)
     matrix[pairs[:, 0], pairs[:, 1]] = np.concatenate(parts)  # row-major pairs: every cell without pruning
     winners = None
     if transposed:
         winners = np.zeros((n0, n1), dtype=np.int8)
         winners[pairs[:, 0], pairs[:, 1]] = np.concatenate(winner_parts)
-        write_npy(store.winners_path(key), winners)  # before the matrix, whose presence means both
-    write_npy(store.scores_path(key), matrix)
+    store.save_scores(key, matrix, winners)  # the winners before the matrix, whose presence means both
     store.drop_chunks(key, chunk_pairs)
     return matrix, winners

@@ -59,10 +59,8 @@ def _method(options: dict[str, Any]) -> str:
 
 
 def _fingerprint(store: DataStore, cid: str) -> tuple:
-    """Modification times of everything the documents depend on."""
-    cdir = store.collation_dir(cid)
-    paths = [cdir / "record.json", cdir / "assessments.json", *sorted((cdir / "results").glob("*.npz"))]
-    return tuple((p.name, p.stat().st_mtime_ns) for p in paths if p.exists())
+    """Versions of everything the documents depend on (the record, verdicts, results: one listing)."""
+    return tuple(sorted(store.collation_versions(cid).items()))
 
 
 def _manuscripts(store: DataStore, record: dict) -> list[tuple[Manifest, list[Region]]]:
@@ -139,7 +137,7 @@ def _entry(
 def _prepared(store: DataStore, cache: DocumentCache, cid: str, base: str) -> tuple[dict, list, list, UrlScheme]:
     """(record, manuscripts, correspondences, urls) of a finished collation, from ``cache`` when unchanged."""
     record = finished_record(store, check_id(cid))
-    key = (str(store.root), cid, base, _fingerprint(store, cid))
+    key = (store.description, cid, base, _fingerprint(store, cid))
     return cache.get_or_build(
         key, lambda: (record, _manuscripts(store, record), correspondence_list(store, record), url_scheme(cid, base))
     )

@@ -1,8 +1,8 @@
-"""The data store: a folder that is the system of record of the service.
+"""The data store: the system of record of the service, behind one interface.
 
 Redis only holds queues and transient job state. Everything a collation needs to be resumed or
-served lives here, written atomically (a temporary file, then ``os.replace``), so a reader never
-sees half a file and a killed worker never leaves one behind:
+served lives in the data store, under these keys, each written whole and atomically, so that a
+reader never sees half an object and a killed worker never leaves one behind:
 
 ```text
 DATA_DIR/
@@ -26,29 +26,39 @@ DATA_DIR/
 Features and scores are shared by every collation: a collation that adds a third manuscript to
 two already compared reuses their features and their pair's scores.
 
-Longer than 400 lines because every path of the data store and every Redis key lives here, in one
-place, so that no other module builds a path of its own.
+``DataStore`` names every key and builds every operation of the service on a few primitives (read,
+write, list, delete an object by key; a local file for large immutable objects) and five collation
+operations whose guarantees each implementation keeps its own way (create, lock, update, write into,
+delete). Two implementations:
+
+- ``collation.store.folder.FolderStore``: a folder on one disk (``COLLATION_DATA_DIR``), the
+  default: temporary file then ``os.replace``, an ``flock`` per collation.
+- ``collation.store.objects.ObjectStore``: an S3-compatible bucket (``COLLATION_STORE_URL``), for
+  API and workers on machines that share no disk: conditional puts, a lease per collation, and a
+  bounded local cache of the immutable objects a worker reads.
+
+``collation.store.location.open_store`` picks one from the settings.
+
+Longer than 400 lines because every key of the data store and every Redis key lives here, in one
+place, so that no other module builds a key of its own.
 """
 
 from __future__ import annotations
 
+import abc
 import contextlib
-import errno
-import fcntl
 import hashlib
 import io
 import json
 import os
-import shutil
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 from PIL import Image
 
-from ..atomic import atomic_writer, write_bytes, write_json
 from ..errors import CollationError
 from .steps import Step
 
@@ -80,6 +90,22 @@ def read_json(path: Path) -> Any:
         return None
 
 
+def parse_json(data: bytes | None) -> Any:
+    """JSON from an object's bytes, or None for an absent object."""
+    return None if data is None else json.loads(data)
+
+
+def npy_bytes(array: np.ndarray) -> bytes:
+    """One array as the bytes of a .npy file."""
+    buf = io.BytesIO()
+    np.save(buf, array, allow_pickle=False)
+    return buf.getvalue()
+
+
+def parse_npy(data: bytes | None) -> np.ndarray | None:
+    return None if data is None else np.load(io.BytesIO(data), allow_pickle=False)
+
+
 def npz_bytes(**arrays: np.ndarray) -> bytes:
     """Several arrays as the bytes of one .npz file."""
     buf = io.BytesIO()
@@ -92,16 +118,6 @@ def json_bytes(obj: Any) -> bytes:
     return json.dumps(obj, indent=1, ensure_ascii=False).encode()
 
 
-def replace_in_folder(path: Path, data: bytes) -> None:
-    """Writes ``data`` to ``path`` atomically, in a folder that must exist: unlike ``write_bytes`` it
-    never creates folders, so a writer never brings back a collation deleted meanwhile.
-
-    Raises:
-        FileNotFoundError: the folder does not exist (any more).
-    """
-    write_bytes(path, data, create_folders=False)
-
-
 def transposed_features_key(features_key: str, transpositions: str) -> str:
     """Key of a manuscript's features under every transposition of ``transpositions`` ("mirror",
     "all"): its plain features key plus the option value, since the transposed images are exact
@@ -109,49 +125,128 @@ def transposed_features_key(features_key: str, transpositions: str) -> str:
     return f"{features_key}.{transpositions}"
 
 
-class DataStore:
-    """The data store under ``root`` (``COLLATION_DATA_DIR``). Safe to share between processes."""
+class DataStore(abc.ABC):
+    """The data store: every key and every operation of the service (see the module docstring).
 
-    def __init__(self, root: str | Path) -> None:
-        self.root = Path(root)
+    Keys are ``/``-separated paths relative to the store's root (``collations/<id>/record.json``).
+    An implementation provides the primitives (``read``, ``write``, ``writer``, ``has``,
+    ``delete``, ``delete_prefix``, ``versions``, ``local_file``) and the collation operations
+    (``create_collation``, ``locked``, ``update_record``, ``write_in_collation``,
+    ``delete_collation``). Safe to share between threads and processes.
+    """
+
+    description: str
+    """Where the store is, for messages and logs (``folder /srv/data``, ``s3://bucket/prefix``)."""
 
     # ----------------------------------------------------------------------------------------------
-    # Collation records
+    # Primitives
 
-    def collation_dir(self, cid: str) -> Path:
+    @abc.abstractmethod
+    def read(self, key: str) -> bytes | None:
+        """The object's bytes, or None when it does not exist."""
+
+    @abc.abstractmethod
+    def write(self, key: str, data: bytes) -> None:
+        """Writes an object whole and atomically (readers see the old bytes or the new ones)."""
+
+    @abc.abstractmethod
+    def writer(self, key: str) -> contextlib.AbstractContextManager[IO[bytes]]:
+        """A binary file to write a large object through: it appears, whole, only when the block
+        ends without an exception (streamed: never held twice in memory)."""
+
+    @abc.abstractmethod
+    def has(self, key: str) -> bool:
+        """Whether the object exists."""
+
+    @abc.abstractmethod
+    def delete(self, key: str) -> None:
+        """Deletes an object (nothing when absent)."""
+
+    @abc.abstractmethod
+    def delete_prefix(self, prefix: str) -> None:
+        """Deletes every object whose key starts with ``prefix`` (a folder: ends with ``/``)."""
+
+    @abc.abstractmethod
+    def versions(self, prefix: str) -> dict[str, str]:
+        """``{key: version}`` of the objects under ``prefix``; a version changes when the object does."""
+
+    @abc.abstractmethod
+    def local_file(self, key: str) -> Path | None:
+        """A file on this machine with the bytes of an immutable object (features, images, candidate
+        pairs), to read in place; None when the object does not exist."""
+
+    def identity(self) -> str:
+        """A random id written once into the store (``.store-id``): two processes whose stores give
+        the same identity share one store (``collation.store.sharing``)."""
+        key = ".store-id"
+        found = self.read(key)
+        if found is None:
+            self.create_once(key, uuid.uuid4().hex.encode())
+            found = self.read(key)
+        return (found or b"").decode()
+
+    @abc.abstractmethod
+    def create_once(self, key: str, data: bytes) -> bool:
+        """Writes an object only if it does not exist; False when it did (another writer won)."""
+
+    def probe(self) -> None:
+        """Writes and deletes a small object; raises what the store raises when it cannot be written."""
+        key = f".probe/{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        try:
+            self.write(key, b"probe")
+        finally:
+            with contextlib.suppress(OSError):
+                self.delete(key)
+
+    # ----------------------------------------------------------------------------------------------
+    # Collation records: the operations each implementation guarantees its own way
+
+    @staticmethod
+    def collation_prefix(cid: str) -> str:
         assert cid.isalnum(), f"bad collation id {cid!r}"
-        return self.root / "collations" / cid
+        return f"collations/{cid}/"
 
+    @abc.abstractmethod
     def create_collation(self, record: dict) -> bool:
         """Creates a collation from its first record; False when it already exists (same inputs).
+        A collation never exists without its record."""
 
-        The folder is built aside with its record and renamed into place, so a collation folder
-        never exists without its record (concurrent identical requests all find the record). A
-        folder without a record (left by an older version) is moved away and replaced.
+    @abc.abstractmethod
+    def locked(self, cid: str) -> contextlib.AbstractContextManager[None]:
+        """Holds the collation's lock (across processes and, for a shared store, machines).
+
+        Raises:
+            CollationNotFound: the collation does not exist (or was deleted meanwhile).
         """
-        cid = record["id"]
-        cdir = self.collation_dir(cid)
-        cdir.parent.mkdir(parents=True, exist_ok=True)
-        staging = self.root / "staging" / f"{cid}.{uuid.uuid4().hex[:8]}"
-        staging.mkdir(parents=True)
-        write_json(staging / "record.json", record)
-        try:
-            for _attempt in range(2):
-                try:
-                    os.rename(staging, cdir)  # atomic; fails when cdir exists and is not empty
-                    return True
-                except OSError as exc:
-                    if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
-                        raise
-                if (cdir / "record.json").is_file():
-                    return False
-                self.delete_collation(cid)  # a folder without its record: nobody's collation
-            return False
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+
+    def update_record(self, cid: str, change: Callable[[dict], Any]) -> dict:
+        """Read-modify-write of the record under the collation's lock; returns the new record."""
+        with self.locked(cid):
+            record = self.load_record(cid)
+            change(record)
+            self.write_in_collation(cid, "record.json", json_bytes(record))
+            return record
+
+    @abc.abstractmethod
+    def write_in_collation(self, cid: str, relative: str, data: bytes) -> None:
+        """Writes an object of a collation atomically (``relative`` to its prefix, one sub-folder deep
+        at most), never bringing back a deleted collation.
+
+        Raises:
+            CollationNotFound: the collation was deleted (before or during the write).
+        """
+
+    @abc.abstractmethod
+    def delete_collation(self, cid: str) -> bool:
+        """Deletes a collation (not the shared features and scores); False if absent. Readers see
+        the collation or nothing."""
+
+    def read_in_collation(self, cid: str, relative: str) -> bytes | None:
+        return self.read(self.collation_prefix(cid) + relative)
 
     def exists(self, cid: str) -> bool:
-        return (self.collation_dir(cid) / "record.json").is_file()
+        """Whether collation ``cid`` exists."""
+        return self.has(self.collation_prefix(cid) + "record.json")
 
     def load_record(self, cid: str) -> dict:
         """The collation's record.
@@ -159,80 +254,27 @@ class DataStore:
         Raises:
             CollationNotFound: unknown or deleted id.
         """
-        record = read_json(self.collation_dir(cid) / "record.json")
+        record = parse_json(self.read_in_collation(cid, "record.json"))
         if record is None:
             raise CollationNotFound(f"no collation {cid!r}", field="id")
         return record
 
-    @contextlib.contextmanager
-    def locked(self, cid: str) -> Iterator[Path]:
-        """Holds the collation's lock (an flock, so it works across processes on this machine).
-
-        Raises:
-            CollationNotFound: the collation does not exist (or was deleted meanwhile).
-        """
-        cdir = self.collation_dir(cid)
-        try:
-            fd = os.open(cdir / ".lock", os.O_CREAT | os.O_RDWR)
-        except FileNotFoundError:
-            raise CollationNotFound(f"no collation {cid!r}", field="id") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            if not (cdir / "record.json").is_file():
-                raise CollationNotFound(f"no collation {cid!r}", field="id")
-            yield cdir
-        finally:
-            os.close(fd)
-
-    def update_record(self, cid: str, change: Callable[[dict], Any]) -> dict:
-        """Read-modify-write of the record under the collation's lock; returns the new record."""
-        with self.locked(cid) as cdir:
-            record = read_json(cdir / "record.json")
-            if record is None:
-                raise CollationNotFound(f"no collation {cid!r}", field="id")
-            change(record)
-            self.write_in_collation(cid, "record.json", json_bytes(record))
-            return record
-
-    def write_in_collation(self, cid: str, relative: str, data: bytes) -> None:
-        """Writes a file of a collation atomically (``relative`` to its folder, one sub-folder deep at
-        most), creating the sub-folder but never the collation's folder itself.
-
-        Raises:
-            CollationNotFound: the collation was deleted (before or during the write).
-        """
-        cdir = self.collation_dir(cid)
-        path = cdir / relative
-        try:
-            if path.parent != cdir:
-                path.parent.mkdir(exist_ok=True)  # no parents: a deleted collation stays deleted
-            replace_in_folder(path, data)
-        except FileNotFoundError:
-            raise CollationNotFound(f"no collation {cid!r} (deleted meanwhile)", field="id") from None
-
     def list_collations(self) -> list[str]:
-        folder = self.root / "collations"
-        if not folder.is_dir():
-            return []
-        return sorted(p.name for p in folder.iterdir() if p.is_dir() and (p / "record.json").is_file())
+        """The ids of every collation (those with a record), sorted."""
+        ids = []
+        for key in self.versions("collations/"):
+            parts = key.split("/")
+            if len(parts) == 3 and parts[2] == "record.json":
+                ids.append(parts[1])
+        return sorted(ids)
 
-    def delete_collation(self, cid: str) -> bool:
-        """Deletes a collation's folder (not the shared features and scores); False if absent."""
-        cdir = self.collation_dir(cid)
-        trash = self.root / "trash" / f"{cid}.{uuid.uuid4().hex[:8]}"
-        trash.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.replace(cdir, trash)  # atomic: readers see the collation or nothing
-        except FileNotFoundError:
-            return False
-        shutil.rmtree(trash, ignore_errors=True)
-        return True
+    def collation_versions(self, cid: str) -> dict[str, str]:
+        """``{relative key: version}`` of a collation's objects (a cache key of documents built from them)."""
+        prefix = self.collation_prefix(cid)
+        return {key.removeprefix(prefix): v for key, v in self.versions(prefix).items()}
 
     # ----------------------------------------------------------------------------------------------
     # Manuscripts
-
-    def manuscript_path(self, cid: str, m: int) -> Path:
-        return self.collation_dir(cid) / "manuscripts" / f"{m}.json"
 
     def save_manuscript(self, cid: str, m: int, doc: dict, manifest: dict | None = None) -> None:
         """Writes a prepared manuscript (its manifest first, so the doc's presence means both)."""
@@ -241,16 +283,16 @@ class DataStore:
         self.write_in_collation(cid, f"manuscripts/{m}.json", json_bytes(doc))
 
     def load_manuscript(self, cid: str, m: int) -> dict | None:
-        return read_json(self.manuscript_path(cid, m))
+        return parse_json(self.read_in_collation(cid, f"manuscripts/{m}.json"))
+
+    def has_manuscript(self, cid: str, m: int) -> bool:
+        return self.has(f"{self.collation_prefix(cid)}manuscripts/{m}.json")
 
     def load_manifest(self, cid: str, m: int) -> dict | None:
-        return read_json(self.collation_dir(cid) / "manuscripts" / f"{m}.manifest.json")
+        return parse_json(self.read_in_collation(cid, f"manuscripts/{m}.manifest.json"))
 
     # ----------------------------------------------------------------------------------------------
     # Failures of steps (after retries)
-
-    def failure_path(self, cid: str, step: Step) -> Path:
-        return self.collation_dir(cid) / "failures" / f"{step.name}.json"
 
     def record_failure(self, cid: str, step: Step, message: str) -> None:
         """Records that ``step`` failed for good (no-op when the collation is gone)."""
@@ -261,94 +303,128 @@ class DataStore:
 
     def load_failures(self, cid: str) -> dict[Step, str]:
         """The steps of a collation that failed for good, with their messages."""
-        folder = self.collation_dir(cid) / "failures"
-        if not folder.is_dir():
-            return {}
         out = {}
-        for path in sorted(folder.glob("*.json")):
-            doc = read_json(path)
+        for key in sorted(self.versions(f"{self.collation_prefix(cid)}failures/")):
+            doc = parse_json(self.read(key)) if key.endswith(".json") else None
             if doc:
                 out[Step.parse(doc["step"])] = doc["message"]
         return out
 
     def clear_failures(self, cid: str) -> None:
-        shutil.rmtree(self.collation_dir(cid) / "failures", ignore_errors=True)
+        self.delete_prefix(f"{self.collation_prefix(cid)}failures/")
 
     # ----------------------------------------------------------------------------------------------
     # Region images, by content
 
-    def image_path(self, image_digest: str) -> Path:
-        return self.root / "images" / image_digest[:2] / f"{image_digest}.png"
+    @staticmethod
+    def image_key(image_digest: str) -> str:
+        return f"images/{image_digest[:2]}/{image_digest}.png"
 
     def save_image(self, image: Image.Image, image_digest: str) -> None:
-        path = self.image_path(image_digest)
-        if path.is_file():
+        key = self.image_key(image_digest)
+        if self.has(key):
             return
-        with atomic_writer(path) as f:
+        with self.writer(key) as f:
             image.convert("RGB").save(f, format="PNG", compress_level=1)
 
     def load_image(self, image_digest: str) -> Image.Image:
-        with Image.open(self.image_path(image_digest)) as image:
+        """A region image.
+
+        Raises:
+            FileNotFoundError: no image of that digest.
+        """
+        path = self.local_file(self.image_key(image_digest))
+        if path is None:
+            raise FileNotFoundError(f"no region image {image_digest} in {self.description}")
+        with Image.open(path) as image:
             return image.convert("RGB")
 
     # ----------------------------------------------------------------------------------------------
     # Features and scores, by content and parameters
 
-    def features_path(self, key: str) -> Path:
-        """Where features ``key`` are (or will be); creates nothing, so reading never writes."""
-        return self.root / "features" / f"{key}.pt"
+    @staticmethod
+    def features_key(key: str) -> str:
+        return f"features/{key}.pt"
 
     def has_features(self, key: str) -> bool:
-        return self.features_path(key).is_file()
+        return self.has(self.features_key(key))
 
     def save_features(self, key: str, features: MultiScaleFeatures) -> None:
-        """Writes features atomically (``MultiScaleFeatures.save`` creates the folder)."""
-        features.save(self.features_path(key))
+        """Writes features atomically, streamed."""
+        with self.writer(self.features_key(key)) as f:
+            features.write(f)
 
-    def scores_path(self, key: str) -> Path:
-        return self.root / "scores" / f"{key}.npy"
+    def load_features(self, key: str, device: str = "cpu") -> MultiScaleFeatures:
+        """Features ``key``, checked (``MultiScaleFeatures.load``).
+
+        Raises:
+            FeaturesFileError: absent, or not a valid features file.
+        """
+        from ..errors import FeaturesFileError
+        from ..features import MultiScaleFeatures
+
+        path = self.local_file(self.features_key(key))
+        if path is None:
+            raise FeaturesFileError(f"{self.description}: {self.features_key(key)}", "no such file")
+        return MultiScaleFeatures.load(path, device=device)
+
+    @staticmethod
+    def scores_key(key: str) -> str:
+        return f"scores/{key}.npy"
+
+    @staticmethod
+    def winners_key(key: str) -> str:
+        """The int8 winners T of a pair's matrix scored with transpositions (docs/transpositions.md)."""
+        return f"scores/{key}.T.npy"
+
+    @staticmethod
+    def chunk_key(key: str, chunk_pairs: int, k: int, winners: bool = False) -> str:
+        """Chunk ``k``'s scores, or its winners (written before its scores, so a chunk that is there has them)."""
+        return f"scores/{key}.c{chunk_pairs}/{k}{'.T' if winners else ''}.npy"
+
+    @staticmethod
+    def pairs_key(key: str) -> str:
+        return f"scores/{key}.pairs.npy"
 
     def has_scores(self, key: str) -> bool:
-        return self.scores_path(key).is_file()
-
-    def chunk_path(self, key: str, chunk_pairs: int, k: int) -> Path:
-        return self.root / "scores" / f"{key}.c{chunk_pairs}" / f"{k}.npy"
-
-    def has_chunk(self, key: str, chunk_pairs: int, k: int) -> bool:
-        return self.chunk_path(key, chunk_pairs, k).is_file()
+        return self.has(self.scores_key(key))
 
     def load_scores(self, key: str) -> np.ndarray | None:
-        try:
-            return np.load(self.scores_path(key), allow_pickle=False)
-        except FileNotFoundError:
-            return None
-
-    def winners_path(self, key: str) -> Path:
-        """The int8 winners T of a pair's matrix scored with transpositions (docs/transpositions.md)."""
-        return self.root / "scores" / f"{key}.T.npy"
-
-    def winners_chunk_path(self, key: str, chunk_pairs: int, k: int) -> Path:
-        """The winners of chunk ``k``; written before the chunk's scores, so a chunk that is there has them."""
-        return self.root / "scores" / f"{key}.c{chunk_pairs}" / f"{k}.T.npy"
+        return parse_npy(self.read(self.scores_key(key)))
 
     def load_winners(self, key: str) -> np.ndarray | None:
-        try:
-            return np.load(self.winners_path(key), allow_pickle=False)
-        except FileNotFoundError:
-            return None
+        return parse_npy(self.read(self.winners_key(key)))
 
-    def pairs_path(self, key: str) -> Path:
-        return self.root / "scores" / f"{key}.pairs.npy"
+    def save_scores(self, key: str, matrix: np.ndarray, winners: np.ndarray | None = None) -> None:
+        """Stores a pair's matrix, and with transpositions its winners first: the matrix's presence means both."""
+        if winners is not None:
+            self.write(self.winners_key(key), npy_bytes(winners))
+        self.write(self.scores_key(key), npy_bytes(matrix))
+
+    def has_chunk(self, key: str, chunk_pairs: int, k: int) -> bool:
+        return self.has(self.chunk_key(key, chunk_pairs, k))
+
+    def save_chunk(self, key: str, chunk_pairs: int, k: int, scores: np.ndarray, winners: np.ndarray | None) -> None:
+        """Stores chunk ``k``'s scores, and with transpositions its winners first."""
+        if winners is not None:
+            self.write(self.chunk_key(key, chunk_pairs, k, winners=True), npy_bytes(winners))
+        self.write(self.chunk_key(key, chunk_pairs, k), npy_bytes(scores))
+
+    def load_chunk(self, key: str, chunk_pairs: int, k: int, winners: bool = False) -> np.ndarray | None:
+        return parse_npy(self.read(self.chunk_key(key, chunk_pairs, k, winners=winners)))
 
     def save_pairs(self, key: str, pairs: np.ndarray) -> None:
         """Writes the ``(P, 2)`` int64 candidate pairs of a pruned pair, row-major (atomically)."""
-        with atomic_writer(self.pairs_path(key)) as f:
+        with self.writer(self.pairs_key(key)) as f:
             np.save(f, np.ascontiguousarray(pairs, dtype=np.int64))
 
     def load_pairs(self, key: str, mmap_mode: str | None = None) -> np.ndarray | None:
+        path = self.local_file(self.pairs_key(key))
+        if path is None:
+            return None
         try:
-            return np.load(self.pairs_path(key), mmap_mode=mmap_mode, allow_pickle=False)
-        except FileNotFoundError:
+            return np.load(path, mmap_mode=mmap_mode, allow_pickle=False)
+        except FileNotFoundError:  # dropped meanwhile
             return None
 
     def pair_count(self, key: str) -> int | None:
@@ -358,28 +434,24 @@ class DataStore:
 
     def drop_chunks(self, key: str, chunk_pairs: int) -> None:
         """Drops a pair's chunks and candidate pairs once its matrix (-inf where unscored) is stored."""
-        shutil.rmtree(self.root / "scores" / f"{key}.c{chunk_pairs}", ignore_errors=True)
-        with contextlib.suppress(FileNotFoundError):
-            self.pairs_path(key).unlink()
+        self.delete_prefix(f"scores/{key}.c{chunk_pairs}/")
+        self.delete(self.pairs_key(key))
 
     # ----------------------------------------------------------------------------------------------
     # Results and assessments of a collation
-
-    def results_path(self, cid: str, a: int, b: int) -> Path:
-        return self.collation_dir(cid) / "results" / f"{a}-{b}.npz"
 
     def save_results(self, cid: str, a: int, b: int, **arrays: np.ndarray) -> None:
         self.write_in_collation(cid, f"results/{a}-{b}.npz", npz_bytes(**arrays))
 
     def load_results(self, cid: str, a: int, b: int) -> dict[str, np.ndarray] | None:
-        try:
-            with np.load(self.results_path(cid, a, b), allow_pickle=False) as data:
-                return {name: data[name] for name in data.files}
-        except FileNotFoundError:
+        data = self.read_in_collation(cid, f"results/{a}-{b}.npz")
+        if data is None:
             return None
+        with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
+            return {name: arrays[name] for name in arrays.files}
 
     def load_assessments(self, cid: str) -> list[dict]:
-        return read_json(self.collation_dir(cid) / "assessments.json") or []
+        return parse_json(self.read_in_collation(cid, "assessments.json")) or []
 
     def save_assessments(self, cid: str, items: list[dict]) -> None:
         self.write_in_collation(cid, "assessments.json", json_bytes(items))

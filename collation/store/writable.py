@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import os
-import uuid
 
 from redis import Redis
 from redis.exceptions import RedisError
 
-from ..atomic import write_bytes
 from .datastore import DataStore, RedisKeys
 
 STORE_ERRNOS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EIO})
@@ -37,15 +34,11 @@ def describe(exc: OSError) -> str:
 
 
 def probe(store: DataStore) -> str | None:
-    """Writes (atomically, with fsync) and removes a small file in the data folder; returns None
-    when that worked, else the ``describe`` message of the failure."""
-    path = store.root / ".probe" / f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    """Writes (atomically) and removes a small object in the data store; returns None when that
+    worked, else the ``describe`` message of the failure."""
     try:
-        write_bytes(path, b"probe")
-        path.unlink()
+        store.probe()
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            path.unlink()
         return describe(exc)
     return None
 

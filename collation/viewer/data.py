@@ -10,13 +10,12 @@ the score matrix to mark.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..concordance import MATCH_CATEGORIES
-from ..evaluation import load_ground_truth as read_ground_truth
+from ..evaluation import parse_ground_truth
 from ..iiif.manifests import Canvas, parse_manifest
 from ..service.images import THUMBNAIL_WIDTH, region_image_url
 from ..service.results import SCORE_ARRAYS, assessment_categories, check_id, finished_record, pair_results
@@ -75,19 +74,19 @@ def pair_view(store: DataStore, cid: str, pair: tuple[int, int], base: str) -> d
     return {"id": cid, "pair": [a, b], "manuscripts": manuscripts, "regions": regions}
 
 
-def ground_truth_path(store: DataStore, cid: str, a: int, b: int) -> Path:
-    """Where a ground truth of manuscripts ``a`` and ``b`` is kept: ``ground_truth/<a>-<b>.json``
-    in the collation's folder, a JSON list of ``[region index in a, region index in b]``."""
-    return store.collation_dir(cid) / "ground_truth" / f"{a}-{b}.json"
+def ground_truth_key(a: int, b: int) -> str:
+    """Where a ground truth of manuscripts ``a`` and ``b`` is kept in the collation (put there by its
+    curator): ``ground_truth/<a>-<b>.json``, a JSON list of ``[region index in a, region index in b]``."""
+    return f"ground_truth/{a}-{b}.json"
 
 
 def load_ground_truth(store: DataStore, cid: str, a: int, b: int) -> list[tuple[int, int]] | None:
     """The ground-truth pairs (region indices, a then b) of a pair, stored either way round; None
     when none was uploaded."""
     for (p, q), flip in (((a, b), False), ((b, a), True)):
-        path = ground_truth_path(store, cid, p, q)
-        if path.is_file():
-            pairs = read_ground_truth(path).tolist()  # the authors' format, validated
+        data = store.read_in_collation(cid, ground_truth_key(p, q))
+        if data is not None:
+            pairs = parse_ground_truth(data, ground_truth_key(p, q)).tolist()  # the authors' format, validated
             return [(j, i) if flip else (i, j) for i, j in pairs]
     return None
 

@@ -13,7 +13,8 @@ from collation import defaults
 from collation.jobs.planning import Plan, Planned, next_steps, scoring_progress
 from collation.service.results import top_candidates
 from collation.settings import Settings
-from collation.store.datastore import DataStore, digest
+from collation.store.datastore import digest
+from collation.store.folder import FolderStore
 from collation.store.records import collation_id, new_record, pair_key, resolve_options
 from collation.store.steps import Step
 
@@ -114,7 +115,7 @@ def test_top_candidates_never_list_unscored_pairs() -> None:
 
 
 def test_the_store_keeps_candidate_pairs_until_the_matrix_is_there(tmp_path: Path) -> None:
-    store = DataStore(tmp_path)
+    store = FolderStore(tmp_path)
     assert store.pair_count("k") is None and store.load_pairs("k") is None
     store.save_pairs("k", np.array([[0, 1], [2, 0]]))
     assert store.pair_count("k") == 2 and store.load_pairs("k").tolist() == [[0, 1], [2, 0]]
@@ -146,7 +147,7 @@ def test_a_pruned_collation_gives_valid_json_everywhere(api: Any, synthetic: Any
     assert status["status"] == "finished", status
     assert status["options"]["candidates"] == 1
 
-    store = DataStore(settings.data_dir)
+    store = FolderStore(settings.data_dir)
     results = store.load_results(cid, 0, 1)
     unscored = ~np.isfinite(results["S"])
     assert unscored.any() and np.isfinite(results["S"]).sum() <= 2 * synthetic.n  # at most (n0 + n1) k pairs

@@ -18,6 +18,7 @@ from collation.service import create_app
 from collation.service.state import service_state
 from collation.settings import Settings
 from collation.store.datastore import DataStore
+from collation.store.folder import FolderStore
 from collation.store.records import new_record, resolve_options
 
 CID = "00112233445566aa"
@@ -82,7 +83,7 @@ def diagonal(n0: int, n1: int, shift: int) -> np.ndarray:
 
 
 def write_collation(root: Path) -> DataStore:
-    store = DataStore(root)
+    store = FolderStore(root)
     request = {
         "manifests": [f"http://lib.test/{m}/manifest" for m in SIZES],
         "regions": {},

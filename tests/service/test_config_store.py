@@ -8,9 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from collation.atomic import write_json
 from collation.errors import InputError
 from collation.settings import Settings
-from collation.store.datastore import CollationNotFound, DataStore, write_json
+from collation.store.datastore import CollationNotFound
+from collation.store.folder import FolderStore
 from collation.store.records import collation_id, resolve_options
 
 
@@ -53,7 +55,7 @@ def test_ids_depend_on_order_regions_and_resolved_options() -> None:
 
 
 def test_store_writes_atomically_and_locks(tmp_path: Path) -> None:
-    store = DataStore(tmp_path)
+    store = FolderStore(tmp_path)
     record = {"id": "0123456789abcdef", "status": "queued"}
     assert store.create_collation(record) and not store.create_collation(record)
     store.update_record(record["id"], lambda r: r.update(status="running"))

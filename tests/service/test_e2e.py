@@ -40,7 +40,7 @@ from collation.service import create_app
 from collation.service.local import free_port, start_redis, stop
 from collation.service.state import service_state
 from collation.settings import Settings
-from collation.store.datastore import DataStore
+from collation.store.folder import FolderStore
 
 pytestmark = pytest.mark.slow
 
@@ -109,7 +109,7 @@ class Run:
             raise
 
     def scores(self, cid: str) -> dict[str, np.ndarray]:
-        return DataStore(self.settings.data_dir).load_results(cid, 0, 1)
+        return FolderStore(self.settings.data_dir).load_results(cid, 0, 1)
 
 
 def make_run(settings: Settings, openapi: dict[str, Any], log_dir: Path) -> Run:

@@ -25,7 +25,8 @@ from collation.jobs.scheduling import delete_job
 from collation.service import create_app
 from collation.service.state import service_state
 from collation.settings import Settings
-from collation.store.datastore import CollationNotFound, DataStore
+from collation.store.datastore import CollationNotFound
+from collation.store.folder import FolderStore
 from collation.store.records import new_record
 from collation.store.transitions import cancel as mark_cancelled
 
@@ -68,7 +69,7 @@ def test_delete_after_a_job_with_an_expired_execution(client: Any, synthetic: An
 def test_a_collation_left_cancelled_is_created_again(client: Any, synthetic: Any, settings: Settings) -> None:
     """A DELETE that stopped after marking the record cancelled (Redis failed) no longer blocks the id."""
     cid = client.post(f"{API}/collations", json=body(synthetic)).get_json()["id"]
-    assert mark_cancelled(DataStore(settings.data_dir), cid)
+    assert mark_cancelled(FolderStore(settings.data_dir), cid)
     r = client.post(f"{API}/collations", json=body(synthetic))
     assert (r.status_code, r.get_json()["id"], r.get_json()["status"]) == (202, cid, "queued")
     assert client.delete(f"{API}/collations/{cid}").status_code == 204
@@ -105,7 +106,7 @@ def test_a_job_remnant_does_not_stop_the_worker(client: Any, synthetic: Any, set
 
 
 def test_writes_never_bring_back_a_deleted_collation(settings: Settings) -> None:
-    store = DataStore(settings.data_dir)
+    store = FolderStore(settings.data_dir)
     record = new_record("00000000000000aa", {"manifests": ["http://a", "http://b"]}, {}, settings)
     assert store.create_collation(record)
     cdir = store.collation_dir(record["id"])
@@ -143,7 +144,7 @@ def test_fifty_concurrent_identical_posts_all_get_the_one_collation(app: Any, sy
 
 
 def test_a_folder_without_record_is_replaced(settings: Settings) -> None:
-    store = DataStore(settings.data_dir)
+    store = FolderStore(settings.data_dir)
     record = new_record("00000000000000bb", {"manifests": ["http://a", "http://b"]}, {}, settings)
     (store.collation_dir(record["id"]) / "manuscripts").mkdir(parents=True)  # left by an older version
     assert store.create_collation(record) and store.load_record(record["id"])["id"] == record["id"]

@@ -21,7 +21,7 @@ from service_helpers import runtime_for
 from collation.jobs import tasks
 from collation.jobs.scheduling import Scheduler
 from collation.runtime import activate
-from collation.store.datastore import DataStore
+from collation.store.folder import FolderStore
 
 API = "/api/v1"
 
@@ -348,14 +348,13 @@ def test_callback_url_gets_the_final_status(api: Any, synthetic: Any, run_jobs: 
 
 def test_chunks_do_not_change_scores(api: Any, synthetic: Any, run_jobs: Any, settings: Any) -> None:
     """Scores computed in chunks of 6 pairs equal ``score_matrix`` in one call."""
-    from collation.features import MultiScaleFeatures
     from collation.similarity import score_matrix
 
     cid = submit(api, [synthetic.a, synthetic.b], regions={"1": synthetic.b_regions})
     run_jobs()
-    store = DataStore(settings.data_dir)
+    store = FolderStore(settings.data_dir)
     docs = [store.load_manuscript(cid, m) for m in (0, 1)]
-    feats = [MultiScaleFeatures.load(store.features_path(d["features_key"])) for d in docs]
+    feats = [store.load_features(d["features_key"]) for d in docs]
     stored = store.load_results(cid, 0, 1)["S"]
     np.testing.assert_array_equal(stored, score_matrix(*feats, similarity="s_trans", seed=0))
 

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from collation.cascade import pruned_score_matrix_transposed
-from collation.features import MultiScaleFeatures
 from collation.jobs.planning import Planned, next_steps
 from collation.service import schemas
 from collation.service.results import pair_results
 from collation.settings import Settings
-from collation.store.datastore import DataStore, transposed_features_key
+from collation.store.datastore import transposed_features_key
+from collation.store.folder import FolderStore
 from collation.store.records import (
     collation_id,
     feature_keys,
@@ -103,7 +103,7 @@ def test_the_second_manuscripts_also_get_transposed_features() -> None:
 
 
 def test_a_pair_read_the_other_way_reports_the_inverse_transposition(tmp_path: Path) -> None:
-    store = DataStore(tmp_path)
+    store = FolderStore(tmp_path)
     settings = Settings()
     record = new_record(
         CID,
@@ -161,10 +161,10 @@ def test_a_mirrored_copy_is_found_and_reported_mirrored(
 
     # The numbers are the engine's on the stored features: transposed features under the plain key plus
     # the option, chunks of 6 pairs (scores and winners) joined, partial and pruning passed through.
-    store = DataStore(settings.data_dir)
+    store = FolderStore(settings.data_dir)
     docs = [store.load_manuscript(cid, m) for m in (0, 1)]
-    feats0 = MultiScaleFeatures.load(store.features_path(docs[0]["features_key"]))
-    turned1 = MultiScaleFeatures.load(store.features_path(transposed_features_key(docs[1]["features_key"], "mirror")))
+    feats0 = store.load_features(docs[0]["features_key"])
+    turned1 = store.load_features(transposed_features_key(docs[1]["features_key"], "mirror"))
     assert len(turned1) == 2 * n and not store.has_features(transposed_features_key(docs[0]["features_key"], "mirror"))
     s, t, pairs = pruned_score_matrix_transposed(
         feats0, turned1, 2, options.get("candidates", 10), seed=0, partial=options.get("partial", False)
@@ -207,7 +207,7 @@ def test_without_transpositions_nothing_new_is_recorded_or_served(
 ) -> None:
     cid = run(api, run_jobs, [synthetic.a, mirrored], {"transpositions": "none", "partial": False})
     assert cid == run(api, run_jobs, [synthetic.a, mirrored], {})  # the same collation as a plain request
-    store = DataStore(settings.data_dir)
+    store = FolderStore(settings.data_dir)
     record = store.load_record(cid)
     assert set(record["options"]) == {
         "backbone",

@@ -434,7 +434,7 @@ def test_progress_updates_without_reload(served: Served, collation: Served, page
 
 def test_matrix_of_p2_p3_shows_the_diagonal(collation: Served, screenshots: Path) -> None:
     # the ground truth of the 15 usable pairs, as an upload would store it (beside the results)
-    from collation.store.datastore import DataStore
+    from collation.store.folder import FolderStore
 
     truth = json.loads(
         (
@@ -448,7 +448,7 @@ def test_matrix_of_p2_p3_shows_the_diagonal(collation: Served, screenshots: Path
         ).read_text()
     )
     truth = [pair for pair in truth if pair[0] < REGIONS and pair[1] < REGIONS]
-    path = DataStore(collation.settings.data_dir).collation_dir(collation.cid) / "ground_truth" / "0-1.json"
+    path = FolderStore(collation.settings.data_dir).collation_dir(collation.cid) / "ground_truth" / "0-1.json"
     path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(truth))
 

@@ -9,6 +9,7 @@ import pytest
 
 from collation.settings import Settings
 from collation.store.datastore import DataStore, RedisKeys
+from collation.store.folder import FolderStore
 from collation.store.records import CollationStatus, is_terminal, new_record
 from collation.store.steps import Step, StepKind
 from collation.store.transitions import AlreadyEnded, cancel, fail, finish, reopen, set_progress
@@ -18,7 +19,7 @@ CID = "0123456789abcdef"
 
 @pytest.fixture
 def store(tmp_path: Path) -> DataStore:
-    store = DataStore(tmp_path)
+    store = FolderStore(tmp_path)
     store.create_collation(new_record(CID, {"manifests": ["a", "b"]}, {}, Settings()))
     return store
 
@@ -49,9 +50,9 @@ def test_failures_are_keyed_by_step(store: DataStore) -> None:
 
 
 def test_reading_paths_creates_nothing(tmp_path: Path) -> None:
-    store = DataStore(tmp_path / "data")
+    store = FolderStore(tmp_path / "data")
     assert not store.has_features("k") and not store.has_scores("k") and not store.has_chunk("k", 6, 0)
-    store.features_path("k")
+    assert store.local_file(store.features_key("k")) is None and store.load_pairs("k") is None
     assert not (tmp_path / "data").exists()
 
 

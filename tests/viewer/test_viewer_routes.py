@@ -17,6 +17,7 @@ from collation.service import create_app
 from collation.service.state import service_state
 from collation.settings import Settings
 from collation.store.datastore import DataStore
+from collation.store.folder import FolderStore
 from collation.store.records import new_record, resolve_options
 from collation.viewer import routes as viewer_routes
 from collation.viewer.matrix import COLORS, layout
@@ -124,7 +125,7 @@ def region(index: int, canvas: str, canvas_index: int, xywh: list[int]) -> dict[
 def write_collation(root: Path, status: str = "finished") -> DataStore:
     """A collation of A (4 regions, two per canvas) and B (regions 0, 1, 3, 4: region 2 was unreadable),
     whose scores put A's k-th region with B's k-th readable one."""
-    store = DataStore(root)
+    store = FolderStore(root)
     request = {
         "manifests": ["http://lib.test/a/manifest", "http://lib.test/b/manifest"],
         "regions": {},

@@ -1,0 +1,164 @@
+"""The data store in a folder of one disk (``COLLATION_DATA_DIR``): the default, for one machine or
+for machines that share a file system.
+
+Every object is a file ``<root>/<key>``, written to a temporary file beside it and renamed into
+place (``collation.atomic``). A collation is a folder: it is created by renaming a staging folder
+that already holds its record (so it never exists without one), deleted by renaming it into
+``trash/`` (readers see all of it or nothing), written into only while its folder exists (so a slow
+writer never brings a deleted collation back), and locked with an ``flock`` on ``.lock``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from ..atomic import atomic_writer, write_bytes, write_json
+from .datastore import CollationNotFound, DataStore
+
+
+class FolderStore(DataStore):
+    """The data store under ``root``. Safe to share between processes of one machine (or of machines
+    sharing the file system, when it supports ``flock``)."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self.description = f"folder {self.root}"
+
+    def path(self, key: str) -> Path:
+        return self.root / key
+
+    # ----------------------------------------------------------------------------------------------
+    # Primitives
+
+    def read(self, key: str) -> bytes | None:
+        try:
+            return self.path(key).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def write(self, key: str, data: bytes) -> None:
+        write_bytes(self.path(key), data)
+
+    def writer(self, key: str) -> contextlib.AbstractContextManager[IO[bytes]]:
+        return atomic_writer(self.path(key))
+
+    def create_once(self, key: str, data: bytes) -> bool:
+        path = self.path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staged = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+        write_bytes(staged, data)
+        try:
+            os.link(staged, path)  # atomic, and fails when the target exists
+            return True
+        except FileExistsError:
+            return False
+        finally:
+            staged.unlink()
+
+    def has(self, key: str) -> bool:
+        return self.path(key).is_file()
+
+    def delete(self, key: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path(key).unlink()
+
+    def delete_prefix(self, prefix: str) -> None:
+        if prefix.endswith("/"):
+            shutil.rmtree(self.path(prefix), ignore_errors=True)
+            return
+        folder, start = self.path(prefix).parent, Path(prefix).name
+        for path in folder.glob(f"{start}*") if folder.is_dir() else ():
+            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+
+    def versions(self, prefix: str) -> dict[str, str]:
+        folder = self.path(prefix)
+        if not folder.is_dir():
+            return {}
+        out = {}
+        for dirpath, _dirs, files in os.walk(folder):
+            for name in files:
+                if name.startswith("."):  # temporary files, the lock
+                    continue
+                path = Path(dirpath) / name
+                with contextlib.suppress(FileNotFoundError):
+                    out[path.relative_to(self.root).as_posix()] = str(path.stat().st_mtime_ns)
+        return out
+
+    def local_file(self, key: str) -> Path | None:
+        path = self.path(key)
+        return path if path.is_file() else None
+
+    # ----------------------------------------------------------------------------------------------
+    # Collations
+
+    def collation_dir(self, cid: str) -> Path:
+        return self.path(self.collation_prefix(cid))
+
+    def create_collation(self, record: dict) -> bool:
+        """The folder is built aside with its record and renamed into place, so concurrent identical
+        requests all find the record. A folder without a record (left by an older version) is moved
+        away and replaced."""
+        cid = record["id"]
+        cdir = self.collation_dir(cid)
+        cdir.parent.mkdir(parents=True, exist_ok=True)
+        staging = self.root / "staging" / f"{cid}.{uuid.uuid4().hex[:8]}"
+        staging.mkdir(parents=True)
+        write_json(staging / "record.json", record)
+        try:
+            for _attempt in range(2):
+                try:
+                    os.rename(staging, cdir)  # atomic; fails when cdir exists and is not empty
+                    return True
+                except OSError as exc:
+                    if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                        raise
+                if (cdir / "record.json").is_file():
+                    return False
+                self.delete_collation(cid)  # a folder without its record: nobody's collation
+            return False
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    @contextlib.contextmanager
+    def locked(self, cid: str) -> Iterator[None]:
+        cdir = self.collation_dir(cid)
+        try:
+            fd = os.open(cdir / ".lock", os.O_CREAT | os.O_RDWR)
+        except FileNotFoundError:
+            raise CollationNotFound(f"no collation {cid!r}", field="id") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if not (cdir / "record.json").is_file():
+                raise CollationNotFound(f"no collation {cid!r}", field="id")
+            yield
+        finally:
+            os.close(fd)
+
+    def write_in_collation(self, cid: str, relative: str, data: bytes) -> None:
+        cdir = self.collation_dir(cid)
+        path = cdir / relative
+        try:
+            if path.parent != cdir:
+                path.parent.mkdir(exist_ok=True)  # no parents: a deleted collation stays deleted
+            write_bytes(path, data, create_folders=False)
+        except FileNotFoundError:
+            raise CollationNotFound(f"no collation {cid!r} (deleted meanwhile)", field="id") from None
+
+    def delete_collation(self, cid: str) -> bool:
+        cdir = self.collation_dir(cid)
+        trash = self.root / "trash" / f"{cid}.{uuid.uuid4().hex[:8]}"
+        trash.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(cdir, trash)  # atomic: readers see the collation or nothing
+        except FileNotFoundError:
+            return False
+        shutil.rmtree(trash, ignore_errors=True)
+        return True

@@ -1,0 +1,23 @@
+"""Which data store a process uses: ``open_store(settings)``.
+
+``COLLATION_STORE_URL`` unset: the folder ``COLLATION_DATA_DIR`` (``FolderStore``), as on one
+machine. ``s3://bucket/prefix``: the object store (``ObjectStore``), with ``COLLATION_DATA_DIR`` as
+this machine's local cache of it.
+"""
+
+from __future__ import annotations
+
+from ..settings import Settings
+from .datastore import DataStore
+from .folder import FolderStore
+
+
+def open_store(settings: Settings) -> DataStore:
+    """The data store the settings name (nothing is read or written yet)."""
+    if settings.store_url:
+        from .objects import ObjectStore  # boto3 only where an object store is used
+
+        return ObjectStore(
+            settings.store_url, settings.data_dir, settings.store_cache_bytes, endpoint=settings.store_endpoint
+        )
+    return FolderStore(settings.data_dir)
