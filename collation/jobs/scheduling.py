@@ -35,7 +35,7 @@ from rq.timeouts import TimerDeathPenalty
 from ..errors import CollationError
 from ..runtime import Runtime, activate, current
 from ..settings import Settings
-from ..store import writable
+from ..store import sharing, writable
 from ..store.datastore import CollationNotFound, DataStore, RedisKeys
 from ..store.records import CollationStatus, is_terminal
 from ..store.steps import Step, StepKind
@@ -320,15 +320,21 @@ class Scheduler:
                 StartedJobRegistry(
                     self.runtime.queue(kind).name, connection=self.connection, death_penalty_class=TimerDeathPenalty
                 ).cleanup()
+        sharing.publish(self.store, self.connection)  # the store every worker must use
         count = 0
         for cid in self.store.list_collations():
             try:
                 record = self.store.load_record(cid)
             except CollationNotFound:
                 continue
-            if not is_terminal(record["status"]):
-                self.advance(cid)
-                count += 1
+            if is_terminal(record["status"]):
+                continue
+            reason = sharing.reported(self.connection, cid)
+            if reason is not None:  # a worker cannot see this store: advancing again would loop
+                fail(self.store, cid, reason)
+                continue
+            self.advance(cid)
+            count += 1
         return count
 
     # ----------------------------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 RQ calls a job function by name with plain arguments (a collation id and small integers), so each
 entry point takes the runtime the worker made current (``collation.runtime.activate``) and passes
 it to the plain function of ``collation.jobs.steps`` that does the work. A collation deleted or
-cancelled meanwhile is not a failed job: the entry point returns ``"gone"``.
+cancelled meanwhile is not a failed job: the entry point returns ``"gone"``, unless the collation
+is missing because this worker's data store is not the API's (``collation.store.sharing``): then the
+job fails, and the API's next sweep ends the collation with the reason.
 """
 
 from __future__ import annotations
@@ -15,12 +17,17 @@ from typing import Any
 
 from rq import get_current_job
 
+from ..errors import CollationError
 from ..runtime import current
-from ..store import writable
+from ..store import sharing, writable
 from ..store.datastore import CollationNotFound
 from . import steps
 
 log = logging.getLogger("collation.jobs")
+
+
+class StoreNotShared(CollationError):
+    """This worker's data store is not the API's (``collation.store.sharing``): its job fails."""
 
 
 def _quietly_gone(func: Callable[..., str]) -> Callable[..., str]:
@@ -33,6 +40,11 @@ def _quietly_gone(func: Callable[..., str]) -> Callable[..., str]:
         try:
             return func(cid, *args)
         except (steps.Gone, CollationNotFound):
+            runtime = current()
+            problem = None if runtime.store.exists(cid) else sharing.mismatch(runtime.store, runtime.redis)
+            if problem is not None:  # not deleted: this worker looks into another store than the API's
+                sharing.report(runtime.redis, cid, problem)
+                raise StoreNotShared(problem) from None
             log.info("Collation %s: gone, %s stops", cid, func.__name__)
             return "gone"
         except OSError as exc:

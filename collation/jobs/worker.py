@@ -37,6 +37,7 @@ from rq.worker import WorkerStatus
 
 from ..runtime import Runtime, activate
 from ..settings import Settings
+from ..store import sharing
 
 log = logging.getLogger("collation.jobs.worker")
 
@@ -70,8 +71,18 @@ class CollationWorker(SimpleWorker):
         super().__init__(queues, *args, **kwargs)
 
     def work(self, *args: Any, **kwargs: Any) -> bool:
-        with activate(self.runtime):
-            return super().work(*args, **kwargs)
+        store = self.runtime.store
+        try:
+            sharing.register(store, self.runtime.redis, self.name)  # says so when it is not the API's store
+        except OSError as exc:  # the store is unreachable: jobs will say so, and be retried
+            log.error("Worker %s: %s", self.name, exc)
+        try:
+            with activate(self.runtime):
+                return super().work(*args, **kwargs)
+        finally:
+            downloaded = getattr(store, "downloaded", None)  # an object store counts what it sent us
+            if downloaded is not None:
+                log.info("Worker %s: %d bytes downloaded from the %s", self.name, downloaded, store.description)
 
     def handle_warm_shutdown_request(self) -> None:
         # RQ calls this on SIGINT/SIGTERM and on a shutdown command, whether a job runs or not;

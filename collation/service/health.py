@@ -1,5 +1,6 @@
-"""Readiness: Redis answers, the data store can be written (a write probe) and at least one worker
-listens on each of the two queues."""
+"""Readiness: Redis answers, the data store can be written (a write probe), at least one worker
+listens on each of the two queues, and every live worker uses the API's data store
+(``collation.store.sharing``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from redis.exceptions import RedisError
 from rq import Worker
 
 from ..runtime import Runtime
-from ..store import writable
+from ..store import sharing, writable
 
 
 def readiness(runtime: Runtime) -> dict[str, Any]:
@@ -31,7 +32,20 @@ def readiness(runtime: Runtime) -> dict[str, Any]:
             workers = Worker.all(runtime.redis)
             for name in (runtime.settings.queue_io, runtime.settings.queue_compute):
                 checks["workers"][name] = sum(name in w.queue_names() for w in workers)
+            if checks["store"]:
+                sharing.publish(runtime.store, runtime.redis)
+                others = sharing.strangers(runtime.store, runtime.redis, {w.name for w in workers})
+                if others:
+                    checks["store"] = False
+                    checks["store_error"] = (
+                        f"worker(s) {', '.join(others)} use another data store than this API "
+                        f"({runtime.store.description}): give them the same COLLATION_STORE_URL, "
+                        "or a COLLATION_DATA_DIR on a disk they share"
+                    )
         except RedisError as exc:
             checks["error"] = str(exc)
+        except OSError as exc:  # the store's identity could not be read
+            checks["store"] = False
+            checks["store_error"] = writable.describe(exc)
     ready = checks["redis"] and checks["store"] and len(checks["workers"]) == 2 and all(checks["workers"].values())
     return {"ready": ready, "checks": checks}

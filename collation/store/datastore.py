@@ -491,6 +491,21 @@ class RedisKeys:
         return f"{cls.prefix}request:{cid}"
 
     @classmethod
+    def store_identity(cls) -> str:
+        """The identity of the API's data store (``store.sharing``): every worker's must equal it."""
+        return f"{cls.prefix}store-identity"
+
+    @classmethod
+    def worker_stores(cls) -> str:
+        """Hash of worker name -> identity of that worker's data store."""
+        return f"{cls.prefix}worker-stores"
+
+    @classmethod
+    def stuck(cls, cid: str) -> str:
+        """Why a collation cannot progress (a worker that does not see the API's store said so)."""
+        return f"{cls.prefix}stuck:{cid}"
+
+    @classmethod
     def suspect(cls, job_id: str) -> str:
         """When a job that claims to be live was first seen stuck."""
         return f"{cls.prefix}suspect:{job_id}"
