@@ -74,9 +74,12 @@ class WorkerProcesses:
         self.log_dir = log_dir
         self.processes: list[subprocess.Popen] = []
 
-    def start(self, *args: str, threads: int | None = None) -> subprocess.Popen:
+    def start(self, *args: str, threads: int | None = None, data_dir: Path | None = None) -> subprocess.Popen:
+        """Starts a worker (``data_dir``: its own COLLATION_DATA_DIR, as on a machine of its own)."""
         log = open(self.log_dir / f"worker{len(self.processes)}.log", "wb")  # noqa: SIM115
         env = {**self.env, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
+        if data_dir is not None:
+            env["COLLATION_DATA_DIR"] = str(data_dir)
         process = subprocess.Popen(
             [sys.executable, "-m", "collation.service", "worker", *args],
             env=env,
