@@ -236,3 +236,14 @@ def s3_url(s3_server: S3Server, request: pytest.FixtureRequest, tmp_path_factory
     store.ensure_bucket()
     store.delete_prefix("")  # a test run again
     return url
+
+
+@pytest.fixture(params=["folder", "s3"])
+def store_options(request: pytest.FixtureRequest) -> dict[str, str]:
+    """Settings of the data store, once per store: ``{}`` (the folder ``COLLATION_DATA_DIR``), then
+    a fresh bucket of the session's SeaweedFS. With the object store, tests give every worker a
+    ``COLLATION_DATA_DIR`` of its own, as on machines that share no disk."""
+    if request.param == "folder":
+        return {}
+    server = request.getfixturevalue("s3_server")
+    return {"store_url": request.getfixturevalue("s3_url"), "store_endpoint": server.endpoint}

@@ -58,21 +58,29 @@ def test_post_delete_churn_keeps_the_worker_alive(client: Any, synthetic: Any, w
     assert client.get(f"{API}/readyz").status_code == 200
 
 
-def fault_settings(tmp_path: Path, redis_url: str) -> Settings:
-    return service_settings(tmp_path / "data", redis_url, chunk_pairs=4, sweep_interval=1)
+def fault_settings(tmp_path: Path, redis_url: str, store_options: dict[str, str] | None = None) -> Settings:
+    return service_settings(tmp_path / "data", redis_url, chunk_pairs=4, sweep_interval=1, **(store_options or {}))
 
 
-def test_a_worker_survives_a_10_s_redis_outage_and_finishes(synthetic: Any, tmp_path: Path) -> None:
-    """Issue 12 item 5: the worker's loop is built again, as often as needed, until Redis is back."""
+def own_dir(tmp_path: Path, store_options: dict[str, str], n: int) -> Path | None:
+    """With the object store, worker ``n``'s own COLLATION_DATA_DIR (machines that share no disk)."""
+    return tmp_path / f"worker{n}" if store_options else None
+
+
+def test_a_worker_survives_a_10_s_redis_outage_and_finishes(
+    synthetic: Any, tmp_path: Path, store_options: dict[str, str]
+) -> None:
+    """Issue 12 item 5: the worker's loop is built again, as often as needed, until Redis is back
+    (on both data stores: with the object store, the worker has a directory of its own)."""
     port = free_port()
     redis_process, url = start_redis(tmp_path / "redis", port=port)
-    config = fault_settings(tmp_path, url)
+    config = fault_settings(tmp_path, url, store_options)
     app = create_app(config, TESTING=True)
     service_state(app).sweeper.start()  # re-enqueues from the store what the restarted Redis lost
     client = app.test_client()
     processes = WorkerProcesses(config, tmp_path)
     try:
-        worker = processes.start(threads=1)
+        worker = processes.start(threads=1, data_dir=own_dir(tmp_path, store_options, 0))
         wait_for(lambda: client.get(f"{API}/readyz").status_code == 200, 60, "the worker to register")
         stop(redis_process)
         time.sleep(10)
@@ -93,11 +101,14 @@ def test_a_worker_survives_a_10_s_redis_outage_and_finishes(synthetic: Any, tmp_
         stop(redis_process)
 
 
-def test_a_worker_killed_at_each_stage_is_replaced(synthetic: Any, tmp_path: Path, redis_url: str) -> None:
+def test_a_worker_killed_at_each_stage_is_replaced(
+    synthetic: Any, tmp_path: Path, redis_url: str, store_options: dict[str, str]
+) -> None:
     """SIGKILL whenever the collation is seen in a new stage; a new worker takes over each time and the
     collation finishes with the right correspondences (tests/service/test_e2e.py checks that scores
-    after a kill equal an undisturbed run's)."""
-    config = fault_settings(tmp_path, redis_url)
+    after a kill equal an undisturbed run's). With the object store each new worker has a directory
+    of its own: nothing the killed one cached locally is there for the next."""
+    config = fault_settings(tmp_path, redis_url, store_options)
     app = create_app(config, TESTING=True)
     service_state(app).sweeper.start()
     client = app.test_client()
@@ -105,7 +116,7 @@ def test_a_worker_killed_at_each_stage_is_replaced(synthetic: Any, tmp_path: Pat
     killed: list[str] = []
     try:
         cid = client.post(f"{API}/collations", json=request_body(synthetic, seed=3)).get_json()["id"]
-        worker = processes.start(threads=1)
+        worker = processes.start(threads=1, data_dir=own_dir(tmp_path, store_options, 0))
         deadline = time.monotonic() + 150
         while (doc := client.get(f"{API}/collations/{cid}").get_json())["status"] != "finished":
             assert doc["status"] not in ("failed", "cancelled") and time.monotonic() < deadline, (doc, processes.logs())
@@ -114,7 +125,7 @@ def test_a_worker_killed_at_each_stage_is_replaced(synthetic: Any, tmp_path: Pat
                 worker.send_signal(signal.SIGKILL)
                 worker.wait()
                 killed.append(stage)
-                worker = processes.start(threads=1)
+                worker = processes.start(threads=1, data_dir=own_dir(tmp_path, store_options, len(killed)))
             time.sleep(0.05)
         print(f"\nkilled with SIGKILL in stages {killed}")
         assert killed  # at least one kill landed

@@ -14,7 +14,6 @@ import csv
 import io
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -40,7 +39,7 @@ from collation.service import create_app
 from collation.service.local import free_port, start_redis, stop
 from collation.service.state import service_state
 from collation.settings import Settings
-from collation.store.folder import FolderStore
+from collation.store.location import open_store
 
 pytestmark = pytest.mark.slow
 
@@ -109,7 +108,7 @@ class Run:
             raise
 
     def scores(self, cid: str) -> dict[str, np.ndarray]:
-        return FolderStore(self.settings.data_dir).load_results(cid, 0, 1)
+        return open_store(self.settings).load_results(cid, 0, 1)
 
 
 def make_run(settings: Settings, openapi: dict[str, Any], log_dir: Path) -> Run:
@@ -119,10 +118,13 @@ def make_run(settings: Settings, openapi: dict[str, Any], log_dir: Path) -> Run:
 
 
 def seed_features(run: Run, reference: Run) -> None:
-    """Copies the reference's region images and features into the run's store: these tests are about
-    scoring, and features are cached by content anyway (the pair scores are not copied)."""
-    for folder in ("images", "features"):
-        shutil.copytree(reference.settings.data_dir / folder, run.settings.data_dir / folder)
+    """Copies the reference's region images and features into the run's store (a folder or an object
+    store): these tests are about scoring, and features are cached by content anyway (the pair scores
+    are not copied)."""
+    source, target = open_store(reference.settings), open_store(run.settings)
+    for prefix in ("images/", "features/"):
+        for key in source.versions(prefix):
+            target.write(key, source.read(key))
 
 
 def close_run(run: Run) -> None:
@@ -130,8 +132,13 @@ def close_run(run: Run) -> None:
     service_state(run.app).close()  # stops the sweeper, closes Redis
 
 
-def e2e_settings(tmp_path: Path, redis_url: str) -> Settings:
-    return service_settings(tmp_path / "data", redis_url, chunk_pairs=16, sweep_interval=1)
+def e2e_settings(tmp_path: Path, redis_url: str, store_options: dict[str, str] | None = None) -> Settings:
+    return service_settings(tmp_path / "data", redis_url, chunk_pairs=16, sweep_interval=1, **(store_options or {}))
+
+
+def own_dir(tmp_path: Path, store_options: dict[str, str], n: int) -> Path | None:
+    """With the object store, worker ``n``'s own COLLATION_DATA_DIR (machines that share no disk)."""
+    return tmp_path / f"worker{n}" if store_options else None
 
 
 def scoring_started(run: Run, cid: str, pairs: int) -> bool:
@@ -206,21 +213,24 @@ def test_a_worker_killed_while_scoring_is_replaced(
     baseline: tuple[Run, str],
     openapi: dict[str, Any],
     tmp_path: Path,
+    store_options: dict[str, str],
 ) -> None:
     reference, reference_cid = baseline
     url = redis_url.rsplit("/", 1)[0] + "/2"
     Redis.from_url(url).flushdb()
-    run = make_run(e2e_settings(tmp_path, url), openapi, tmp_path)
+    run = make_run(e2e_settings(tmp_path, url, store_options), openapi, tmp_path)
     seed_features(run, reference)
     try:
         cid = run.submit(physiologus_manifests)
         assert cid == reference_cid  # same inputs, same id (another data store)
-        first = run.workers.start()
+        first = run.workers.start(data_dir=own_dir(tmp_path, store_options, 0))
         wait_for(lambda: scoring_started(run, cid, 32), 240, "scoring to start", interval=0.05)
         first.send_signal(signal.SIGKILL)
         first.wait()
         assert run.status(cid)["status"] == "running"
-        run.workers.start()  # another worker; the killed one's chunk is abandoned, then retried
+        # another worker (on another machine, with the object store); the killed one's chunk is
+        # abandoned, then retried
+        run.workers.start(data_dir=own_dir(tmp_path, store_options, 1))
         run.wait_finished(cid)
         got, want = run.scores(cid), reference.scores(reference_cid)
         for name in ("S", "N_S", "P_S"):
@@ -230,16 +240,20 @@ def test_a_worker_killed_while_scoring_is_replaced(
 
 
 def test_a_redis_restart_while_scoring_loses_nothing(
-    physiologus_manifests: tuple[str, str], baseline: tuple[Run, str], openapi: dict[str, Any], tmp_path: Path
+    physiologus_manifests: tuple[str, str],
+    baseline: tuple[Run, str],
+    openapi: dict[str, Any],
+    tmp_path: Path,
+    store_options: dict[str, str],
 ) -> None:
     reference, reference_cid = baseline
     port = free_port()
     redis_process, url = start_redis(tmp_path / "redis", port=port)
-    run = make_run(e2e_settings(tmp_path, url), openapi, tmp_path)
+    run = make_run(e2e_settings(tmp_path, url, store_options), openapi, tmp_path)
     seed_features(run, reference)
     try:
         cid = run.submit(physiologus_manifests)
-        run.workers.start()
+        run.workers.start(data_dir=own_dir(tmp_path, store_options, 0))
         wait_for(lambda: scoring_started(run, cid, 32), 240, "scoring to start", interval=0.05)
         stop(redis_process)  # no persistence: queues, jobs and registries are gone
         redis_process, _ = start_redis(tmp_path / "redis", port=port)
@@ -250,6 +264,40 @@ def test_a_redis_restart_while_scoring_loses_nothing(
     finally:
         close_run(run)
         stop(redis_process)
+
+
+def test_two_workers_that_share_no_disk_collate_through_the_object_store(
+    physiologus_manifests: tuple[str, str],
+    redis_url: str,
+    baseline: tuple[Run, str],
+    openapi: dict[str, Any],
+    tmp_path: Path,
+    s3_server: Any,
+    s3_url: str,
+) -> None:
+    """The whole Physiologus collation, every step, with the API and two workers each given a
+    directory of its own (three machines without a shared disk) and the object store as the system
+    of record: the same scores as the folder's run, and the API's directory holds no store data."""
+    reference, reference_cid = baseline
+    url = redis_url.rsplit("/", 1)[0] + "/3"
+    Redis.from_url(url).flushdb()
+    options = {"store_url": s3_url, "store_endpoint": s3_server.endpoint}
+    run = make_run(e2e_settings(tmp_path / "api", url, options), openapi, tmp_path)
+    try:
+        cid = run.submit(physiologus_manifests)
+        assert cid == reference_cid
+        run.workers.start(threads=1, data_dir=tmp_path / "worker0")
+        run.workers.start(threads=1, data_dir=tmp_path / "worker1")
+        run.wait_finished(cid)
+        got, want = run.scores(cid), reference.scores(reference_cid)
+        for name in ("S", "N_S", "P_S"):
+            np.testing.assert_array_equal(got[name], want[name])
+        api_files = [p for p in (tmp_path / "api").rglob("*") if p.is_file()]
+        assert not [p for p in api_files if "features" in p.parts or "collations" in p.parts], api_files
+        cached = [p for w in ("worker0", "worker1") for p in (tmp_path / w).rglob("*.pt")]
+        assert cached  # the workers read features through their local caches
+    finally:
+        close_run(run)
 
 
 def test_collate_serve_runs_everything_on_one_machine(synthetic: Any, tmp_path: Path) -> None:
