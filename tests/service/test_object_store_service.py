@@ -1,0 +1,152 @@
+"""The service on machines that share no disk: the object store as the system of record (SeaweedFS on
+loopback ports), and what happens when API and workers do not share a store.
+
+- Features and pair scores are reused across collations through the object store, by workers that
+  each have a directory of their own.
+- The object store down for 10 s in the middle of a collation: nothing is lost, it finishes.
+- API and worker each with its own folder and no object store (the issue's three machines): the
+  collation ends as failed with a reason naming the stores, instead of looping, and ``/readyz``
+  names the worker.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from service_helpers import WorkerProcesses, drain, service_settings, wait_for
+
+from collation.service import create_app
+from collation.service.local import start_seaweedfs, stop
+from collation.service.state import service_state
+from collation.store.location import open_store
+
+pytestmark = pytest.mark.slow
+
+API = "/api/v1"
+
+
+def body(synthetic: Any, manifests: list[str] | None = None, **options: Any) -> dict[str, Any]:
+    return {
+        "manifests": manifests or [synthetic.a, synthetic.b],
+        "regions": {"1": synthetic.b_regions},
+        "options": options,
+    }
+
+
+def finished(client: Any, cid: str) -> bool:
+    doc = client.get(f"{API}/collations/{cid}").get_json()
+    assert doc["status"] not in ("failed", "cancelled"), doc
+    return doc["status"] == "finished"
+
+
+def test_features_and_scores_are_reused_through_the_object_store(
+    synthetic: Any, redis_url: str, tmp_path: Path, s3_server: Any, s3_url: str
+) -> None:
+    options = {"store_url": s3_url, "store_endpoint": s3_server.endpoint}
+    api_settings = service_settings(tmp_path / "api", redis_url, chunk_pairs=6, **options)
+    app = create_app(api_settings, TESTING=True)
+    client = app.test_client()
+    store = open_store(api_settings)
+    try:
+        first = client.post(f"{API}/collations", json=body(synthetic)).get_json()["id"]
+        drain(api_settings.replace(data_dir=tmp_path / "machine1"))  # one worker machine
+        assert client.get(f"{API}/collations/{first}").get_json()["status"] == "finished"
+        features, scores = store.versions("features/"), store.versions("scores/")
+        assert len(features) == 2 and len(scores) == 1
+
+        second = client.post(
+            f"{API}/collations", json=body(synthetic, [synthetic.a, synthetic.b, synthetic.c], propagation="3-cycles")
+        ).get_json()["id"]
+        drain(api_settings.replace(data_dir=tmp_path / "machine2"))  # another one, with an empty cache
+        assert finished(client, second)
+        after, scores_after = store.versions("features/"), store.versions("scores/")
+        assert len(after) == 3 and {k: after[k] for k in features} == features  # A and B not described again
+        assert len(scores_after) == 3 and {k: scores_after[k] for k in scores} == scores  # (A, B) not rescored
+        corr = client.get(f"{API}/collations/{second}/correspondences?pair=0,2&top=1").get_json()
+        assert [item["candidates"][0]["index"] for item in corr["items"]] == list(range(synthetic.n))
+        assert not (tmp_path / "api" / "features").exists()
+    finally:
+        service_state(app).close()
+
+
+def test_an_object_store_down_for_10_s_loses_nothing(synthetic: Any, redis_url: str, tmp_path: Path) -> None:
+    """SeaweedFS of its own, stopped for 10 s once the collation is scoring, then started again on the
+    same folder and ports: jobs fail meanwhile with a message naming the store, are retried, and the
+    collation finishes with every correspondence right."""
+    folder = tmp_path / "seaweedfs"
+    server, endpoint, ports = start_seaweedfs(folder)
+    options = {"store_url": "s3://outage/data", "store_endpoint": endpoint}
+    config = service_settings(tmp_path / "api", redis_url, chunk_pairs=2, sweep_interval=1, job_retries=2, **options)
+    open_store(config).ensure_bucket()
+    app = create_app(config, TESTING=True)
+    service_state(app).sweeper.start()
+    client = app.test_client()
+    processes = WorkerProcesses(config, tmp_path)
+    problems: set[str] = set()
+    try:
+        cid = client.post(f"{API}/collations", json=body(synthetic, seed=5)).get_json()["id"]
+        processes.start(threads=1, data_dir=tmp_path / "worker0")
+        wait_for(
+            lambda: client.get(f"{API}/collations/{cid}").get_json()["progress"]["stage"] == "scoring",
+            120,
+            "scoring to start",
+            interval=0.05,
+        )
+        stop(server)
+        down = time.monotonic()
+        while time.monotonic() - down < 10:
+            doc = client.get(f"{API}/collations/{cid}")
+            if doc.status_code >= 500 or doc.get_json().get("problem"):
+                problems.add(doc.get_json().get("detail") or doc.get_json().get("problem"))
+            time.sleep(0.5)
+        server, _, _ = start_seaweedfs(folder, ports=ports)
+        wait_for(lambda: finished(client, cid), 180, "the collation to finish after the outage", interval=0.25)
+        corr = client.get(f"{API}/collations/{cid}/correspondences?pair=0,1&top=1").get_json()
+        assert [item["candidates"][0]["index"] for item in corr["items"]] == list(range(synthetic.n))
+        print(f"\nwhile the store was down, the API said: {sorted(problems)}")
+        assert problems and all("object store s3://outage/data" in p for p in problems), problems
+        assert "Traceback" not in processes.logs() or "StoreUnavailable" in processes.logs()
+    finally:
+        processes.stop_all()
+        service_state(app).close()
+        stop(server)
+
+
+def test_api_and_worker_on_separate_folders_fail_with_the_reason(
+    synthetic: Any, redis_url: str, tmp_path: Path
+) -> None:
+    """The issue's report: API and worker each with its own COLLATION_DATA_DIR. Before, every job
+    'succeeded' in 0.2 ms and the sweep enqueued them again forever; /readyz said ready."""
+    config = service_settings(tmp_path / "api", redis_url, sweep_interval=1)
+    app = create_app(config, TESTING=True)
+    service_state(app).sweeper.start()
+    client = app.test_client()
+    processes = WorkerProcesses(config, tmp_path)
+    try:
+        processes.start(threads=1, data_dir=tmp_path / "elsewhere")
+        not_ready = wait_for(
+            lambda: (
+                (r := client.get(f"{API}/readyz")).status_code == 503
+                and all(r.get_json()["checks"]["workers"].values())
+                and r
+            ),
+            60,
+            "the worker to register",
+        )
+        checks = not_ready.get_json()["checks"]
+        assert checks["store"] is False and "use another data store than this API" in checks["store_error"]
+        cid = client.post(f"{API}/collations", json=body(synthetic)).get_json()["id"]
+        doc = wait_for(
+            lambda: (d := client.get(f"{API}/collations/{cid}").get_json())["status"] == "failed" and d,
+            60,
+            "the collation to fail",
+            interval=0.25,
+        )
+        message = " ".join(e["message"] for e in doc["errors"])
+        assert "is not the API's" in message and "COLLATION_STORE_URL" in message, doc
+    finally:
+        processes.stop_all()
+        service_state(app).close()
