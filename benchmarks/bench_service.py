@@ -135,10 +135,19 @@ def in_process(folders: list[Path], candidates: int | None) -> float:
     return time.perf_counter() - start
 
 
-def service(root: Path, work: Path, folders: list[Path], candidates: int | None) -> tuple[float, float, float, str]:
-    """(seconds from POST to finished, seconds the worker took to start, the worker's peak RSS in GB,
-    the worker's log); the static server serves ``root`` (the image folders), Redis, the data store
-    and the log go under ``work``."""
+def service(
+    root: Path,
+    work: Path,
+    folders: list[Path],
+    candidates: int | None,
+    store_options: dict[str, str] | None = None,
+    workers: int = 1,
+) -> tuple[float, float, float, str]:
+    """(seconds from POST to finished, seconds the workers took to start, the first worker's peak RSS
+    in GB, the workers' logs); the static server serves ``root`` (the image folders), Redis, the data
+    store and the logs go under ``work``. With ``store_options`` (``store_url``, ``store_endpoint``)
+    the data store is an object store and every worker has a directory of its own (``work/worker<n>``),
+    as on machines that share no disk; ``workers`` workers, each with ``OMP_NUM_THREADS`` = 2 / workers."""
     work.mkdir(parents=True)
     site = ThreadingHTTPServer(("127.0.0.1", free_port()), functools.partial(Quiet, directory=str(root)))
     threading.Thread(target=site.serve_forever, daemon=True).start()
@@ -160,32 +169,44 @@ def service(root: Path, work: Path, folders: list[Path], candidates: int | None)
         device="cpu",
         sweep_interval=0,
         log_level="INFO",
+        **(store_options or {}),
     )
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("COLLATION_")},
         **settings.to_environ(),
         "PYTHONPATH": str(REPO),
     }
-    log_path = work / "worker.log"
+    if workers > 1:
+        env["OMP_NUM_THREADS"] = str(max(1, 2 // workers))
+    log_paths = [work / f"worker{n}.log" for n in range(workers)]
     app = create_app(settings)
-    worker, peak = None, float("nan")
-    try:
-        with open(log_path, "wb") as log:
-            started = time.perf_counter()
-            worker = subprocess.Popen(
-                [sys.executable, "-m", "collation.service", "worker"],
-                env=env,
-                cwd=REPO,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-            from redis import Redis
-            from rq import Worker
+    if store_options:
+        from collation.store.location import open_store
 
-            connection = Redis.from_url(redis_url)
-            while not Worker.all(connection=connection):
-                time.sleep(0.1)
-            worker_start = time.perf_counter() - started
+        open_store(settings).ensure_bucket()
+    processes: list[subprocess.Popen] = []
+    peak = float("nan")
+    try:
+        started = time.perf_counter()
+        for n, log_path in enumerate(log_paths):
+            own = {"COLLATION_DATA_DIR": str(work / f"worker{n}")} if store_options else {}
+            with open(log_path, "wb") as log:
+                processes.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", "collation.service", "worker"],
+                        env={**env, **own},
+                        cwd=REPO,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                    )
+                )
+        from redis import Redis
+        from rq import Worker
+
+        connection = Redis.from_url(redis_url)
+        while len(Worker.all(connection=connection)) < workers:
+            time.sleep(0.1)
+        worker_start = time.perf_counter() - started
         client = app.test_client()
         body = {
             "manifests": urls,
@@ -204,13 +225,15 @@ def service(root: Path, work: Path, folders: list[Path], candidates: int | None)
         if doc["status"] != "finished":
             raise SystemExit(f"the service collation ended {doc['status']}: {doc['errors']}")
     finally:
-        if worker is not None:
-            worker.terminate()
-            peak = wait_peak_gb(worker)
+        for process in processes:
+            process.terminate()
+        for n, process in enumerate(processes):
+            rss = wait_peak_gb(process)
+            peak = rss if n == 0 else peak
         service_state(app).close()
         stop(redis)
         site.shutdown()
-    return elapsed, worker_start, peak, log_path.read_text(errors="replace")
+    return elapsed, worker_start, peak, "\n".join(p.read_text(errors="replace") for p in log_paths)
 
 
 def main() -> None:
