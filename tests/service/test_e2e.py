@@ -17,6 +17,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -159,10 +160,14 @@ def baseline(
     tmp = tmp_path_factory.mktemp("baseline")
     run = make_run(e2e_settings(tmp, url), openapi, tmp)
     try:
+        started = time.monotonic()
         cid = run.submit(physiologus_manifests)
         run.workers.start(threads=1)  # two workers share the two cores
         run.workers.start(threads=1)
         run.wait_finished(cid)
+        print(
+            f"\nPhysiologus 15 x 15, folder store, two workers: {time.monotonic() - started:.1f} s (with worker start)"
+        )
         run.workers.stop_all()
         yield run, cid
     finally:
@@ -284,11 +289,19 @@ def test_two_workers_that_share_no_disk_collate_through_the_object_store(
     options = {"store_url": s3_url, "store_endpoint": s3_server.endpoint}
     run = make_run(e2e_settings(tmp_path / "api", url, options), openapi, tmp_path)
     try:
+        run.workers.env["COLLATION_LOG_LEVEL"] = "INFO"  # for the bytes each downloaded
+        started = time.monotonic()
         cid = run.submit(physiologus_manifests)
         assert cid == reference_cid
         run.workers.start(threads=1, data_dir=tmp_path / "worker0")
         run.workers.start(threads=1, data_dir=tmp_path / "worker1")
         run.wait_finished(cid)
+        seconds = time.monotonic() - started
+        run.workers.stop_all()  # each says how many bytes it downloaded
+        said = re.findall(r"(\d+) bytes downloaded", run.workers.logs())
+        print(
+            f"\nPhysiologus 15 x 15, object store, two workers: {seconds:.1f} s (with worker start), downloaded {said}"
+        )
         got, want = run.scores(cid), reference.scores(reference_cid)
         for name in ("S", "N_S", "P_S"):
             np.testing.assert_array_equal(got[name], want[name])
