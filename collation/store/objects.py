@@ -207,8 +207,12 @@ class ObjectStore(DataStore):
         with atomic_writer(staged) as f:
             yield f
         try:
+            from boto3.s3.transfer import TransferConfig
+
+            # one PUT up to 64 MB (the features of a few hundred illustrations), parts of 64 MB above
+            transfer = TransferConfig(multipart_threshold=64 * 2**20, multipart_chunksize=64 * 2**20)
             with self._calls(f"writing {key}"):
-                self.client.upload_file(str(staged), self.bucket, self.prefix + key)
+                self.client.upload_file(str(staged), self.bucket, self.prefix + key, Config=transfer)
             self.cache.adopt(key, staged)
         finally:
             with contextlib.suppress(FileNotFoundError):
