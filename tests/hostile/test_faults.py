@@ -146,8 +146,8 @@ def test_a_data_directory_that_cannot_be_written_is_503(
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise OSError(code, os.strerror(code))
 
-    monkeypatch.setattr("collation.store.datastore.write_json", refuse)
-    monkeypatch.setattr("collation.store.datastore.replace_in_folder", refuse)
+    monkeypatch.setattr("collation.store.folder.write_json", refuse)
+    monkeypatch.setattr("collation.store.folder.write_bytes", refuse)
     r = client.post(f"{API}/collations", json=request_body(synthetic))
     assert r.status_code == 503 and r.headers["Content-Type"].startswith("application/problem+json"), r.data
     assert "data store" in r.get_json()["detail"]

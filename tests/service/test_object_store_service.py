@@ -150,3 +150,18 @@ def test_api_and_worker_on_separate_folders_fail_with_the_reason(
     finally:
         processes.stop_all()
         service_state(app).close()
+
+
+def test_an_unreachable_object_store_is_a_503_naming_it(synthetic: Any, redis_url: str, tmp_path: Path) -> None:
+    options = {"store_url": "s3://unreachable/data", "store_endpoint": "http://127.0.0.1:9"}  # refused
+    app = create_app(service_settings(tmp_path / "api", redis_url, **options), TESTING=True)
+    client = app.test_client()
+    try:
+        r = client.post(f"{API}/collations", json=body(synthetic))
+        assert r.status_code == 503 and r.headers["Content-Type"].startswith("application/problem+json"), r.data
+        assert "object store s3://unreachable/data at http://127.0.0.1:9 cannot be reached" in r.get_json()["detail"]
+        r = client.get(f"{API}/readyz")
+        assert r.status_code == 503 and "s3://unreachable/data" in r.get_json()["checks"]["store_error"]
+        assert client.get(f"{API}/collations/0123456789abcdef").status_code == 503
+    finally:
+        service_state(app).close()
