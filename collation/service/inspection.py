@@ -28,9 +28,11 @@ from typing import Any
 from marshmallow import Schema, ValidationError, fields, validate, validates, validates_schema
 
 from ..errors import CollationError
+from ..iiif.collections import collection_members
 from ..iiif.errors import ManifestError
 from ..iiif.http import Fetcher
 from ..iiif.inspect import inspect_manifest
+from ..iiif.manifests import parse_manifest
 from ..iiif.regions import RegionSelector
 from ..runtime import Runtime
 from ..settings import Settings
@@ -132,9 +134,30 @@ class InspectQuerySchema(Schema):
             raise ValidationError("give a selector or whole_canvases, not both", "whole_canvases")
 
 
+def read_collection(url: str, fetcher: Fetcher) -> dict[str, Any] | None:
+    """The members of the Collection at ``url``, or None when it is a manifest. The document is
+    fetched once: accepted (a Collection, or a manifest that parses), it stays in the fetcher's
+    cache for ``inspect_manifest``.
+
+    Raises:
+        ManifestError: neither a Collection nor a usable manifest.
+    """
+    found: list[dict[str, Any] | None] = []
+
+    def accept(doc: Any) -> None:
+        members = collection_members(doc, url=url)
+        if members is None:
+            parse_manifest(doc, url=url, max_canvases=fetcher.conf.max_canvases)  # raises when unusable
+        found.append(members)
+
+    doc, _final = fetcher.get_json(url, what="manifest", accept=accept)
+    return found[0] if found else collection_members(doc, url=url)
+
+
 def inspect(runtime: Runtime, query: dict[str, Any], fetcher: Fetcher | None = None) -> dict[str, Any]:
     """The ``inspect_manifest`` report of ``query["manifest"]`` (see ``collation.iiif.inspect``),
-    read with ``fetcher`` (default: ``inspect_fetcher(runtime)``).
+    read with ``fetcher`` (default: ``inspect_fetcher(runtime)``); when the address is a IIIF
+    Collection, the manifests it lists (``collation.iiif.collections.collection_members``).
 
     Raises:
         CollationError: naming the field ``manifest``: ``UnsafeURLError`` (400), ``UnusableManifest``
@@ -143,6 +166,9 @@ def inspect(runtime: Runtime, query: dict[str, Any], fetcher: Fetcher | None = N
     own = fetcher is None
     fetcher = inspect_fetcher(runtime) if fetcher is None else fetcher
     try:
+        collection = read_collection(query["manifest"], fetcher)
+        if collection is not None:
+            return collection
         return inspect_manifest(
             query["manifest"],
             fetcher=fetcher,

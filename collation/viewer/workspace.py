@@ -18,7 +18,13 @@ bp = Blueprint("workspace", __name__, template_folder="templates")
 
 def page(template: str, **context: object) -> Response:
     """A workspace page with what every page's script needs (the API root, whether tokens are asked)."""
-    config = {"api": base_url(), "tokens": bool(current_runtime().settings.api_tokens), **context}
+    settings = current_runtime().settings
+    config = {
+        "api": base_url(),
+        "tokens": bool(settings.api_tokens),
+        "max_manifests": settings.max_manifests,
+        **context,
+    }
     html = render_template(
         f"workspace/{template}",
         config=config,

@@ -78,11 +78,52 @@ def test_inspect_problems_name_the_field(api: Any, site: Any) -> None:
     html.write_text("<!doctype html><html><body>not a manifest</body></html>")
     assert_problem(inspect(api, manifest=f"{site.url}/inspect/page.html"), 422, "manifest")
     url = site.write_json(
-        "inspect/collection.json",
-        {"@context": "http://iiif.io/api/presentation/3/context.json", "id": "x", "type": "Collection", "items": []},
+        "inspect/range.json",
+        {"@context": "http://iiif.io/api/presentation/3/context.json", "id": "x", "type": "Range", "items": []},
     )
     assert_problem(inspect(api, manifest=url), 422, "manifest")
     assert_problem(inspect(api, manifest=url, selector="colour=red"), 400, "selector")
     assert_problem(inspect(api, manifest=url, selector="tag=x", whole_canvases="true"), 400, "whole_canvases")
     assert_problem(inspect(api, manifest=url, max_info=1000), 400, "max_info")
     assert_problem(inspect(api, manifest=url, colour="red"), 400, "colour")
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_inspect_a_collection_lists_its_manifests(api: Any, site: Any, version: int) -> None:
+    """A IIIF Collection's address gives its manifests, in order, and its nested collections apart."""
+    base = f"{site.url}/collection{version}"
+    if version == 3:
+        doc = {
+            "@context": "http://iiif.io/api/presentation/3/context.json",
+            "id": f"{base}/top.json",
+            "type": "Collection",
+            "label": {"en": ["Physiologus witnesses"]},
+            "items": [
+                {"id": f"{base}/P2.json", "type": "Manifest", "label": {"en": ["Ott. gr. 354"]}},
+                {"id": f"{base}/sub.json", "type": "Collection", "label": {"none": ["More"]}},
+                {"id": f"{base}/P3.json", "type": "Manifest", "label": {"en": ["Marc. gr. IV.35"]}},
+                {"type": "Manifest", "label": {"en": ["no id: left out"]}},
+            ],
+        }
+    else:
+        doc = {
+            "@context": "http://iiif.io/api/presentation/2/context.json",
+            "@id": f"{base}/top.json",
+            "@type": "sc:Collection",
+            "label": "Physiologus witnesses",
+            "manifests": [
+                {"@id": f"{base}/P2.json", "@type": "sc:Manifest", "label": "Ott. gr. 354"},
+                {"@id": f"{base}/P3.json", "@type": "sc:Manifest", "label": "Marc. gr. IV.35"},
+            ],
+            "collections": [{"@id": f"{base}/sub.json", "@type": "sc:Collection", "label": "More"}],
+        }
+    r = inspect(api, manifest=site.write_json(f"collection{version}/top.json", doc))
+    assert r.status_code == 200, r.get_json()
+    got = r.get_json()
+    assert got["collection"]["label"] == "Physiologus witnesses" and got["collection"]["version"] == version
+    assert got["manifests"] == [
+        {"id": f"{base}/P2.json", "label": "Ott. gr. 354"},
+        {"id": f"{base}/P3.json", "label": "Marc. gr. IV.35"},
+    ]
+    assert got["collections"] == [{"id": f"{base}/sub.json", "label": "More"}]
+    assert got["summary"] == {"manifests": 2, "collections": 1, "listed": 2}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import threading
 from typing import Any
 
 import pytest
@@ -70,8 +71,21 @@ def test_a_historian_goes_the_whole_way(
     page.get_by_role("link", name="New collation").first.wait_for()
     shot(page, screenshots, "1-home")
     page.get_by_role("link", name="New collation").first.click()
-    page.get_by_label("Manifest addresses").fill("\n".join([*manifests, missing]))
+    # the address of a IIIF Collection that lists the two manuscripts and the planted 404
+    collection = site.write_json(
+        "workspace/collection.json",
+        {
+            "@context": "http://iiif.io/api/presentation/3/context.json",
+            "id": f"{site.url}/workspace/collection.json",
+            "type": "Collection",
+            "label": {"en": ["Physiologus witnesses"]},
+            "items": [{"id": url, "type": "Manifest", "label": {"en": [url]}} for url in [*manifests, missing]],
+        },
+    )
+    page.get_by_label("Manifest addresses").fill(collection)
     page.get_by_role("button", name="Look at these manifests").click()
+    page.locator("#message", has_text="is a IIIF Collection of 3 manifest(s)").wait_for()
+    assert page.get_by_label("Manifest addresses").input_value().split() == [*manifests, missing]
     page.wait_for_function("document.querySelectorAll('#preview .witness h3').length === 3")
     cards = page.locator("#preview .witness")
     p2 = cards.filter(has_text="P2 Ott.gr.354")
@@ -127,3 +141,118 @@ def test_a_historian_goes_the_whole_way(
     items = requests.get(f"{served.url}/collations/{cid}/assessments", timeout=30).json()["items"]
     assert [(i["source"], i["target"], i["verdict"]) for i in items] == [(int(source), int(target), "confirmed")]
     assert page.errors == []
+
+
+CONTRAST_JS = """
+() => {
+  // WCAG 2 contrast of every visible text element against its first opaque background
+  const lum = (rgb) => rgb.map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+    .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
+  const parse = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+  const background = (node) => {
+    for (let n = node; n; n = n.parentElement) {
+      const c = parse(getComputedStyle(n).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0.9)) return c.slice(0, 3);
+    }
+    return [255, 255, 255];
+  };
+  const worst = [];
+  let checked = 0, lowest = Infinity;
+  for (const node of document.querySelectorAll('h1, h2, h3, p, label, legend, summary, a, button, th, td, li')) {
+    const style = getComputedStyle(node);
+    if (!node.textContent.trim() || !node.offsetParent || style.visibility === 'hidden') continue;
+    const [a, b] = [lum(parse(style.color).slice(0, 3)), lum(background(node))];
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    checked += 1;
+    lowest = Math.min(lowest, ratio);
+    const large = parseFloat(style.fontSize) >= 24 || (parseFloat(style.fontSize) >= 18.66 && style.fontWeight >= 700);
+    if (ratio < (large ? 3 : 4.5)) {
+      worst.push(node.tagName + ' ' + node.textContent.trim().slice(0, 30) + ' ' + ratio.toFixed(2));
+    }
+  }
+  return { worst, checked, lowest };
+}
+"""
+
+UNNAMED_JS = """
+() => [...document.querySelectorAll('input, select, textarea, button')]
+  .filter(n => n.type !== 'hidden' && !(n.labels && n.labels.length) && !n.getAttribute('aria-label')
+    && !n.textContent.trim())
+  .map(n => n.outerHTML.slice(0, 80))
+"""
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (820, 1180)], ids=["laptop", "tablet"])
+def test_workspace_pages_fit_the_screen_and_name_their_controls(
+    served: Any, page: Any, screenshots: Any, size: Any
+) -> None:
+    """Home, New collation and a collation's page at 1280 x 800 and at a tablet's 820 x 1180: nothing
+    wider than the window, every control has a name a screen reader says, text contrast is WCAG AA,
+    and Tab reaches the start button."""
+    root = served.url.removesuffix("/api/v1")
+    cid = served.cid or served.submit()
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    for name, path in (("home", "/"), ("new", "/new"), ("follow", f"/collations/{cid}")):
+        page.goto(f"{root}{path}")
+        page.locator("main").wait_for()
+        page.wait_for_timeout(300)  # the first API answer is drawn
+        width = page.evaluate("[document.scrollingElement.scrollWidth, window.innerWidth]")
+        assert width[0] <= width[1], (name, width)
+        assert page.evaluate(UNNAMED_JS) == [], name
+        contrast = page.evaluate(CONTRAST_JS)
+        assert contrast["worst"] == [] and contrast["checked"] >= 5 and contrast["lowest"] >= 4.5, (name, contrast)
+        shot(page, screenshots, f"{name}-{size[0]}x{size[1]}")
+    page.goto(f"{root}/new")
+    page.get_by_label("Manifest addresses").focus()
+    for _ in range(12):  # the form's controls, in order, then the start button
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.id") == "start":
+            break
+    assert page.evaluate("document.activeElement.id") == "start"
+    assert page.errors == []
+
+
+def test_the_follow_page_survives_a_service_restart(
+    site: Any, synthetic: Any, redis_server: Any, tmp_path: Any, page: Any, screenshots: Any
+) -> None:
+    """The collation page stays open while the service stops and starts again on the same data
+    store and Redis (another process would do the same): it says it lost the service, then finds
+    the collation again and follows it to the end."""
+    from service_helpers import drain, service_settings
+    from werkzeug.serving import make_server
+
+    from collation.service import create_app
+    from collation.service.local import free_port
+    from collation.service.state import service_state
+
+    url = redis_server[1].rsplit("/", 1)[0] + "/5"
+    Redis.from_url(url).flushdb()
+    settings = service_settings(tmp_path / "data", url, public_url=None)
+    port = free_port()
+
+    def serve() -> tuple[Any, Any]:
+        app = create_app(settings)
+        server = make_server("127.0.0.1", port, app, threaded=True)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return app, server
+
+    app, server = serve()
+    root = f"http://127.0.0.1:{port}"
+    body = {"manifests": [synthetic.a, synthetic.b], "regions": {"1": synthetic.b_regions}}
+    cid = requests.post(f"{root}/api/v1/collations", json=body, timeout=30).json()["id"]
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(f"{root}/collations/{cid}")
+    page.locator("#state", has_text="Stage").wait_for()
+    server.shutdown()  # the service stops...
+    service_state(app).close()
+    page.locator("#message.error").wait_for()  # ...the page says so, and keeps asking
+    shot(page, screenshots, "restart-1-service-gone")
+    app, server = serve()  # ...and starts again
+    try:
+        drain(settings)
+        page.locator("#state", has_text="Finished.").wait_for()
+        assert page.locator("#exports a").count() == 4
+        shot(page, screenshots, "restart-2-finished")
+    finally:
+        server.shutdown()
+        service_state(app).close()

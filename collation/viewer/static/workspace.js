@@ -134,7 +134,6 @@
     var urls = lines();
     var preview = $('preview');
     preview.textContent = '';
-    message('');
     if (!urls.length) { message('Paste the addresses of two or more manifests, one per line.', true); return; }
     // One manifest at a time: the service inspects one at a time for each client (429 beyond that),
     // and a busy service asks to come back later (429 or 503 with Retry-After): wait and ask again.
@@ -152,20 +151,42 @@
         throw error;
       });
     }
+    var expanded = false;
     urls.reduce(function (previous, url, k) {
       return previous.then(function () {
+        if (expanded) return null;
         slots[k].textContent = 'Looking at ' + url + '…';
-        return inspectOne(url, 0).then(function (report) {
-          if (report.manifest.version && report.canvases.length === 0 && lines().length === 1) {
-            message('This document has no pages: if it is a IIIF Collection, paste the manifests it lists.', true);
-          }
+        var known = inspected[url] ? Promise.resolve(inspected[url]) : inspectOne(url, 0);
+        return known.then(function (report) {
+          if (report.collection) { expanded = true; expandCollection(url, report); return; }
           inspected[url] = report;
         }, function (error) { inspected[url] = { error: error.message }; }).then(function () {
+          if (expanded) return;
           slots[k].replaceWith(witnessCard(url, inspected[url]));
           estimate();
         });
       });
     }, Promise.resolve());
+  }
+  // A IIIF Collection: its manifests take its place in the list (up to what one collation takes),
+  // then every witness is looked at.
+  function expandCollection(url, report) {
+    var members = report.manifests.map(function (m) { return m.id; });
+    var rest = lines().filter(function (u) { return u !== url; });
+    var room = Math.max(0, config.max_manifests - rest.length);
+    var added = members.filter(function (m) { return rest.indexOf(m) < 0; }).slice(0, room);
+    $('manifests').value = rest.concat(added).join('\n');
+    var name = report.collection.label || url;
+    var text = name + ' is a IIIF Collection of ' + report.summary.manifests + ' manifest(s)' +
+      (report.summary.collections ? ' and ' + report.summary.collections + ' collection(s), not opened' : '') + '. ';
+    if (!added.length) {
+      message(text + 'It lists no manifest to add: paste manifest addresses instead.', true);
+      return;
+    }
+    message(text + 'Its ' + (added.length < members.length ? 'first ' + added.length + ' ' : '') +
+      'manifests are now in the list (a collation takes at most ' + config.max_manifests +
+      '): remove those you do not want.');
+    inspectAll();
   }
   function estimate() {
     var reports = lines().map(function (u) { return inspected[u]; }).filter(function (r) { return r && !r.error; });
@@ -251,7 +272,7 @@
 
   if (config.view === 'home') { $('filter').addEventListener('change', function () { home(1); }); home(1); }
   if (config.view === 'new') {
-    $('inspect').addEventListener('click', inspectAll);
+    $('inspect').addEventListener('click', function () { message(''); inspectAll(); });
     $('new-form').addEventListener('submit', start);
   }
   if (config.view === 'follow') { $('cancel').addEventListener('click', cancel); follow(); }
