@@ -30,7 +30,7 @@ def page(template: str, **context: object) -> Response:
         config=config,
         tokens_required=config["tokens"],
         css=url_for("viewer.static", filename="viewer.css"),
-        js=[url_for("viewer.static", filename="common.js"), url_for("viewer.static", filename="workspace.js")],
+        js=[url_for("viewer.static", filename=name) for name in ("common.js", "review.js", "workspace.js")],
         **context,
     )
     return Response(html, mimetype="text/html")

@@ -78,6 +78,7 @@
 
   // -- New collation -------------------------------------------------------------------------------
   var inspected = {}; // manifest URL -> report (or {error})
+  var corrected = {}; // manifest URL -> the regions the user reviewed ([{canvas, xywh}]), the request's `regions`
 
   function lines() {
     return $('manifests').value.split(/\s+/).map(function (s) { return s.trim(); }).filter(Boolean);
@@ -100,6 +101,7 @@
     remove.addEventListener('click', function () {
       $('manifests').value = lines().filter(function (u) { return u !== url; }).join('\n');
       delete inspected[url];
+      delete corrected[url];
       card.remove();
       estimate();
       $('manifests').focus();
@@ -115,9 +117,16 @@
     }
     var s = report.summary;
     card.appendChild(el('h3', { text: report.manifest.label || url }));
-    card.appendChild(el('p', { text: s.canvases + ' pages, ' + s.regions + ' illustrations (' +
-      (SOURCES[report.regions_source] || report.regions_source || 'annotations') + ')' +
-      (report.regions_note ? ': ' + report.regions_note : '') }));
+    var summary = el('p', { className: 'summary' });
+    function describe() {
+      summary.textContent = corrected[url] ? s.canvases + ' pages, ' + corrected[url].length +
+        ' illustrations (reviewed by you; ' + s.regions + ' ' + (SOURCES[report.regions_source] || 'found') + ')' :
+        s.canvases + ' pages, ' + s.regions + ' illustrations (' +
+        (SOURCES[report.regions_source] || report.regions_source || 'annotations') + ')' +
+        (report.regions_note ? ': ' + report.regions_note : '');
+    }
+    describe();
+    card.appendChild(summary);
     var thumbs = el('div', { className: 'thumbs' });
     report.regions.slice(0, 6).forEach(function (r) { var t = regionThumb(report, r); if (t) thumbs.appendChild(t); });
     card.appendChild(thumbs);
@@ -127,6 +136,24 @@
       card.appendChild(el('p', { text: report.problems.length + ' problem(s); the collation goes on without what they concern:' }));
       card.appendChild(list);
     }
+    var editor = el('div', { className: 'review' });
+    var review = el('button', { type: 'button', className: 'review-open', text: 'Review the regions on the pages' });
+    review.addEventListener('click', function () {
+      review.hidden = true;
+      var shown = corrected[url] ? Object.assign({}, report, { regions: corrected[url].map(function (r) {
+        var index = report.canvases.findIndex(function (c) { return c.id === r.canvas; });
+        return { canvas_index: index, canvas_id: r.canvas, xywh: r.xywh };
+      }) }) : report;
+      window.collationReview.open(editor, shown, function (regions) {
+        review.hidden = false;
+        if (regions) corrected[url] = regions;
+        describe();
+        estimate();
+        review.focus();
+      });
+    });
+    card.appendChild(review);
+    card.appendChild(editor);
     card.appendChild(remove);
     return card;
   }
@@ -190,7 +217,9 @@
   }
   function estimate() {
     var reports = lines().map(function (u) { return inspected[u]; }).filter(function (r) { return r && !r.error; });
-    var counts = reports.map(function (r) { return r.summary.regions; });
+    var counts = lines().filter(function (u) { return inspected[u] && !inspected[u].error; }).map(function (u) {
+      return corrected[u] ? corrected[u].length : inspected[u].summary.regions;
+    });
     var pairs = 0;
     for (var i = 0; i < counts.length; i++) for (var j = i + 1; j < counts.length; j++) pairs += counts[i] * counts[j];
     var total = counts.reduce(function (a, b) { return a + b; }, 0);
@@ -212,7 +241,11 @@
     if (bad.length) { message('Remove the witnesses that cannot be used first: ' + bad.join(', '), true); return; }
     if (urls.length < 2) { message('A collation needs two or more manifests.', true); return; }
     $('start').disabled = true;
-    api('/collations', { method: 'POST', body: JSON.stringify({ manifests: urls, options: options() }) })
+    var regions = {};
+    urls.forEach(function (u, m) { if (corrected[u]) regions[String(m)] = corrected[u]; });
+    var body = { manifests: urls, options: options() };
+    if (Object.keys(regions).length) body.regions = regions;
+    api('/collations', { method: 'POST', body: JSON.stringify(body) })
       .then(function (doc) { window.location.href = '/collations/' + doc.id; })
       .catch(function (error) { $('start').disabled = false; fail(error); });
   }
