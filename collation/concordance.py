@@ -242,16 +242,21 @@ def concordance_csv(rows: Sequence[Mapping[str, Any]], witnesses: Sequence[str])
         witnesses: the column names of the witnesses, in the order of ``cells``.
     """
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerow(
+    csv.writer(out, lineterminator="\r\n").writerows(concordance_table(rows, witnesses))
+    return out.getvalue()
+
+
+def concordance_table(rows: Sequence[Mapping[str, Any]], witnesses: Sequence[str]) -> list[list[Any]]:
+    """The lines of ``concordance_csv`` (a header, then one line per group), as text cells."""
+    table: list[list[Any]] = [
         ["group", "size", "confidence", *[f"{name} {name_field}" for name in witnesses for name_field in CELL_FIELDS]]
-    )
+    ]
     for row in rows:
         line = [row["id"], row["size"], _text(row.get("confidence"))]
         for c in row["cells"]:
             line += [_text(c.get(f)) if c else "" for f in CELL_FIELDS]
-        writer.writerow(line)
-    return out.getvalue()
+        table.append(line)
+    return table
 
 
 def _text(value: Any) -> str:

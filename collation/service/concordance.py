@@ -9,12 +9,21 @@ region and of a thumbnail, and the viewer's Mirador compare view opened on it.
 
 from __future__ import annotations
 
+import io
 from itertools import combinations
 from typing import Any
 
 import numpy as np
 
-from ..concordance import CATEGORY_LABELS, Group, PairEvidence, build_groups, concordance_csv, sort_groups
+from ..concordance import (
+    CATEGORY_LABELS,
+    Group,
+    PairEvidence,
+    build_groups,
+    concordance_csv,
+    concordance_table,
+    sort_groups,
+)
 from ..iiif.manifests import Manifest, parse_manifest
 from ..store.datastore import DataStore
 from .images import FULL_WIDTH, region_image_url
@@ -177,5 +186,36 @@ def _view_url(group: Group, member: Any, regions: dict, evidence: dict, cid: str
 
 def concordance_text(doc: dict[str, Any]) -> str:
     """The concordance document as CSV (``collation.concordance.concordance_csv``), witnesses named by label."""
-    names = [f"{w['index']}:{w['label']}" for w in doc["witnesses"]]
-    return concordance_csv(doc["rows"], names)
+    return concordance_csv(doc["rows"], witness_names(doc))
+
+
+def witness_names(doc: dict[str, Any]) -> list[str]:
+    return [f"{w['index']}:{w['label']}" for w in doc["witnesses"]]
+
+
+def concordance_workbook(doc: dict[str, Any]) -> bytes:
+    """The CSV's cells as an Excel workbook (``.xlsx``, through XlsxWriter): one sheet, a frozen
+    header, numbers as numbers (sizes, confidences, region indices) and every other cell as text."""
+    import xlsxwriter
+
+    out = io.BytesIO()
+    book = xlsxwriter.Workbook(out, {"in_memory": True, "strings_to_numbers": False, "strings_to_urls": False})
+    sheet = book.add_worksheet("Concordance")
+    bold = book.add_format({"bold": True})
+    for r, line in enumerate(concordance_table(doc["rows"], witness_names(doc))):
+        for c, value in enumerate(line):
+            number = _number(value) if r else None
+            if number is None:
+                sheet.write_string(r, c, str(value), bold if r == 0 else None)
+            else:
+                sheet.write_number(r, c, number)
+    sheet.freeze_panes(1, 0)
+    book.close()
+    return out.getvalue()
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value) if str(value).strip() and "," not in str(value) else None
+    except ValueError:
+        return None

@@ -16,7 +16,7 @@ from marshmallow import ValidationError
 
 from . import collations, inspection, layers, listing
 from .auth import caller_token
-from .concordance import concordance, concordance_text
+from .concordance import concordance, concordance_text, concordance_workbook
 from .health import readiness
 from .problems import problem
 from .results import check_id
@@ -123,6 +123,15 @@ def get_concordance_csv(cid: str) -> Response:
     text = concordance_text(concordance(current_runtime().store, cid, base_url(), **query))
     response = Response(text, mimetype="text/csv")
     response.headers["Content-Disposition"] = f'attachment; filename="concordance-{cid}.csv"'
+    return response
+
+
+@bp.route("/collations/<cid>/concordance.xlsx", methods=["GET"])
+def get_concordance_xlsx(cid: str) -> Response:
+    query = ConcordanceQuerySchema().load(request.args.to_dict())
+    data = concordance_workbook(concordance(current_runtime().store, cid, base_url(), **query))
+    response = Response(data, mimetype="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
+    response.headers["Content-Disposition"] = f'attachment; filename="concordance-{cid}.xlsx"'
     return response
 
 

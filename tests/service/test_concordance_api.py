@@ -167,6 +167,37 @@ def test_concordance_csv(api: Any) -> None:
     assert table[2][3 + 7 * 2 + 3] == "100,100,400,300"  # C's xywh
 
 
+def test_concordance_xlsx_holds_the_cells_of_the_csv(api: Any) -> None:
+    """The workbook, read back with the standard library (an .xlsx is a zip of XML): the CSV's cells,
+    the numbers as numbers."""
+    import xml.etree.ElementTree as ET
+    import zipfile
+
+    r = api.get(f"{API}/concordance.xlsx?sort=1")
+    assert r.mimetype.endswith("spreadsheetml.sheet") and "concordance-" in r.headers["Content-Disposition"]
+    ns = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main"}
+    with zipfile.ZipFile(io.BytesIO(r.get_data())) as book:
+        strings = [t.text or "" for t in ET.fromstring(book.read("xl/sharedStrings.xml")).iter(f"{{{ns['m']}}}t")]
+        sheet = ET.fromstring(book.read("xl/worksheets/sheet1.xml"))
+    rows = []
+    for row in sheet.iterfind(".//m:sheetData/m:row", ns):
+        line = {}
+        for cell in row.iterfind("m:c", ns):
+            column = "".join(ch for ch in cell.get("r") if ch.isalpha())
+            value = cell.findtext("m:v", default="", namespaces=ns)
+            line[column] = (strings[int(value)], "s") if cell.get("t") == "s" else (float(value), "n")
+        rows.append(line)
+    table = list(csv.reader(io.StringIO(api.get(f"{API}/concordance.csv?sort=1").get_data(as_text=True))))
+    assert len(rows) == len(table) == 6
+    letters = [chr(ord("A") + k) if k < 26 else "A" + chr(ord("A") + k - 26) for k in range(len(table[0]))]
+    for line, cells in zip(rows, table, strict=True):
+        got = [line.get(letter, ("", "s")) for letter in letters]
+        assert [str(v) if t == "s" else v for v, t in got] == [
+            float(c) if t == "n" else c for c, (_, t) in zip(cells, got, strict=True)
+        ]
+    assert rows[1]["B"] == (2.0, "n") and rows[1]["A"] == ("0-0", "s")  # sizes are numbers, ids text
+
+
 def test_correspondences_min_score(api: Any) -> None:
     doc = api.get(f"{API}/correspondences?pair=0,1&score=raw&top=3&min_score=0.5").get_json()
     assert doc["min_score"] == 0.5

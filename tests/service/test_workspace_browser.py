@@ -113,7 +113,7 @@ def test_a_historian_goes_the_whole_way(
     page.reload()  # the page survives a reload: it reads everything from the API
     page.locator("#state", has_text="Finished.").wait_for()
     exports = page.locator("#exports a")
-    assert exports.count() == 4  # CSV, annotations, the two derived manifests
+    assert exports.count() == 5  # CSV, XLSX, annotations, the two derived manifests
     shot(page, screenshots, "4-finished")
 
     with page.expect_download() as download:
@@ -251,7 +251,7 @@ def test_the_follow_page_survives_a_service_restart(
     try:
         drain(settings)
         page.locator("#state", has_text="Finished.").wait_for()
-        assert page.locator("#exports a").count() == 4
+        assert page.locator("#exports a").count() == 5
         shot(page, screenshots, "restart-2-finished")
     finally:
         server.shutdown()

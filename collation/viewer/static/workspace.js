@@ -288,6 +288,7 @@
         var exports = $('exports');
         exports.textContent = '';
         [['Concordance (CSV spreadsheet)', doc.links.self + '/concordance.csv'],
+          ['Concordance (Excel workbook)', doc.links.self + '/concordance.xlsx'],
           ['Annotations (JSON-LD)', doc.links.annotations]].concat(doc.links.manifests.map(function (u, i) {
           return ['Manifest of witness ' + (i + 1) + ' with its matches (IIIF)', u];
         })).forEach(function (pair) {
