@@ -80,7 +80,11 @@ def blank(image: Image.Image, box, paper: np.ndarray, rng) -> None:
 def line_drawing(miniature: Image.Image, paper: np.ndarray) -> Image.Image:
     """An ink-only line drawing of a miniature: its strong edges, in brown ink on the paper."""
     grey = miniature.convert("L").filter(ImageFilter.GaussianBlur(1.2))
-    edges = np.asarray(grey.filter(ImageFilter.FIND_EDGES), dtype=np.float32)
+    edges = np.array(grey.filter(ImageFilter.FIND_EDGES), dtype=np.float32)
+    # PIL leaves the outermost pixels unfiltered (their grey values, far above any edge): without this,
+    # every line drawing had a dark frame, a cue real pen drawings do not give
+    edges[[0, -1], :] = 0
+    edges[:, [0, -1]] = 0
     ink = edges > np.percentile(edges, 88)
     ink = np.asarray(Image.fromarray(ink).filter(ImageFilter.MaxFilter(3))) > 0
     out = np.where(ink[..., None], INK, paper)
