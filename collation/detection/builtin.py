@@ -56,16 +56,10 @@ default_conf = MappingProxyType(
         "line_solid": 0.1,  # ... where solid areas cover less than this (paint, stains: the solid path)
         "row_span": 32,  # empty rows are measured over this many working pixels across ...
         "row_window": 24,  # ... and counted over this many down (more than a text line's pitch)
-        "line_share": 0.5,
-        "pitch_range": (6, 60),  # lines of script are this many working pixels apart ...
-        "pitch_strength": 0.15,  # ... when the row profile's autocorrelation peaks this high there
-        "rhythm": 0.5,  # ink whose row rhythm (``row_rhythm``) is under this is not script ...
-        "rhythm_ink": 0.2,
-        "rhythm_lags": (
-            10,
-            50,
-            4,
-        ),  # ... where it covers this much of a neighbourhood: a line drawing  # the score of a line drawing: its share of line cells over this, capped at 1
+        "line_share": 0.5,  # the score of a line drawing: its share of line cells over this, capped at 1
+        "rhythm": 0.5,  # ink whose rhythm of script rows (``script_rhythm``) is under this is not script ...
+        "rhythm_ink": 0.2,  # ... where it covers this much of a neighbourhood: a line drawing
+        "rhythm_lags": (10, 50, 4),  # ... the pitches tried (start, stop, step; working pixels); () for none
         "max_tint": 0.3,  # the paper around a pixel may be this much darker than the page's (a tint, a stain)
         "tint_window": 9,  # ... judged over this many cells
         "min_evidence": 0.5,  # a candidate box needs this much painted or drawn evidence (``accept``) ...
@@ -159,29 +153,11 @@ def empty_rows(ink: np.ndarray, conf: SimpleNamespace) -> torch.Tensor:
     return cell_density(running_mean(empty, conf.row_window, axis=0), conf.cell)
 
 
-def text_pitch(ink: np.ndarray, page: np.ndarray, conf: SimpleNamespace) -> int | None:
-    """The distance between lines of script on the page, in working pixels: the first clear peak of the
-    autocorrelation of the row profile of ink on the page (``page``: pixels that are not the scan's
-    backdrop), within ``pitch_range``; None when the page shows no clear rows of script (a blank
-    leaf, a painted page, a cover, or script too irregular)."""
-    profile = (ink & page).sum(axis=1, dtype=np.float64) / np.maximum(page.sum(axis=1), 1)
-    profile = profile - profile.mean()
-    energy = float(np.dot(profile, profile))
-    lo, hi = conf.pitch_range
-    if energy <= 0 or len(profile) <= hi + 1:
-        return None
-    ac = np.array([np.dot(profile[:-lag], profile[lag:]) / energy for lag in range(lo, hi + 1)])
-    for i in range(1, len(ac) - 1):
-        if ac[i] > ac[i - 1] and ac[i] >= ac[i + 1] and ac[i] > conf.pitch_strength:
-            return lo + i
-    return None
-
-
 def row_rhythm(ink: np.ndarray, pitch: int, conf: SimpleNamespace) -> np.ndarray:
     """(H, W) float32 how much the ink around each pixel comes in rows ``pitch`` apart, as script does:
     the correlation of the local row profile (ink share over ``row_span`` pixels across) with itself one
-    pitch down, minus its correlation half a pitch down, over 2.5 pitches. About 1 to 2 in script, about
-    0 or below in drawings, diagrams, paint and stains, whose ink has no such rhythm."""
+    pitch down, minus its correlation half a pitch down, over 2.5 pitches. About 1 to 2 in script at its
+    pitch; about 0 or below in drawings, diagrams, paint and stains, whose ink has no such rhythm."""
     rows = running_mean(ink.astype(np.float32), conf.row_span, axis=1)
 
     def down(a: np.ndarray, s: int) -> np.ndarray:
@@ -198,22 +174,25 @@ def row_rhythm(ink: np.ndarray, pitch: int, conf: SimpleNamespace) -> np.ndarray
     return (at_pitch - at_half) / var
 
 
-def line_cells(ink: np.ndarray, page: np.ndarray, solid_cover: torch.Tensor, conf: SimpleNamespace) -> torch.Tensor:
+def script_rhythm(ink: np.ndarray, conf: SimpleNamespace) -> torch.Tensor:
+    """(h, w) float32 per cell, the strongest ``row_rhythm`` of its neighbourhood over the pitches
+    ``rhythm_lags`` (start, stop, step, working pixels). Measured locally at every pitch rather than at
+    one pitch found for the page: hands, line spacing and slant vary, and on some pages (P3's) the
+    rows of script do not show in the page's row profile at all."""
+    best = np.max([row_rhythm(ink, lag, conf) for lag in range(*conf.rhythm_lags)], axis=0)
+    return _box_mean(cell_density(best, conf.cell), conf.window)
+
+
+def line_cells(ink: np.ndarray, solid_cover: torch.Tensor, conf: SimpleNamespace) -> torch.Tensor:
     """(h, w) bool cells of line drawings: a neighbourhood well covered by ink, and not solid (paint and
     stains are found as solid areas), whose ink is not in rows of script: without the empty rows
-    between lines, or, on a page with clear rows of script (``text_pitch``), without their rhythm
-    (``row_rhythm``)."""
+    between lines, or without their rhythm (``script_rhythm``)."""
     cover = _box_mean(cell_density(ink, conf.cell), conf.window)
     gaps = _box_mean(empty_rows(ink, conf), conf.window)
     h, w = solid_cover.shape
     drawn = (cover[:h, :w] > conf.line_ink) & (gaps[:h, :w] < conf.line_gaps)
-    if conf.rhythm_lags:  # the best of several pitches, measured locally: lines of script vary
-        best = np.max([row_rhythm(ink, lag, conf) for lag in range(*conf.rhythm_lags)], axis=0)
-        rhythm = _box_mean(cell_density(best, conf.cell), conf.window)
-        drawn |= (cover[:h, :w] > conf.rhythm_ink) & (rhythm[:h, :w] < conf.rhythm)
-    pitch = None if conf.rhythm_lags else text_pitch(ink, page, conf)
-    if pitch is not None:
-        rhythm = _box_mean(cell_density(row_rhythm(ink, pitch, conf), conf.cell), conf.window)
+    if conf.rhythm_lags:
+        rhythm = script_rhythm(ink, conf)
         drawn |= (cover[:h, :w] > conf.rhythm_ink) & (rhythm[:h, :w] < conf.rhythm)
     return drawn & (solid_cover < conf.line_solid)
 
@@ -386,9 +365,7 @@ def detect(image: Image.Image, conf: SimpleNamespace) -> list[tuple[tuple[int, i
     solid = cell_density(erode(ink, conf.stroke), conf.cell)
     solid[torch.from_numpy(background)] = 0.0
     cover = _box_mean(solid, conf.window)
-    page = np.zeros(ink.shape, dtype=bool)
-    page[:h, :w] = cells  # pixels of the page, not of the scan's backdrop
-    lines = _open(line_cells(ink, page, cover, conf) & ~torch.from_numpy(background), conf.open)
+    lines = _open(line_cells(ink, cover, conf) & ~torch.from_numpy(background), conf.open)
     strong = (_open(cover > conf.solid, conf.open) | lines).numpy()
     page = ~(
         F.max_pool2d(torch.from_numpy(background).float()[None, None], 1 + 2 * conf.margin, 1, conf.margin)[
