@@ -117,21 +117,29 @@ def get_concordance(cid: str) -> Response:
     return jsonify(concordance(current_runtime().store, cid, base_url(), **query))
 
 
+CONCORDANCE_FILES = {
+    "csv": ("text/csv", concordance_text),
+    "xlsx": ("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", concordance_workbook),
+}
+"""The concordance's downloads: extension -> (media type, how the concordance document is written)."""
+
+
 @bp.route("/collations/<cid>/concordance.csv", methods=["GET"])
 def get_concordance_csv(cid: str) -> Response:
-    query = ConcordanceQuerySchema().load(request.args.to_dict())
-    text = concordance_text(concordance(current_runtime().store, cid, base_url(), **query))
-    response = Response(text, mimetype="text/csv")
-    response.headers["Content-Disposition"] = f'attachment; filename="concordance-{cid}.csv"'
-    return response
+    return concordance_file(cid, "csv")
 
 
 @bp.route("/collations/<cid>/concordance.xlsx", methods=["GET"])
 def get_concordance_xlsx(cid: str) -> Response:
+    return concordance_file(cid, "xlsx")
+
+
+def concordance_file(cid: str, extension: str) -> Response:
+    """The concordance as a download of ``CONCORDANCE_FILES[extension]``, with the JSON's query."""
     query = ConcordanceQuerySchema().load(request.args.to_dict())
-    data = concordance_workbook(concordance(current_runtime().store, cid, base_url(), **query))
-    response = Response(data, mimetype="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
-    response.headers["Content-Disposition"] = f'attachment; filename="concordance-{cid}.xlsx"'
+    mimetype, write = CONCORDANCE_FILES[extension]
+    response = Response(write(concordance(current_runtime().store, cid, base_url(), **query)), mimetype=mimetype)
+    response.headers["Content-Disposition"] = f'attachment; filename="concordance-{cid}.{extension}"'
     return response
 
 
