@@ -7,7 +7,7 @@
   'use strict';
 
   var el = window.collationPage.el;
-  var MAX_PAGES = 40; // pages shown at once: the ones with regions first
+  var PAGES_AT_ONCE = 40; // pages shown at a time (the ones with regions first), then "Show more pages"
 
   function pageImage(canvas) {
     var image = canvas.images[0];
@@ -41,12 +41,22 @@
     boxes.forEach(function (b) { with_regions[b.canvas] = true; });
     var order = report.canvases.map(function (c) { return c.index; })
       .filter(function (i) { return report.canvases[i].width && report.canvases[i].height && pageImage(report.canvases[i]); })
-      .sort(function (a, b) { return (with_regions[a] ? 0 : 1) - (with_regions[b] ? 0 : 1) || a - b; })
-      .slice(0, MAX_PAGES);
+      .sort(function (a, b) { return (with_regions[a] ? 0 : 1) - (with_regions[b] ? 0 : 1) || a - b; });
     var pages = el('div', { className: 'review-pages' });
     container.appendChild(pages);
+    var more = el('button', { type: 'button', className: 'review-more' });
+    container.appendChild(more);
     var frames = {};
-    order.forEach(function (i) {
+    var shown = 0;
+    function showMore() {
+      order.slice(shown, shown + PAGES_AT_ONCE).forEach(addPage);
+      shown = Math.min(order.length, shown + PAGES_AT_ONCE);
+      more.hidden = shown >= order.length;
+      more.textContent = 'Show more pages (' + shown + ' of ' + order.length + ' shown)';
+      render();
+    }
+    more.addEventListener('click', showMore);
+    function addPage(i) {
       var canvas = report.canvases[i];
       var frame = el('div', { className: 'review-page' });
       frame.setAttribute('data-canvas', String(i));
@@ -55,7 +65,7 @@
       frames[i] = frame;
       pages.appendChild(frame);
       frame.addEventListener('pointerdown', function (event) { if (drawing) startDrawing(event, frame, canvas); });
-    });
+    }
 
     function render() {
       Object.keys(frames).forEach(function (i) {
@@ -158,7 +168,7 @@
       done(boxes.map(function (b) { return { canvas: report.canvases[b.canvas].id, xywh: b.xywh.map(Math.round) }; }));
     });
     cancel.addEventListener('click', function () { container.textContent = ''; done(null); });
-    render();
+    showMore();
   }
 
   window.collationReview = { open: open };
