@@ -13,6 +13,8 @@ from typing import Any
 
 DOCUMENTS_CACHED = 16
 """Prepared collations kept per app."""
+RECORDS_CACHED = 4096
+"""Collation records kept per app for ``GET /collations`` (a few kilobytes each), by version."""
 
 
 class DocumentCache:

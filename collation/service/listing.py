@@ -10,6 +10,8 @@ every read is). Tokens themselves are never stored.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 from marshmallow import Schema, fields, validate
@@ -18,6 +20,7 @@ from ..errors import InputError
 from ..store.datastore import CollationNotFound, DataStore
 from ..store.records import CollationStatus
 from . import urls
+from .cache import RECORDS_CACHED, DocumentCache
 from .collations import record_summary
 
 MAX_LIMIT = 100
@@ -75,17 +78,35 @@ def item(store: DataStore, record: dict, base: str) -> dict[str, Any]:
     }
 
 
-def list_collations(
-    store: DataStore, base: str, query: dict[str, Any], owner: str | None, tokens_set: bool
-) -> dict[str, Any]:
-    """The page ``query["page"]`` of the visible collations, newest first (ties by id)."""
-    statuses = parse_statuses(query.get("status"))
-    records = []
-    for cid in store.list_collations():
+def current_records(store: DataStore, cache: DocumentCache) -> Iterator[dict]:
+    """Every collation's record, from one listing of the store's versions: a record whose version has
+    not changed since the last call comes from ``cache`` (on an object store, one request instead of
+    one per collation)."""
+    for key, version in sorted(store.versions("collations/").items()):
+        parts = key.split("/")
+        if len(parts) != 3 or parts[2] != "record.json" or not parts[1].isalnum():
+            continue
         try:
-            record = store.load_record(cid)
+            yield cache.get_or_build(
+                ("record", store.description, parts[1], version), partial(store.load_record, parts[1])
+            )
         except CollationNotFound:  # deleted while listing: not listed
             continue
+
+
+def list_collations(
+    store: DataStore,
+    base: str,
+    query: dict[str, Any],
+    owner: str | None,
+    tokens_set: bool,
+    cache: DocumentCache | None = None,
+) -> dict[str, Any]:
+    """The page ``query["page"]`` of the visible collations, newest first (ties by id); records come
+    through ``cache`` (``current_records``; default: a cache for this call only)."""
+    statuses = parse_statuses(query.get("status"))
+    records = []
+    for record in current_records(store, cache if cache is not None else DocumentCache(RECORDS_CACHED)):
         if not visible(record, owner, tokens_set):
             continue
         if statuses is not None and record.get("status") not in statuses:

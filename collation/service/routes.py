@@ -86,7 +86,11 @@ def list_collations() -> Response:
     query = listing.ListQuerySchema().load(request.args.to_dict())
     token = caller_token()
     owner = listing.token_hash(token) if token else None
-    return jsonify(listing.list_collations(runtime.store, base_url(), query, owner, bool(runtime.settings.api_tokens)))
+    return jsonify(
+        listing.list_collations(
+            runtime.store, base_url(), query, owner, bool(runtime.settings.api_tokens), service_state().records
+        )
+    )
 
 
 @bp.route("/collations/<cid>", methods=["GET"])

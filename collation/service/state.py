@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from flask import Flask, current_app
 
 from ..runtime import Runtime
-from .cache import DocumentCache
+from .cache import RECORDS_CACHED, DocumentCache
 from .inspection import InspectGate
 from .sweeper import Sweeper
 
@@ -28,12 +28,14 @@ class ServiceState:
     sweeper: Sweeper
     inspections: InspectGate
     documents: DocumentCache = field(default_factory=DocumentCache)
+    records: DocumentCache = field(default_factory=lambda: DocumentCache(RECORDS_CACHED))
 
     def close(self) -> None:
         """Stops the sweeper (when started) and the inspections, and closes the runtime's Redis pool."""
         self.sweeper.stop()
         self.inspections.close()
         self.documents.clear()
+        self.records.clear()
         self.runtime.close()
 
 

@@ -98,3 +98,22 @@ def test_with_tokens_each_caller_lists_its_own(token_api: Any, synthetic: Any) -
     assert [i["id"] for i in token_api.get("/api/v1/collations", headers=theirs).get_json()["items"]] == [b, a]
     record = service_state(token_api.client.application).runtime.store.load_record(a)
     assert "s3cret" not in str(record) and len(record["owners"]) == 2  # hashes, never the tokens
+
+
+def test_the_list_reads_only_the_records_that_changed(api: Any, synthetic: Any, monkeypatch: Any) -> None:
+    """One listing of the store's versions per request; a record is read again only when its version
+    changed (on an object store, one request instead of one per collation)."""
+    cids = [submit(api, synthetic, seed, f"2026-01-0{seed}T00:00:00Z") for seed in (1, 2, 3)]
+    store = service_state(api.client.application).runtime.store
+    reads: list[str] = []
+    load = store.load_record
+    monkeypatch.setattr(store, "load_record", lambda cid: reads.append(cid) or load(cid))
+    assert api.get("/api/v1/collations").get_json()["total"] == 3
+    assert sorted(reads) == sorted(cids)  # the first listing reads each record once
+    reads.clear()
+    assert [i["id"] for i in api.get("/api/v1/collations").get_json()["items"]] == cids[::-1]
+    assert reads == []
+    store.update_record(cids[0], lambda record: record.__setitem__("status", "failed"))
+    reads.clear()
+    doc = api.get("/api/v1/collations?status=failed").get_json()
+    assert [i["id"] for i in doc["items"]] == [cids[0]] and reads == [cids[0]]
