@@ -165,3 +165,28 @@ def test_an_unreachable_object_store_is_a_503_naming_it(synthetic: Any, redis_ur
         assert client.get(f"{API}/collations/0123456789abcdef").status_code == 503
     finally:
         service_state(app).close()
+
+
+def test_an_io_worker_and_a_compute_worker_on_separate_machines(
+    synthetic: Any, redis_url: str, tmp_path: Path, s3_server: Any, s3_url: str
+) -> None:
+    """The deployment of docs/deployment.md: an io worker and a compute worker (the GPU machine's role),
+    each with a directory of its own, exchange everything through the object store."""
+    options = {"store_url": s3_url, "store_endpoint": s3_server.endpoint}
+    config = service_settings(tmp_path / "api", redis_url, sweep_interval=1, **options)
+    app = create_app(config, TESTING=True)
+    service_state(app).sweeper.start()
+    client = app.test_client()
+    processes = WorkerProcesses(config, tmp_path)
+    try:
+        processes.start("--queues", "io", threads=1, data_dir=tmp_path / "io-machine")
+        processes.start("--queues", "compute", threads=1, data_dir=tmp_path / "gpu-machine")
+        cid = client.post(f"{API}/collations", json=body(synthetic, seed=9)).get_json()["id"]
+        wait_for(lambda: finished(client, cid), 120, "the collation to finish", interval=0.25)
+        corr = client.get(f"{API}/collations/{cid}/correspondences?pair=0,1&top=1").get_json()
+        assert [item["candidates"][0]["index"] for item in corr["items"]] == list(range(synthetic.n))
+        # the compute machine described the images the io machine fetched: it read them from the store
+        assert list((tmp_path / "gpu-machine").rglob("*.png")) and not list((tmp_path / "io-machine").rglob("*.pt"))
+    finally:
+        processes.stop_all()
+        service_state(app).close()
