@@ -16,6 +16,8 @@ The steps, each a free function:
    text line, opened so that thin bands (headpieces, ruling, the gutter, the edges of the page)
    fall away, grouped in 8-connected components. ``line_cells`` adds ink-only line drawings: cells
    well covered by strokes but without the empty pixel rows that script leaves between its lines.
+   A component's box is its strong core grown over the rows and columns of weak cells beside it
+   (``strong_box``, ``grow_box``), so that a narrow bridge into script or a stain does not widen it.
 5. ``accept``: components large enough, not too elongated, and not touching the edge of the image
    (the scan's background, a binding seen around the page, a colour chart lying beside it).
 
@@ -44,7 +46,8 @@ default_conf = MappingProxyType(
         "margin": 2,  # ... but not within this many cells of the backdrop (the edges of the leaves)
         "background": 0.15,  # cells this far from the paper's colour may be the scan's backdrop
         "max_background": 0.85,  # largest share of backdrop around a drawing
-        "gap": 3,  # parts of a drawing this many cells apart are one drawing
+        "gap": 2,  # parts of a drawing this many cells apart are one drawing
+        "grow_share": 0.3,  # a box grows from its strong cells by rows and columns at least this much weak
         "window": 5,  # side of the neighbourhood in cells (larger than a text line)
         "open": 3,  # side of the opening in cells: thinner bands are not drawings
         "min_area": 0.012,  # smallest drawing, as a share of the image's area
@@ -280,6 +283,33 @@ def merge_boxes(boxes: list[tuple[int, int, int, int]], gap: int) -> list[tuple[
     return boxes
 
 
+def strong_box(box: tuple[int, int, int, int], strong: np.ndarray) -> tuple[int, int, int, int]:
+    """The bounds (row0, col0, row1, col1) of the strong cells of a (h, w) bool map within box."""
+    r0, c0, r1, c1 = box
+    rows, cols = np.nonzero(strong[r0:r1, c0:c1])
+    return (r0 + int(rows.min()), c0 + int(cols.min()), r0 + int(rows.max()) + 1, c0 + int(cols.max()) + 1)
+
+
+def grow_box(box: tuple[int, int, int, int], weak: np.ndarray, share: float) -> tuple[int, int, int, int]:
+    """Box (row0, col0, row1, col1) grown a row or a column at a time on each side while the cells it would
+    take in are ``share`` or more weak (a (h, w) bool map). A drawing's paler parts fill the rows beside its
+    strong core; script or a stain that the weak cells reach through a narrow bridge fill few of them."""
+    r0, c0, r1, c1 = box
+    h, w = weak.shape
+    moved = True
+    while moved:
+        moved = False
+        if r0 > 0 and weak[r0 - 1, c0:c1].mean() >= share:
+            r0, moved = r0 - 1, True
+        if r1 < h and weak[r1, c0:c1].mean() >= share:
+            r1, moved = r1 + 1, True
+        if c0 > 0 and weak[r0:r1, c0 - 1].mean() >= share:
+            c0, moved = c0 - 1, True
+        if c1 < w and weak[r0:r1, c1].mean() >= share:
+            c1, moved = c1 + 1, True
+    return r0, c0, r1, c1
+
+
 def accept(
     box: tuple[int, int, int, int],
     solid: torch.Tensor,
@@ -380,6 +410,9 @@ def detect(image: Image.Image, conf: SimpleNamespace) -> list[tuple[tuple[int, i
         if strong[box[0] : box[2], box[1] : box[3]].any()
         and max(box[2] - box[0], box[3] - box[1]) <= conf.max_aspect * min(box[2] - box[0], box[3] - box[1])
     ]
+    # A box is its strong core grown over the weak cells beside it, not the whole weak component: weak
+    # cells reach into bold script, stains and tinted patches through narrow bridges.
+    grown = [grow_box(strong_box(box, strong), weak, conf.grow_share) for box in grown]
     found = []
     for r0, c0, r1, c1 in _judged(merge_boxes(grown, conf.gap), grown, solid, background, conf):
         evidence = accept((r0, c0, r1, c1), solid, background, conf, lines)
