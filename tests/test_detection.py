@@ -398,23 +398,43 @@ def test_the_score_is_a_calibrated_chance_that_grows_with_the_evidence():
     assert calibrated(np.array([1.0, 0.0, np.log(0.005), 3.5]), conf.calibration) < 0.5  # small, elongated
 
 
+def test_a_box_grows_from_its_strong_core_over_weak_rows_but_not_over_a_bridge():
+    from collation.detection.builtin import grow_box, strong_box
+
+    strong = np.zeros((50, 40), dtype=bool)
+    strong[10:20, 10:20] = True  # the painted core of a drawing
+    weak = strong.copy()
+    weak[6:10, 10:20] = True  # its paler sky: whole rows beside the core
+    weak[20:30, 19] = True  # a bridge one cell wide ...
+    weak[30:36, 12:30] = True  # ... into a block of bold script or a stain
+    weak[30:36, 12:14] |= strong[30:36, 12:14]
+    component = (6, 10, 36, 30)  # what the 8-connected weak component spans
+    core = strong_box(component, strong)
+    assert core == (10, 10, 20, 20)
+    assert grow_box(core, weak, 0.3) == (6, 10, 20, 20)  # the sky taken in, the bridge and the block not
+    assert grow_box(core, weak, 0.05) == (6, 10, 36, 30)  # a share under the bridge's (1 of 10) takes all
+
+
 def test_line_drawings_beside_script_on_composed_pages(physiologus, monkeypatch):
     """Issue 21's hardest kind, on the tuned part of benchmarks/detect_pages.py (its first 50 pages, made
     from the shared P2 folios): ink-only drawings, neither solid nor free of empty pixel rows, told from
-    script by the lack of its row rhythm. The detector without that cue found 3 of these 19."""
+    script by the lack of its row rhythm. The detector without that cue found 3 of these 19. Over all 76
+    drawings of these pages: 62 found before boxes grew from their strong core (``grow_box``), 64 now."""
     import sys
 
     monkeypatch.setenv("COLLATION_TEST_DATA", str(physiologus))
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     from detect_pages import pages
 
-    lines = found = strays = 0
+    lines = found = drawings = found_all = strays = 0
     for _name, image, truths in pages("tuned", 50):
         detections = detect_illustrations(image)
         for t in truths:
+            hit = any(iou(t["xywh"], d.xywh) >= 0.5 for d in detections)
+            drawings, found_all = drawings + 1, found_all + hit
             if t["kind"] == "line":
-                lines += 1
-                found += any(iou(t["xywh"], d.xywh) >= 0.5 for d in detections)
+                lines, found = lines + 1, found + hit
         strays += sum(not any(iou(t["xywh"], d.xywh) >= 0.5 for t in truths) for d in detections)
     assert lines == 19 and found >= 15, (found, lines)
-    assert strays <= 12  # 0.24 a page at most (9 now)
+    assert drawings == 76 and found_all >= 63, found_all
+    assert strays <= 10  # 0.2 a page at most (8 now)
