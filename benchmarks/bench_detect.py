@@ -13,7 +13,9 @@ regions against the ground truth (the 15 usable pairs, as tests/test_physiologus
 
 ``--generated tuned|set-aside`` measures on pages composed by ``benchmarks/detect_pages.py`` instead
 (made in memory, never written): recall, stray boxes, seconds a page (mean and median), recall per
-kind of drawing, and how many boxes at each score are real illustrations (the score's calibration).
+kind of drawing and per condition (what lies beside the drawing, what the page holds: issue 21's
+failure kinds), drawings split into several boxes, and how many boxes at each score are real
+illustrations (the score's calibration).
 """
 
 from __future__ import annotations
@@ -45,6 +47,15 @@ def iou(a, b) -> float:
     ih = max(0, min(ay + ah, by + bh) - max(ay, by))
     inter = iw * ih
     return inter / (aw * ah + bw * bh - inter) if inter else 0.0
+
+
+def inside(a, b) -> float:
+    """The share of box a (x, y, w, h) that lies within box b."""
+    ax, ay, aw, ah = a
+    bx, by, bw, bh = b
+    iw = max(0, min(ax + aw, bx + bw) - max(ax, bx))
+    ih = max(0, min(ay + ah, by + bh) - max(ay, by))
+    return iw * ih / max(1, aw * ah)
 
 
 def truth(root: Path, alias: str) -> dict[str, list[tuple[int, int, int, int]]]:
@@ -98,6 +109,7 @@ def evaluate_generated(part: str, n: int, detector, *, threshold: float = 0.5, v
     from detect_pages import pages
 
     found, total, stray, seconds, scored = {}, {}, 0, [], []
+    by_condition, split = {}, 0
     for name, image, truths in pages(part, n):
         start = time.perf_counter()
         detections = detect_illustrations(image, detector=detector)
@@ -106,6 +118,10 @@ def evaluate_generated(part: str, n: int, detector, *, threshold: float = 0.5, v
             hit = any(iou(t["xywh"], d.xywh) >= threshold for d in detections)
             found[t["kind"]] = found.get(t["kind"], 0) + hit
             total[t["kind"]] = total.get(t["kind"], 0) + 1
+            for condition in [f"beside a {t['near']}" if t["near"] else "nothing beside", *t["page"]]:
+                counts = by_condition.setdefault(condition, [0, 0])
+                counts[0], counts[1] = counts[0] + hit, counts[1] + 1
+            split += sum(inside(d.xywh, t["xywh"]) >= 0.5 for d in detections) >= 2
             if verbose and not hit:
                 best = max((round(iou(t["xywh"], d.xywh), 2) for d in detections), default=0)
                 print(f"{name}: missed {t} best IoU {best}; {[(d.xywh, d.score) for d in detections]}", file=sys.stderr)
@@ -120,6 +136,8 @@ def evaluate_generated(part: str, n: int, detector, *, threshold: float = 0.5, v
         "true_boxes": sum(total.values()),
         "recall": sum(found.values()) / max(1, sum(total.values())),
         "recall_per_kind": {k: f"{found[k]}/{total[k]}" for k in sorted(total)},
+        "recall_per_condition": {c: f"{f}/{t}" for c, (f, t) in sorted(by_condition.items())},
+        "split_drawings": split,
         "stray_boxes": stray,
         "stray_per_page": stray / max(1, n),
         "seconds_per_page": sum(seconds) / max(1, n),
@@ -200,6 +218,8 @@ def main() -> None:
         r = evaluate_generated(args.generated, args.pages, detector, verbose=args.verbose)
         print(f"detector {detector.name}: {args.generated} part, {r['pages']} pages, {r['true_boxes']} drawings")
         print(f"  recall at IoU >= 0.5   {r['recall']:.3f}  per kind {r['recall_per_kind']}")
+        print(f"  recall per condition   {r['recall_per_condition']}")
+        print(f"  drawings split in two or more boxes: {r['split_drawings']}")
         print(f"  stray boxes            {r['stray_boxes']} ({r['stray_per_page']:.3f} per page)")
         print(f"  seconds per page       {r['seconds_per_page']:.3f} (median {r['median_seconds']:.3f})")
         for e, n, share in calibration(r["scored"]):

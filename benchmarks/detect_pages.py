@@ -193,7 +193,8 @@ def place(leaf: tuple[int, int, int, int], n: int, rng) -> list[tuple[str, tuple
 
 
 def make_page(seed: int, src: Sources) -> tuple[Image.Image, list[dict]]:
-    """A page and its truth: [{"xywh": (x, y, w, h), "kind": str, "where": str}], from seed alone."""
+    """A page and its truth, from seed alone: [{"xywh": (x, y, w, h), "kind": str, "where": str, "near": str
+    or None, "page": [str]}], with what lies near each drawing and the page's conditions (``degrade``)."""
     rng = np.random.default_rng(seed)
     image = Image.open(src.script[int(rng.integers(len(src.script)))]).convert("RGB")
     w, h = image.size
@@ -222,16 +223,21 @@ def make_page(seed: int, src: Sources) -> tuple[Image.Image, list[dict]]:
             art = Image.fromarray(np.minimum(np.asarray(art), np.asarray(image.crop(box))))  # ink over the tint
         image.paste(art, box[:2])
         truths.append({"xywh": (box[0], box[1], bw, bh), "kind": kind, "where": where})
-    degrade(image, [t["xywh"] for t in truths], paper, rng)
-    if rng.random() < 0.4:
+    near, page = degrade(image, [t["xywh"] for t in truths], paper, rng)
+    turned = rng.random() < 0.4
+    if turned:
         angle = float(rng.uniform(-2.0, 2.0))
         image, truths = rotated(image, truths, angle)
-    return image, truths
+    conditions = page + ["turned"] * turned
+    return image, [{**t, "near": n, "page": conditions} for t, n in zip(truths, near, strict=True)]
 
 
-def degrade(image: Image.Image, boxes: list, paper: np.ndarray, rng) -> None:
-    """Tinted patches and stains near the drawings, foxing, a gutter or binding strip, a colour bar."""
+def degrade(image: Image.Image, boxes: list, paper: np.ndarray, rng) -> tuple[list, list[str]]:
+    """Tinted patches and stains near the drawings, foxing, a gutter or binding strip, a colour bar.
+    Returns what was put near each drawing ("patch", "stain" or None) and on the page ("large tint",
+    "foxing", "binding", "colour bar"): the conditions the figures are broken down by."""
     w, h = image.size
+    near, page = [], []
     for x, y, bw, bh in boxes:
         r = rng.random()
         side = rng.choice(["above", "below", "left", "right"])
@@ -244,17 +250,23 @@ def degrade(image: Image.Image, boxes: list, paper: np.ndarray, rng) -> None:
             tinted_patch(image, (sx, sy, sx + sw, sy + sh), paper, rng)
         elif r < 0.65:
             stain(image, (sx, sy, sx + sw, sy + sh), paper, rng)
+        near.append("patch" if r < 0.35 else "stain" if r < 0.65 else None)
     if rng.random() < 0.25:  # a large tinted area of the page
         tw, th = int(w * rng.uniform(0.4, 0.7)), int(h * rng.uniform(0.3, 0.6))
         tx, ty = int(rng.uniform(0.05, 0.5) * w), int(rng.uniform(0.05, 0.4) * h)
         tinted_patch(image, (tx, ty, min(w, tx + tw), min(h, ty + th)), paper, rng)
+        page.append("large tint")
     if rng.random() < 0.5:
         foxing(image, (int(w * 0.1), int(h * 0.1), int(w * 0.9), int(h * 0.9)), rng)
+        page.append("foxing")
     if rng.random() < 0.5:
         left = min(x for x, *_ in boxes) < w - max(x + bw for x, _, bw, _ in boxes)
         binding(image, "left" if left else "right", int(w * rng.uniform(0.03, 0.08)), rng)
+        page.append("binding")
     if rng.random() < 0.3:
         colour_bar(image, int(h * 0.95) if rng.random() < 0.5 else int(h * 0.01), rng)
+        page.append("colour bar")
+    return near, page
 
 
 def rotated(image: Image.Image, truths: list[dict], angle: float) -> tuple[Image.Image, list[dict]]:
