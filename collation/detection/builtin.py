@@ -47,6 +47,7 @@ default_conf = MappingProxyType(
         "background": 0.15,  # cells this far from the paper's colour may be the scan's backdrop
         "max_background": 0.85,  # largest share of backdrop around a drawing
         "gap": 2,  # parts of a drawing this many cells apart are one drawing
+        "stack_gap": 4,  # ... and this many cells apart when one lies above the other
         "grow_share": 0.3,  # a box grows from its strong cells by rows and columns at least this much weak
         "window": 5,  # side of the neighbourhood in cells (larger than a text line)
         "open": 3,  # side of the opening in cells: thinner bands are not drawings
@@ -264,8 +265,13 @@ def components(mask: np.ndarray) -> list[tuple[int, int, int, int]]:
     return found
 
 
-def merge_boxes(boxes: list[tuple[int, int, int, int]], gap: int) -> list[tuple[int, int, int, int]]:
-    """Boxes (row0, col0, row1, col1) that overlap or lie within ``gap`` cells of each other, merged."""
+def merge_boxes(
+    boxes: list[tuple[int, int, int, int]], gap: int, stack_gap: int | None = None
+) -> list[tuple[int, int, int, int]]:
+    """Boxes (row0, col0, row1, col1) that overlap or lie within ``gap`` cells of each other, merged; boxes
+    one above the other (sharing 60 % of the narrower one's columns) within ``stack_gap`` cells, too: a
+    title band or a pale sky above a miniature's painted part."""
+    stack_gap = gap if stack_gap is None else stack_gap
     boxes = list(boxes)
     merged = True
     while merged:
@@ -273,7 +279,9 @@ def merge_boxes(boxes: list[tuple[int, int, int, int]], gap: int) -> list[tuple[
         for i in range(len(boxes)):
             for j in range(i + 1, len(boxes)):
                 a, b = boxes[i], boxes[j]
-                if a[0] - gap < b[2] and b[0] - gap < a[2] and a[1] - gap < b[3] and b[1] - gap < a[3]:
+                over = min(a[3], b[3]) - max(a[1], b[1])
+                g = stack_gap if over >= 0.6 * min(a[3] - a[1], b[3] - b[1]) else gap
+                if a[0] - g < b[2] and b[0] - g < a[2] and a[1] - gap < b[3] and b[1] - gap < a[3]:
                     boxes[i] = (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
                     del boxes[j]
                     merged = True
@@ -414,7 +422,7 @@ def detect(image: Image.Image, conf: SimpleNamespace) -> list[tuple[tuple[int, i
     # cells reach into bold script, stains and tinted patches through narrow bridges.
     grown = [grow_box(strong_box(box, strong), weak, conf.grow_share) for box in grown]
     found = []
-    for r0, c0, r1, c1 in _judged(merge_boxes(grown, conf.gap), grown, solid, background, conf):
+    for r0, c0, r1, c1 in _judged(merge_boxes(grown, conf.gap, conf.stack_gap), grown, solid, background, conf):
         evidence = accept((r0, c0, r1, c1), solid, background, conf, lines)
         if evidence is None or evidence < conf.min_evidence:
             continue
