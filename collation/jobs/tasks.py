@@ -35,18 +35,22 @@ def _quietly_gone(func: Callable[..., str]) -> Callable[..., str]:
     into it) into a normal return: a cancelled collation is not a failed job. A data store that
     cannot be written is remembered (``store.writable``) before the job fails (and is retried)."""
 
+    def gone_or_foreign(cid: str) -> str:
+        runtime = current()
+        problem = None if runtime.store.exists(cid) else sharing.mismatch(runtime.store, runtime.redis)
+        if problem is not None:  # not deleted: this worker looks into another store than the API's
+            sharing.report(runtime.redis, cid, problem)
+            raise StoreNotShared(problem) from None
+        log.info("Collation %s: gone, %s stops", cid, func.__name__)
+        return "gone"
+
     @functools.wraps(func)
     def wrapper(cid: str, *args: Any) -> str:
         try:
-            return func(cid, *args)
-        except (steps.Gone, CollationNotFound):
-            runtime = current()
-            problem = None if runtime.store.exists(cid) else sharing.mismatch(runtime.store, runtime.redis)
-            if problem is not None:  # not deleted: this worker looks into another store than the API's
-                sharing.report(runtime.redis, cid, problem)
-                raise StoreNotShared(problem) from None
-            log.info("Collation %s: gone, %s stops", cid, func.__name__)
-            return "gone"
+            try:
+                return func(cid, *args)
+            except (steps.Gone, CollationNotFound):
+                return gone_or_foreign(cid)  # asks the store, which may fail too
         except OSError as exc:
             if writable.is_store_error(exc):  # every status says so until a probe finds the disk writable
                 writable.remember(current().redis, writable.describe(exc))

@@ -403,3 +403,30 @@ def test_a_worker_loads_its_default_backbone_before_the_first_job(
         preload_backbone(missing)
     assert missing._backbones == {}
     assert "not preloaded" in caplog.text and "resnet50-conv4" in caplog.text
+
+
+def test_a_store_failing_while_a_step_finds_its_collation_gone_is_remembered(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step that finds its collation gone asks the store whether it was deleted; when that question
+    fails too (the store is down), the failure is remembered for every status to show, as any other."""
+    import errno
+
+    from collation.jobs import steps
+    from collation.store import writable
+
+    def step(cid: str) -> str:
+        raise steps.Gone(cid)
+
+    runtime = runtime_for(settings)
+    try:
+
+        def down(cid: str) -> bool:
+            raise OSError(errno.EIO, "Input/output error")
+
+        monkeypatch.setattr(runtime.store, "exists", down)
+        with activate(runtime), pytest.raises(OSError):
+            tasks._quietly_gone(step)("c0ffee")
+        assert writable.recall(runtime.redis) == "the data store cannot be written: Input/output error"
+    finally:
+        runtime.close()
