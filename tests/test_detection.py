@@ -363,7 +363,7 @@ def test_one_drawing_with_a_pale_band_across_it_is_one_box():
 def test_script_under_a_dark_tinted_patch_is_not_an_illustration():
     """A patch about 24 % darker than the page's paper: the script on it is judged against the tint.
     (Where a sharp edge of such a patch crosses the script, the band inside the edge is judged against
-    the lighter paper outside and can be found as a box: docs/detection.md, limits.)"""
+    the lighter paper outside and can be found as a box: docs/detection.md, fifth session.)"""
     box = (160, 640, 440, 300)
     image = page(drawings=[box], text=[(90, 80, 670, 600)])
     image = dye(image, (60, 60, 700, 620), factor=(0.8, 0.77, 0.7))  # the text block and its margins
