@@ -396,7 +396,8 @@ def test_an_ink_only_line_drawing_is_found_and_script_is_not():
 def test_the_score_is_a_calibrated_chance_that_grows_with_the_evidence():
     from types import SimpleNamespace
 
-    from collation.detection.builtin import calibrated, default_conf
+    from collation.detection.boxes import calibrated
+    from collation.detection.builtin import default_conf
 
     conf = SimpleNamespace(**default_conf)
     big = np.log(0.1)  # a box covering a tenth of the page
@@ -406,7 +407,7 @@ def test_the_score_is_a_calibrated_chance_that_grows_with_the_evidence():
 
 
 def test_a_box_grows_from_its_strong_core_over_weak_rows_but_not_over_a_bridge():
-    from collation.detection.builtin import grow_box, strong_box
+    from collation.detection.boxes import grow_box, strong_box
 
     strong = np.zeros((50, 40), dtype=bool)
     strong[10:20, 10:20] = True  # the painted core of a drawing
