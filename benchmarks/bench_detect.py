@@ -40,22 +40,21 @@ def data_dir() -> Path:
     return Path(os.environ.get("COLLATION_TEST_DATA", REPO.parent / "shared" / "data" / "physiologus"))
 
 
+def intersection(a, b) -> int:
+    """The area common to boxes a and b (x, y, w, h)."""
+    iw = max(0, min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0]))
+    ih = max(0, min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1]))
+    return iw * ih
+
+
 def iou(a, b) -> float:
-    ax, ay, aw, ah = a
-    bx, by, bw, bh = b
-    iw = max(0, min(ax + aw, bx + bw) - max(ax, bx))
-    ih = max(0, min(ay + ah, by + bh) - max(ay, by))
-    inter = iw * ih
-    return inter / (aw * ah + bw * bh - inter) if inter else 0.0
+    inter = intersection(a, b)
+    return inter / (a[2] * a[3] + b[2] * b[3] - inter) if inter else 0.0
 
 
 def inside(a, b) -> float:
     """The share of box a (x, y, w, h) that lies within box b."""
-    ax, ay, aw, ah = a
-    bx, by, bw, bh = b
-    iw = max(0, min(ax + aw, bx + bw) - max(ax, bx))
-    ih = max(0, min(ay + ah, by + bh) - max(ay, by))
-    return iw * ih / max(1, aw * ah)
+    return intersection(a, b) / max(1, a[2] * a[3])
 
 
 def truth(root: Path, alias: str) -> dict[str, list[tuple[int, int, int, int]]]:
@@ -135,8 +134,8 @@ def evaluate_generated(part: str, n: int, detector, *, threshold: float = 0.5, v
         "pages": n,
         "true_boxes": sum(total.values()),
         "recall": sum(found.values()) / max(1, sum(total.values())),
-        "recall_per_kind": {k: f"{found[k]}/{total[k]}" for k in sorted(total)},
-        "recall_per_condition": {c: f"{f}/{t}" for c, (f, t) in sorted(by_condition.items())},
+        "found_per_kind": {k: (found[k], total[k]) for k in sorted(total)},
+        "found_per_condition": {c: tuple(counts) for c, counts in sorted(by_condition.items())},
         "split_drawings": split,
         "stray_boxes": stray,
         "stray_per_page": stray / max(1, n),
@@ -217,8 +216,10 @@ def main() -> None:
     if args.generated:
         r = evaluate_generated(args.generated, args.pages, detector, verbose=args.verbose)
         print(f"detector {detector.name}: {args.generated} part, {r['pages']} pages, {r['true_boxes']} drawings")
-        print(f"  recall at IoU >= 0.5   {r['recall']:.3f}  per kind {r['recall_per_kind']}")
-        print(f"  recall per condition   {r['recall_per_condition']}")
+        per_kind = {k: f"{f}/{t}" for k, (f, t) in r["found_per_kind"].items()}
+        per_condition = {c: f"{f}/{t}" for c, (f, t) in r["found_per_condition"].items()}
+        print(f"  recall at IoU >= 0.5   {r['recall']:.3f}  per kind {per_kind}")
+        print(f"  recall per condition   {per_condition}")
         print(f"  drawings split in two or more boxes: {r['split_drawings']}")
         print(f"  stray boxes            {r['stray_boxes']} ({r['stray_per_page']:.3f} per page)")
         print(f"  seconds per page       {r['seconds_per_page']:.3f} (median {r['median_seconds']:.3f})")

@@ -246,11 +246,10 @@ def degrade(image: Image.Image, boxes: list, paper: np.ndarray, rng) -> tuple[li
         sx = {"left": x - sw - gap, "right": x + bw + gap}.get(side, x + int(rng.uniform(0, 0.5) * bw))
         sy = {"above": y - sh - gap, "below": y + bh + gap}.get(side, y + int(rng.uniform(0, 0.5) * bh))
         sx, sy = int(np.clip(sx, 0, w - sw - 1)), int(np.clip(sy, 0, h - sh - 1))
-        if r < 0.35:
-            tinted_patch(image, (sx, sy, sx + sw, sy + sh), paper, rng)
-        elif r < 0.65:
-            stain(image, (sx, sy, sx + sw, sy + sh), paper, rng)
-        near.append("patch" if r < 0.35 else "stain" if r < 0.65 else None)
+        thing = "patch" if r < 0.35 else "stain" if r < 0.65 else None
+        if thing is not None:
+            (tinted_patch if thing == "patch" else stain)(image, (sx, sy, sx + sw, sy + sh), paper, rng)
+        near.append(thing)
     if rng.random() < 0.25:  # a large tinted area of the page
         tw, th = int(w * rng.uniform(0.4, 0.7)), int(h * rng.uniform(0.3, 0.6))
         tx, ty = int(rng.uniform(0.05, 0.5) * w), int(rng.uniform(0.05, 0.4) * h)

@@ -36,13 +36,10 @@ def components(mask: np.ndarray) -> list[tuple[int, int, int, int]]:
     return found
 
 
-def merge_boxes(
-    boxes: list[tuple[int, int, int, int]], gap: int, stack_gap: int | None = None
-) -> list[tuple[int, int, int, int]]:
+def merge_boxes(boxes: list[tuple[int, int, int, int]], gap: int, stack_gap: int) -> list[tuple[int, int, int, int]]:
     """Boxes (row0, col0, row1, col1) that overlap or lie within ``gap`` cells of each other, merged; boxes
     one above the other (sharing 60 % of the narrower one's columns) within ``stack_gap`` cells, too: a
     title band or a pale sky above a miniature's painted part."""
-    stack_gap = gap if stack_gap is None else stack_gap
     boxes = list(boxes)
     merged = True
     while merged:
@@ -108,12 +105,9 @@ def accept(
         return None
     if max(bh, bw) > conf.max_aspect * min(bh, bw):
         return None
-    ring = np.ones((h, w), dtype=bool)
+    ring = np.zeros((h, w), dtype=bool)  # cells 3 to 4 cells around the box
+    ring[max(r0 - 4, 0) : r1 + 4, max(c0 - 4, 0) : c1 + 4] = True
     ring[max(r0 - 2, 0) : r1 + 2, max(c0 - 2, 0) : c1 + 2] = False
-    ring[max(r0 - 4, 0) : r1 + 4, max(c0 - 4, 0) : c1 + 4] &= True
-    outer = np.zeros((h, w), dtype=bool)
-    outer[max(r0 - 4, 0) : r1 + 4, max(c0 - 4, 0) : c1 + 4] = True
-    ring &= outer
     if background[ring].mean() > conf.max_background:
         return None  # lying on the backdrop, not on the page: a colour chart, a ruler, a label
     painted = float(solid[r0:r1, c0:c1].mean()) / conf.solid
