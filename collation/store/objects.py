@@ -6,15 +6,17 @@ Through boto3 (a kept client library: signing, retries, multipart uploads). How 
 
 - **Atomic objects.** An S3 PUT is atomic: readers get the old object or the new one. Large objects
   (features) are streamed to a local file first, then uploaded (multipart when large).
-- **Creation.** ``create_once`` is a conditional PUT (``If-None-Match: *``): of concurrent identical
-  requests exactly one creates the record; the others get 412 and find it.
+- **Creation.** Under the collation's lease (below): the creator clears what a deletion cut short
+  left, then writes the record with a conditional PUT (``If-None-Match: *``). Of concurrent
+  identical requests exactly one creates the record; the others find it.
 - **The collation lock** is a lease: an object ``collations/<id>/.lock`` created with a conditional
   PUT, naming its holder and an expiry ``LEASE_SECONDS`` ahead (a holder killed with SIGKILL blocks
   the others that long at most); an expired lease is taken over with a PUT conditional on its ETag
   (``If-Match``), so two waiters never both take it. Lease times are wall-clock times of the
   machines: keep their clocks in sync (NTP), as for any lease.
-- **Deletion.** The record goes first (from then on the collation does not exist for any reader or
-  writer), then the rest of its objects. A writer checks that the record exists before it writes
+- **Deletion**, under the lease too, so that no creation runs between its steps: the record goes
+  first (from then on the collation does not exist for any reader or writer), then the rest of its
+  objects. A writer checks that the record exists before it writes
   into a collation, so a deleted collation is not brought back.
 - **Local cache.** Immutable objects read from a local file (features, region images, candidate
   pairs) go through a ``FileCache`` in ``COLLATION_DATA_DIR``, bounded by
@@ -243,7 +245,9 @@ class ObjectStore(DataStore):
                 yield from page.get("Contents", [])
 
     def delete_prefix(self, prefix: str) -> None:
-        keys = [item["Key"] for item in self._list(prefix)]
+        self._delete_keys(prefix, [item["Key"] for item in self._list(prefix)])
+
+    def _delete_keys(self, prefix: str, keys: list[str]) -> None:
         for start in range(0, len(keys), 1000):  # the most one request deletes
             batch = [{"Key": key} for key in keys[start : start + 1000]]
             with self._calls(f"deleting {prefix}"):
@@ -284,11 +288,17 @@ class ObjectStore(DataStore):
     # Collations
 
     def create_collation(self, record: dict) -> bool:
+        """Under the lease, so that of concurrent identical requests the one that clears what a
+        deletion cut short left (objects without a record: nobody's) never clears another's new
+        record: they come one after the other, and the later ones find the record."""
         prefix = self.collation_prefix(record["id"])
         if self.has(prefix + "record.json"):
             return False
-        self.delete_prefix(prefix)  # objects without a record (a deletion cut short): nobody's
-        return self.create_once(prefix + "record.json", json.dumps(record, indent=1, ensure_ascii=False).encode())
+        with self._lease(record["id"]):
+            if self.has(prefix + "record.json"):
+                return False
+            self._clear(prefix)
+            return self.create_once(prefix + "record.json", json.dumps(record, indent=1, ensure_ascii=False).encode())
 
     @contextlib.contextmanager
     def locked(self, cid: str) -> Iterator[None]:
@@ -351,7 +361,12 @@ class ObjectStore(DataStore):
         prefix = self.collation_prefix(cid)
         if not self.has(prefix + "record.json"):
             return False
-        with self._lease(cid):  # no read-modify-write of the record is half done
+        with self._lease(cid):  # no read-modify-write of the record is half done, no creation begins
             self.delete(prefix + "record.json")  # from now on the collation does not exist
-        self.delete_prefix(prefix)
+            self._clear(prefix)
         return True
+
+    def _clear(self, prefix: str) -> None:
+        """Deletes a collation's objects but its lease, which the holder releases itself."""
+        keys = [item["Key"] for item in self._list(prefix) if item["Key"] != self.prefix + prefix + ".lock"]
+        self._delete_keys(prefix, keys)

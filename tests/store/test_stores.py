@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import errno
+import itertools
 import threading
 import time
 from pathlib import Path
@@ -43,12 +44,22 @@ def test_a_collation_is_created_once_and_never_exists_without_its_record(store: 
     assert not store.exists(CID) and store.list_collations() == []
     with pytest.raises(CollationNotFound):
         store.load_record(CID)
+    looked, calls, has = threading.Barrier(4), itertools.count(), store.has
+
+    def look_together(key: str) -> bool:  # the four creators all look before any creates: the worst order
+        found = has(key)
+        if next(calls) < 4:
+            looked.wait(timeout=10)
+        return found
+
+    store.has = look_together  # type: ignore[method-assign]
     results = []
     threads = [threading.Thread(target=lambda: results.append(store.create_collation(record()))) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    del store.has
     assert sorted(results) == [False, False, False, True]  # concurrent identical requests: one creates it
     assert store.exists(CID) and store.list_collations() == [CID] and store.load_record(CID)["status"] == "queued"
 
