@@ -8,6 +8,7 @@ excluded, and know nothing of images.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import numpy as np
@@ -36,10 +37,16 @@ def components(mask: np.ndarray) -> list[tuple[int, int, int, int]]:
     return found
 
 
-def merge_boxes(boxes: list[tuple[int, int, int, int]], gap: int, stack_gap: int) -> list[tuple[int, int, int, int]]:
+def merge_boxes(
+    boxes: list[tuple[int, int, int, int]],
+    gap: int,
+    stack_gap: int,
+    whole: Callable[[tuple[int, int, int, int]], bool] = lambda box: False,
+) -> list[tuple[int, int, int, int]]:
     """Boxes (row0, col0, row1, col1) that overlap or lie within ``gap`` cells of each other, merged; boxes
     one above the other (sharing 60 % of the narrower one's columns) within ``stack_gap`` cells, too: a
-    title band or a pale sky above a miniature's painted part."""
+    title band or a pale sky above a miniature's painted part. Two boxes that do not overlap and are both
+    ``whole`` (each a drawing by itself) are not merged."""
     boxes = list(boxes)
     merged = True
     while merged:
@@ -49,7 +56,9 @@ def merge_boxes(boxes: list[tuple[int, int, int, int]], gap: int, stack_gap: int
                 a, b = boxes[i], boxes[j]
                 over = min(a[3], b[3]) - max(a[1], b[1])
                 g = stack_gap if over >= 0.6 * min(a[3] - a[1], b[3] - b[1]) else gap
-                if a[0] - g < b[2] and b[0] - g < a[2] and a[1] - gap < b[3] and b[1] - gap < a[3]:
+                overlap = a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+                near = a[0] - g < b[2] and b[0] - g < a[2] and a[1] - gap < b[3] and b[1] - gap < a[3]
+                if overlap or (near and not (whole(a) and whole(b))):
                     boxes[i] = (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
                     del boxes[j]
                     merged = True

@@ -18,7 +18,8 @@ The steps, each a free function:
    well covered by strokes but without the empty pixel rows that script leaves between its lines.
 5. From the maps to boxes (``collation.detection.boxes``): a component's box is its strong core grown
    over the rows and columns of weak cells beside it (``strong_box``, ``grow_box``), so that a narrow
-   bridge into script or a stain does not widen it; ``accept`` keeps boxes large enough, not too
+   bridge into script or a stain does not widen it (a component with no strong cell is taken whole when
+   it is solid enough: a small or pale miniature); ``accept`` keeps boxes large enough, not too
    elongated, and not touching the edge of the image (the scan's background, a binding seen around
    the page, a colour chart lying beside it); ``calibrated`` scores them.
 
@@ -51,7 +52,9 @@ default_conf = MappingProxyType(
         "max_background": 0.85,  # largest share of backdrop around a drawing
         "gap": 2,  # parts of a drawing this many cells apart are one drawing
         "stack_gap": 4,  # ... and this many cells apart when one lies above the other
+        "whole": 0.7,  # ... unless both score this much alone: two drawings side by side
         "grow_share": 0.3,  # a box grows from its strong cells by rows and columns at least this much weak
+        "coreless": 0.2,  # a weak component with no strong cells is a candidate when this much of it is solid
         "window": 5,  # side of the neighbourhood in cells (larger than a text line)
         "open": 3,  # side of the opening in cells: thinner bands are not drawings
         "min_area": 0.012,  # smallest drawing, as a share of the image's area
@@ -266,21 +269,44 @@ def detect(image: Image.Image, conf: SimpleNamespace) -> list[tuple[tuple[int, i
         > 0.5
     )
     weak = (((cover > conf.weak).numpy() | lines.numpy()) & page) | strong
-    grown = [
+    candidates = [
         box
         for box in components(weak)
-        if strong[box[0] : box[2], box[1] : box[3]].any()
-        and max(box[2] - box[0], box[3] - box[1]) <= conf.max_aspect * min(box[2] - box[0], box[3] - box[1])
+        if max(box[2] - box[0], box[3] - box[1]) <= conf.max_aspect * min(box[2] - box[0], box[3] - box[1])
     ]
     # A box is its strong core grown over the weak cells beside it, not the whole weak component: weak
     # cells reach into bold script, stains and tinted patches through narrow bridges.
-    grown = [grow_box(strong_box(box, strong), weak, conf.grow_share) for box in grown]
+    grown = [
+        grow_box(strong_box(box, strong), weak, conf.grow_share)
+        for box in candidates
+        if strong[box[0] : box[2], box[1] : box[3]].any()
+    ]
+    # A small or pale miniature can have no strong cell at all (its neighbourhood means never reach
+    # ``solid`` over a few cells of blank paper around it), yet be solidly painted as a whole.
+    grown += [
+        box
+        for box in candidates
+        if not strong[box[0] : box[2], box[1] : box[3]].any()
+        and float(solid[box[0] : box[2], box[1] : box[3]].mean()) >= conf.coreless
+    ]
     found = []
-    for r0, c0, r1, c1 in judged(merge_boxes(grown, conf.gap, conf.stack_gap), grown, solid, background, conf):
-        evidence = accept((r0, c0, r1, c1), solid, background, conf, lines)
-        if evidence is None or evidence < conf.min_evidence:
-            continue
-        score = calibrated(box_features((r0, c0, r1, c1), solid, lines, conf), conf.calibration)
+    scores: dict[tuple[int, int, int, int], float] = {}
+
+    def score_of(box: tuple[int, int, int, int]) -> float:
+        """The box's calibrated score, 0 when ``accept`` refuses it or finds too little evidence."""
+        if box not in scores:
+            evidence = accept(box, solid, background, conf, lines)
+            scores[box] = (
+                0.0
+                if evidence is None or evidence < conf.min_evidence
+                else calibrated(box_features(box, solid, lines, conf), conf.calibration)
+            )
+        return scores[box]
+
+    # Two boxes that are each surely a drawing are two drawings, however near (two miniatures stacked).
+    merged = merge_boxes(grown, conf.gap, conf.stack_gap, whole=lambda box: score_of(box) >= conf.whole)
+    for r0, c0, r1, c1 in judged(merged, grown, solid, background, conf):
+        score = score_of((r0, c0, r1, c1))
         if score < conf.min_score:
             continue
         k = conf.cell * back
