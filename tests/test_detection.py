@@ -357,6 +357,31 @@ def test_one_drawing_with_a_pale_band_across_it_is_one_box():
     assert matched(found, [box], at=0.5), found
 
 
+def test_two_drawings_one_above_the_other_are_two_boxes():
+    """Two miniatures 70 px apart, within the gap that joins a miniature to its title band or pale sky
+    (``stack_gap``): each scores as a drawing alone (``whole``), so they stay two boxes."""
+    upper, lower = (180, 330, 400, 200), (180, 600, 400, 190)
+    image = page(drawings=[upper, lower], text=[(90, 80, 670, 300), (90, 800, 670, 980)])
+    assert matched(detect_illustrations(image), [upper, lower], at=0.5)
+    merged = detect_illustrations(image, detector=BuiltinDetector(whole=2.0))  # no score is 2: merged as before
+    assert len(merged) == 1 and iou(merged[0].xywh, (149, 298, 464, 514)) >= 0.9, merged
+
+
+def test_a_small_miniature_painted_in_patches_is_found():
+    """A small drawing painted in separate patches on a bare ground: no neighbourhood of it is covered
+    densely enough to give a strong cell, but a third of the whole is paint (``coreless``)."""
+    box = (300, 380, 200, 170)
+    image = page(text=[(90, 80, 670, 330), (90, 620, 670, 980)])
+    d = ImageDraw.Draw(image)
+    x, y, w, h = box
+    d.rectangle([x, y, x + w, y + h], outline=(90, 60, 40), width=2)
+    for row, yy in enumerate(range(y + 6, y + h - 40, 56)):
+        for xx in range(x + 6 + (row % 2) * 28, x + w - 40, 56):
+            d.ellipse([xx, yy, xx + 40, yy + 40], fill=(120, 60, 40))
+    assert matched(detect_illustrations(image), [box], at=0.5)
+    assert detect_illustrations(image, detector=BuiltinDetector(coreless=2.0)) == []  # strong cells only: none
+
+
 def test_script_under_a_dark_tinted_patch_is_not_an_illustration():
     """A patch about 24 % darker than the page's paper: the script on it is judged against the tint.
     (Where a sharp edge of such a patch crosses the script, the band inside the edge is judged against
@@ -424,17 +449,18 @@ def test_line_drawings_beside_script_on_composed_pages(physiologus, monkeypatch)
     """Issue 21's hardest kind, on the tuned part of benchmarks/detect_pages.py (its first 50 pages, made
     from the shared P2 folios): ink-only drawings, neither solid nor free of empty pixel rows, told from
     script by the lack of its row rhythm. The detector without that cue found 3 of these 19. Over all 76
-    drawings of these pages: 62 found before boxes grew from their strong core (``grow_box``), 64 now."""
+    drawings of these pages: 62 found before boxes grew from their strong core (``grow_box``), 64 with it,
+    69 now that coreless components count and two whole drawings are not merged."""
     monkeypatch.setenv("COLLATION_TEST_DATA", str(physiologus))
     report = bench_detect().evaluate_generated("tuned", 50, load_detector(None))
     found, lines = report["found_per_kind"]["line"]
-    assert lines == 19 and found >= 15, (found, lines)
-    assert report["true_boxes"] == 76 and round(report["recall"] * 76) >= 63, report["recall"]
-    assert report["stray_boxes"] <= 10  # 0.2 a page at most (8 now)
+    assert lines == 19 and found >= 16, (found, lines)
+    assert report["true_boxes"] == 76 and round(report["recall"] * 76) >= 68, report["recall"]
+    assert report["stray_boxes"] <= 10  # 0.2 a page at most (7 now)
     assert report["split_drawings"] == 0  # no drawing split into several boxes
     # issue 21's failure kinds, what lies beside a drawing or what the page holds: (found at least,
-    # drawings); before grow_box: 12 of 17, 13 of 18, 38 of 44, 24 of 28
-    expected = {"beside a stain": (13, 17), "large tint": (15, 18), "binding": (40, 44), "beside a patch": (24, 28)}
+    # drawings); before grow_box: 12 of 17, 13 of 18, 38 of 44, 24 of 28; now 14, 15, 41, 26
+    expected = {"beside a stain": (13, 17), "large tint": (15, 18), "binding": (40, 44), "beside a patch": (25, 28)}
     for condition, (at_least, n) in expected.items():
         found, drawings = report["found_per_condition"][condition]
         assert drawings == n and found >= at_least, (condition, found, drawings)
