@@ -41,7 +41,7 @@ def merge_boxes(
     boxes: list[tuple[int, int, int, int]],
     gap: int,
     stack_gap: int,
-    whole: Callable[[tuple[int, int, int, int]], bool] = lambda box: False,
+    whole: Callable[[tuple[int, int, int, int]], bool],
 ) -> list[tuple[int, int, int, int]]:
     """Boxes (row0, col0, row1, col1) that overlap or lie within ``gap`` cells of each other, merged; boxes
     one above the other (sharing 60 % of the narrower one's columns) within ``stack_gap`` cells, too: a

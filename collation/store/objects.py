@@ -16,8 +16,8 @@ Through boto3 (a kept client library: signing, retries, multipart uploads). How 
   machines: keep their clocks in sync (NTP), as for any lease.
 - **Deletion**, under the lease too, so that no creation runs between its steps: the record goes
   first (from then on the collation does not exist for any reader or writer), then the rest of its
-  objects. A writer checks that the record exists before it writes
-  into a collation, so a deleted collation is not brought back.
+  objects. A writer checks that the record exists before it writes into a collation, so a deleted
+  collation is not brought back.
 - **Local cache.** Immutable objects read from a local file (features, region images, candidate
   pairs) go through a ``FileCache`` in ``COLLATION_DATA_DIR``, bounded by
   ``COLLATION_STORE_CACHE_BYTES``.
