@@ -17,7 +17,8 @@ The steps, each a free function:
    fall away, grouped in 8-connected components. ``line_cells`` adds ink-only line drawings: cells
    well covered by strokes but without the empty pixel rows that script leaves between its lines.
 5. From the maps to boxes (``collation.detection.boxes``): a component's box is its strong core grown
-   over the rows and columns of weak cells beside it (``strong_box``, ``grow_box``), so that a narrow
+   over the rows and columns of weak cells beside it that hold ink or paint themselves (``strong_box``,
+   ``grow_box``), so that a narrow
    bridge into script or a stain does not widen it (a component with no strong cell is taken whole when
    it is solid enough: a small or pale miniature); ``accept`` keeps boxes large enough, not too
    elongated, and not touching the edge of the image (the scan's background, a binding seen around
@@ -54,6 +55,7 @@ default_conf = MappingProxyType(
         "stack_gap": 4,  # ... and this many cells apart when one lies above the other
         "whole": 0.7,  # ... unless both score this much alone: two drawings side by side
         "grow_share": 0.3,  # a box grows from its strong cells by rows and columns at least this much weak
+        "grow_ink": 0.05,  # ... counting weak cells that are themselves this much ink or paint
         "coreless": 0.2,  # a weak component with no strong cells is a candidate when this much of it is solid
         "window": 5,  # side of the neighbourhood in cells (larger than a text line)
         "open": 3,  # side of the opening in cells: thinner bands are not drawings
@@ -275,9 +277,12 @@ def detect(image: Image.Image, conf: SimpleNamespace) -> list[tuple[tuple[int, i
         if max(box[2] - box[0], box[3] - box[1]) <= conf.max_aspect * min(box[2] - box[0], box[3] - box[1])
     ]
     # A box is its strong core grown over the weak cells beside it, not the whole weak component: weak
-    # cells reach into bold script, stains and tinted patches through narrow bridges.
+    # cells reach into bold script, stains and tinted patches through narrow bridges. It grows over weak
+    # cells that hold ink or paint themselves: a neighbourhood mean also makes weak the cell or two of
+    # blank paper past a drawing's painted edge.
+    inked = weak & (cell_density(ink, conf.cell).numpy()[: weak.shape[0], : weak.shape[1]] >= conf.grow_ink)
     grown = [
-        grow_box(strong_box(box, strong), weak, conf.grow_share)
+        grow_box(strong_box(box, strong), inked, conf.grow_share)
         for box in candidates
         if strong[box[0] : box[2], box[1] : box[3]].any()
     ]
