@@ -147,18 +147,16 @@ def calibrated(features: np.ndarray, weights: tuple[float, ...]) -> float:
 def judged(
     merged: list[tuple[int, int, int, int]],
     parts: list[tuple[int, int, int, int]],
-    solid: torch.Tensor,
-    background: np.ndarray,
-    conf: SimpleNamespace,
+    refused: Callable[[tuple[int, int, int, int]], bool],
 ) -> list[tuple[int, int, int, int]]:
-    """The merged boxes, except that one refused as a whole is replaced by the parts it merged: a
-    painting whose ground runs into the leaf edge can be merged with a strip of that edge (the gutter,
-    a dark margin) into a box that lies on the backdrop, while the painting alone lies on the page. Parts
-    under a quarter of the largest one's area (the strips that glued them) are dropped."""
+    """The merged boxes, except that one ``refused`` as a whole (by ``accept``) is replaced by the parts
+    it merged: a painting whose ground runs into the leaf edge can be merged with a strip of that edge
+    (the gutter, a dark margin) into a box that lies on the backdrop, while the painting alone lies on
+    the page. Parts under a quarter of the largest one's area (the strips that glued them) are dropped."""
     out = []
     for box in merged:
         inside = [p for p in parts if box[0] <= p[0] and box[1] <= p[1] and p[2] <= box[2] and p[3] <= box[3]]
-        if len(inside) > 1 and accept(box, solid, background, conf) is None:
+        if len(inside) > 1 and refused(box):
             area = [(p[2] - p[0]) * (p[3] - p[1]) for p in inside]
             out += [p for p, a in zip(inside, area, strict=True) if a >= 0.25 * max(area)]  # not the strips
         else:

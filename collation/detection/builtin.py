@@ -271,46 +271,40 @@ def detect(image: Image.Image, conf: SimpleNamespace) -> list[tuple[tuple[int, i
         > 0.5
     )
     weak = (((cover > conf.weak).numpy() | lines.numpy()) & page) | strong
-    candidates = [
-        box
-        for box in components(weak)
-        if max(box[2] - box[0], box[3] - box[1]) <= conf.max_aspect * min(box[2] - box[0], box[3] - box[1])
-    ]
     # A box is its strong core grown over the weak cells beside it, not the whole weak component: weak
     # cells reach into bold script, stains and tinted patches through narrow bridges. It grows over weak
     # cells that hold ink or paint themselves: a neighbourhood mean also makes weak the cell or two of
-    # blank paper past a drawing's painted edge.
-    inked = weak & (cell_density(ink, conf.cell).numpy()[: weak.shape[0], : weak.shape[1]] >= conf.grow_ink)
-    grown = [
-        grow_box(strong_box(box, strong), inked, conf.grow_share)
-        for box in candidates
-        if strong[box[0] : box[2], box[1] : box[3]].any()
-    ]
-    # A small or pale miniature can have no strong cell at all (its neighbourhood means never reach
-    # ``solid`` over a few cells of blank paper around it), yet be solidly painted as a whole.
-    grown += [
-        box
-        for box in candidates
-        if not strong[box[0] : box[2], box[1] : box[3]].any()
-        and float(solid[box[0] : box[2], box[1] : box[3]].mean()) >= conf.coreless
-    ]
-    found = []
-    scores: dict[tuple[int, int, int, int], float] = {}
+    # blank paper past a drawing's painted edge. A small or pale miniature can have no strong cell at all
+    # (its neighbourhood means never reach ``solid`` over the blank paper around it), yet be solidly
+    # painted as a whole: it is taken whole.
+    inked = weak & (cell_density(ink, conf.cell).numpy() >= conf.grow_ink)
+    grown = []
+    for r0, c0, r1, c1 in components(weak):
+        if max(r1 - r0, c1 - c0) > conf.max_aspect * min(r1 - r0, c1 - c0):
+            continue
+        if strong[r0:r1, c0:c1].any():
+            grown.append(grow_box(strong_box((r0, c0, r1, c1), strong), inked, conf.grow_share))
+        elif float(solid[r0:r1, c0:c1].mean()) >= conf.coreless:
+            grown.append((r0, c0, r1, c1))
+    verdicts: dict[tuple[int, int, int, int], float | None] = {}
+
+    def evidence_of(box: tuple[int, int, int, int]) -> float | None:
+        """``accept``'s verdict on a box, worked out once (merging asks about the same boxes again)."""
+        if box not in verdicts:
+            verdicts[box] = accept(box, solid, background, conf, lines)
+        return verdicts[box]
 
     def score_of(box: tuple[int, int, int, int]) -> float:
         """The box's calibrated score, 0 when ``accept`` refuses it or finds too little evidence."""
-        if box not in scores:
-            evidence = accept(box, solid, background, conf, lines)
-            scores[box] = (
-                0.0
-                if evidence is None or evidence < conf.min_evidence
-                else calibrated(box_features(box, solid, lines, conf), conf.calibration)
-            )
-        return scores[box]
+        evidence = evidence_of(box)
+        if evidence is None or evidence < conf.min_evidence:
+            return 0.0
+        return calibrated(box_features(box, solid, lines, conf), conf.calibration)
 
     # Two boxes that are each surely a drawing are two drawings, however near (two miniatures stacked).
     merged = merge_boxes(grown, conf.gap, conf.stack_gap, whole=lambda box: score_of(box) >= conf.whole)
-    for r0, c0, r1, c1 in judged(merged, grown, solid, background, conf):
+    found = []
+    for r0, c0, r1, c1 in judged(merged, grown, refused=lambda box: evidence_of(box) is None):
         score = score_of((r0, c0, r1, c1))
         if score < conf.min_score:
             continue

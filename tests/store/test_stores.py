@@ -40,7 +40,9 @@ def record(cid: str = CID, **extra: Any) -> dict:
     return {"id": cid, "status": "queued", "n": 0, **extra}
 
 
-def test_a_collation_is_created_once_and_never_exists_without_its_record(store: DataStore) -> None:
+def test_a_collation_is_created_once_and_never_exists_without_its_record(
+    store: DataStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert not store.exists(CID) and store.list_collations() == []
     with pytest.raises(CollationNotFound):
         store.load_record(CID)
@@ -52,14 +54,14 @@ def test_a_collation_is_created_once_and_never_exists_without_its_record(store: 
             looked.wait(timeout=10)
         return found
 
-    store.has = look_together  # type: ignore[method-assign]
+    monkeypatch.setattr(store, "has", look_together)
     results = []
     threads = [threading.Thread(target=lambda: results.append(store.create_collation(record()))) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    del store.has
+    monkeypatch.undo()
     assert sorted(results) == [False, False, False, True]  # concurrent identical requests: one creates it
     assert store.exists(CID) and store.list_collations() == [CID] and store.load_record(CID)["status"] == "queued"
 
