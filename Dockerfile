@@ -36,7 +36,7 @@ COPY collation ./collation
 COPY openapi.yaml ./
 RUN pip install . \
     && python -c "from torchvision.models import ResNet50_Weights; ResNet50_Weights.IMAGENET1K_V1.get_state_dict(progress=False)" \
-    && python -c "from collation.features import load_backbone; load_backbone('resnet50-conv4'); load_backbone('efficientnet-lite0')"
+    && python -c "from collation.engine.features import load_backbone; load_backbone('resnet50-conv4'); load_backbone('efficientnet-lite0')"
 
 ENV COLLATION_DATA_DIR=/data \
     COLLATION_HOST=0.0.0.0 \
@@ -48,4 +48,4 @@ USER collation
 VOLUME ["/data"]
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/api/v1/healthz', timeout=4)"
-CMD ["python", "-m", "collation.service", "serve"]
+CMD ["python", "-m", "collation", "serve"]

@@ -21,7 +21,6 @@ illustrations (the score's calibration).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -30,14 +29,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from collation.detection import detect_illustrations, load_detector
-from collation.illustrations import list_images, open_image
+from physiologus import data_dir, truth
+
+from collation.engine.detection import detect_illustrations, load_detector
+from collation.engine.illustrations import open_image
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def data_dir() -> Path:
-    return Path(os.environ.get("COLLATION_TEST_DATA", REPO.parent / "shared" / "data" / "physiologus"))
 
 
 def intersection(a, b) -> int:
@@ -55,18 +52,6 @@ def iou(a, b) -> float:
 def inside(a, b) -> float:
     """The share of box a (x, y, w, h) that lies within box b."""
     return intersection(a, b) / max(1, a[2] * a[3])
-
-
-def truth(root: Path, alias: str) -> dict[str, list[tuple[int, int, int, int]]]:
-    """Folio file name -> VIA boxes, for every folio image present (empty list: no illustration)."""
-    via = json.loads((root / "annotations" / f"{alias}.via.json").read_text())["_via_img_metadata"]
-    boxes = {
-        e["filename"]: [
-            tuple(int(r["shape_attributes"][k]) for k in ("x", "y", "width", "height")) for r in e["regions"]
-        ]
-        for e in via.values()
-    }
-    return {p.name: boxes.get(p.name, []) for p in list_images(root / alias / "folios")}
 
 
 def evaluate(root: Path, detector, *, threshold: float = 0.5, verbose: bool = False) -> dict:
@@ -158,9 +143,9 @@ def collate_detected(root: Path, detector, backbone: str) -> dict:
     """P2 x P3 from the detected regions of the illustrated folios, scored against the ground truth."""
     import numpy as np
 
-    from collation.evaluation import accuracy, check_ground_truth, load_ground_truth
-    from collation.illustrations import detected_illustrations
-    from collation.pipeline import Manuscript, run_collation
+    from collation.engine.evaluation import accuracy, check_ground_truth, load_ground_truth
+    from collation.engine.illustrations import detected_illustrations
+    from collation.engine.pipeline import Manuscript, run_collation
 
     manuscripts, truth_index = [], []
     for alias in ("P2", "P3"):

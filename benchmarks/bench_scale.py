@@ -6,7 +6,7 @@ the same order up to local swaps. ``--difficulty`` picks the copyist: ``moderate
 benchmark's), ``hard``, ``paper`` (calibrated on De Materia Medica's S_features) or ``extreme``
 (hard, and mirrored, turned or cut copies; use ``--transpositions`` and ``--partial`` there).
 
-Prints, for the candidate stage of the defaults (``collation.cascade``) and for the global top-K that
+Prints, for the candidate stage of the defaults (``collation.engine.cascade``) and for the global top-K that
 preceded it: the recall of the ground-truth pairs inside the scored set, its size and the time; the
 top-1 accuracy (S, N_S, P_S) on the pruned matrix; with ``--unpruned``, the same on every pair (the
 pruned scores are then read from the full matrix: a pair's score does not depend on the pairs
@@ -35,16 +35,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from copies import DIFFICULTIES, make_pair
 
-from collation import defaults
-from collation.backbones import BACKBONES, load_backbone
-from collation.candidates import UNSCORED, candidate_pairs, recall
-from collation.cascade import cascade_pairs
-from collation.correspondences import mutual_best, normalize, propagate
-from collation.evaluation import accuracy
-from collation.features import extract_features, extract_square_features
-from collation.illustrations import folder_illustrations
-from collation.similarity import all_pairs, score_features_matrix, score_pairs
-from collation.transpositions import (
+from collation.core import defaults
+from collation.engine.backbones import BACKBONES, load_backbone
+from collation.engine.candidates import UNSCORED, candidate_pairs, recall
+from collation.engine.cascade import cascade_pairs
+from collation.engine.correspondences import mutual_best, normalize, propagate
+from collation.engine.evaluation import accuracy
+from collation.engine.features import extract_features, extract_square_features
+from collation.engine.illustrations import folder_illustrations
+from collation.engine.similarity import all_pairs, score_features_matrix, score_pairs
+from collation.engine.transpositions import (
     TRANSPOSITION_SETS,
     extract_transposed_features,
     score_pairs_transposed,

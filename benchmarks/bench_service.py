@@ -6,10 +6,10 @@ a folder. Peak RSS is read from each process's own resource usage when it ends (
 ``collate match`` process, and the worker (a ``SimpleWorker``: it runs every job in its own process).
 
 - **Command line**: ``collate match A=<folder> B=<folder>`` as a fresh process (``python -m
-  collation.cli``: imports, backbone load and per-shape kernel compilation included, as a user sees
+  collation.cli.main``: imports, backbone load and per-shape kernel compilation included, as a user sees
   it); for reference also its path in this process, warm after the first round (the folders read
   with ``folder_illustrations``, then ``run_collation``).
-- **Service**: a private ``redis-server`` (``collation.service.local.start_redis``), one
+- **Service**: a private ``redis-server`` (``collation.cli.private_servers.start_redis``), one
   ``collate worker`` subprocess started and idle before the clock starts (as in a running service),
   the Flask app in this process, and two IIIF v3 manifests (one canvas per image, whole canvases as
   regions) served from a loopback static server. Timed from the POST to ``finished``; the job log
@@ -45,13 +45,13 @@ sys.path[:0] = [str(REPO), str(HERE)]
 
 from copies import DIFFICULTIES, make_pair  # noqa: E402
 
-from collation import defaults  # noqa: E402
-from collation.illustrations import folder_illustrations  # noqa: E402
-from collation.pipeline import Manuscript, run_collation  # noqa: E402
-from collation.service import create_app  # noqa: E402
-from collation.service.local import free_port, start_redis, stop  # noqa: E402
+from collation.app import create_app  # noqa: E402
+from collation.cli.private_servers import free_port, start_redis, stop  # noqa: E402
+from collation.core import defaults  # noqa: E402
+from collation.core.settings import Settings  # noqa: E402
+from collation.engine.illustrations import folder_illustrations  # noqa: E402
+from collation.engine.pipeline import Manuscript, run_collation  # noqa: E402
 from collation.service.state import service_state  # noqa: E402
-from collation.settings import Settings  # noqa: E402
 
 
 class Quiet(SimpleHTTPRequestHandler):
@@ -109,7 +109,7 @@ def command(folders: list[Path], out: Path, candidates: int | None) -> tuple[flo
     argv = [
         sys.executable,
         "-m",
-        "collation.cli",
+        "collation.cli.main",
         "match",
         *(f"{f.name}={f}" for f in folders),
         "--out",

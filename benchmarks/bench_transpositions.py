@@ -36,13 +36,13 @@ from PIL import Image, ImageEnhance, ImageFilter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from collation.backbones import load_backbone
-from collation.candidates import candidate_pairs, recall
-from collation.correspondences import collate
-from collation.evaluation import accuracy
-from collation.features import extract_features
-from collation.illustrations import via_illustrations
-from collation.transpositions import (
+from collation.engine.backbones import load_backbone
+from collation.engine.candidates import candidate_pairs, recall
+from collation.engine.correspondences import collate
+from collation.engine.evaluation import accuracy
+from collation.engine.features import extract_features
+from collation.engine.illustrations import via_illustrations
+from collation.engine.transpositions import (
     TRANSPOSITION_SETS,
     TRANSPOSITIONS,
     extract_transposed_features,

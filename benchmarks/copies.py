@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageFilter, ImageOps
 
-from collation.evaluation import load_ground_truth
-from collation.illustrations import via_illustrations
+from collation.engine.evaluation import load_ground_truth
+from collation.engine.illustrations import via_illustrations
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "physiologus"
 GT_SHARE = 295 / 405

@@ -33,7 +33,7 @@ from PIL import Image, ImageDraw, ImageFilter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_detect import data_dir, truth
+from physiologus import data_dir, truth
 
 PARTS = {"tuned": ("P2", 0), "set-aside": ("P3", 100_000)}
 """part -> (manuscript whose folios and miniatures it uses, first seed)."""

@@ -44,7 +44,7 @@ def physiologus() -> Path:
 @pytest.fixture(scope="session")
 def backbone():
     """The offline EfficientNet-Lite0 backbone, loaded once per test session."""
-    from collation.backbones import load_backbone
+    from collation.engine.backbones import load_backbone
 
     return load_backbone("efficientnet-lite0", device="cpu")
 
@@ -202,8 +202,8 @@ class S3Server:
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     """SeaweedFS for the session, its credentials in ``AWS_*`` (worker subprocesses inherit them)."""
-    from collation.errors import CollationError
-    from collation.service.local import SEAWEEDFS_KEYS, start_seaweedfs, stop
+    from collation.cli.private_servers import SEAWEEDFS_KEYS, start_seaweedfs, stop
+    from collation.core.errors import CollationError
 
     folder = tmp_path_factory.mktemp("seaweedfs")
     try:

@@ -12,9 +12,9 @@ import pytest
 SCRIPT = """
 import resource, sys
 from PIL import Image, ImageDraw
-from collation.allocator import keep_freed_memory
-from collation.backbones import load_backbone
-from collation.features import extract_features
+from collation.core.allocator import keep_freed_memory
+from collation.engine.backbones import load_backbone
+from collation.engine.features import extract_features
 if sys.argv[1] == "keep":
     assert keep_freed_memory()
 images = []

@@ -1,91 +1,80 @@
-"""The package's shape: layers that import only downward, no import circles, no process-wide state.
+"""The package's shape, in one place: folders that are layers, imports that go down, no circles.
 
-The layers follow the data (docs/architecture.md):
+The layers follow the data (docs/architecture.md); each folder of ``collation`` is one layer and may
+import only the layers listed for it in ``MAY_IMPORT``:
 
-    engine  <-  iiif  <-  store  <-  runtime  <-  jobs  <-  service, viewer
+    core  <-  engine, net  <-  iiif  <-  publish, store  <-  jobs  <-  service  <-  viewer  <-  app  <-  cli
 
-``settings``, ``errors``, ``defaults`` and ``atomic`` sit below everything; ``cli`` (the command
-line) and ``pipeline`` (the in-process collation) may use every layer but the web ones.
+The package root holds only its face: ``__init__`` (the version), ``__main__`` (``python -m
+collation``, the command line) and ``app`` (the WSGI app factory, the one module that mounts the API's
+and the viewer's blueprints).
 """
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "collation"
+REPO = Path(__file__).resolve().parent.parent
+PACKAGE = REPO / "collation"
 
-BASE = {"settings", "errors", "defaults", "atomic", "allocator", "__init__", "py"}
-ENGINE = {
-    "backbones",
-    "candidates",
-    "cascade",
-    "features",
-    "ransac",
-    "similarity",
-    "correspondences",
-    "evaluation",
-    "illustrations",
-    "checks",
-    "detection",
-    "concordance",
-    "partial",
-    "transpositions",
+MAY_IMPORT = {
+    "core": set(),
+    "engine": {"core"},
+    "net": {"core"},
+    "iiif": {"core", "engine", "net"},
+    "publish": {"core", "iiif"},
+    "store": {"core", "engine"},
+    "jobs": {"core", "engine", "net", "iiif", "store"},
+    "service": {"core", "engine", "net", "iiif", "publish", "store", "jobs"},
+    "viewer": {"core", "engine", "net", "iiif", "publish", "store", "jobs", "service"},
+    "app": {"core", "jobs", "service", "viewer"},
+    "cli": {"core", "engine", "net", "iiif", "store", "jobs", "service", "app"},
 }
-RANK = {
-    "base": 0,
-    "engine": 1,
-    "iiif": 2,
-    "store": 3,
-    "runtime": 4,
-    "jobs": 5,
-    "service": 6,
-    "viewer": 6,
-    "pipeline": 3,
-    "cli": 7,
-}
-"""A module may import modules of a lower or equal rank only (service and viewer are siblings)."""
+"""Layer -> the layers below it that it may import (besides itself)."""
 
-LINE_LIMIT = 400
+FACE = {"collation": "core", "collation.__main__": "cli", "collation.app": "app"}
+"""The modules of the package root and the layer each stands in."""
+
+LINE_LIMIT, HARD_LIMIT = 400, 500
 LONG_FILE_REASON = "longer than 400 lines because"
 
 
 def layer(module: str) -> str:
-    """``collation.jobs.tasks`` -> ``jobs``; ``collation.similarity`` -> ``engine``."""
-    parts = module.split(".")
-    top = parts[1] if len(parts) > 1 else "__init__"
-    if top in BASE:
-        return "base"
-    if top in ENGINE:
-        return "engine"
-    if top in ("iiif", "store", "runtime", "jobs", "service", "viewer", "pipeline", "cli"):
-        return top
-    raise AssertionError(f"module {module} belongs to no layer: add it to tests/test_architecture.py")
+    """``collation.jobs.tasks`` -> ``jobs``; ``collation.app`` -> ``app``."""
+    if module in FACE:
+        return FACE[module]
+    top = module.split(".")[1]
+    if top not in MAY_IMPORT:
+        raise AssertionError(f"{module} is in no layer: the package root holds only {sorted(FACE)}")
+    return top
 
 
-def module_name(path: Path) -> str:
-    rel = path.relative_to(PACKAGE.parent).with_suffix("")
-    parts = list(rel.parts)
+def module_name(path: Path, root: Path = REPO) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts)
 
 
 def is_module(dotted: str) -> bool:
-    path = PACKAGE.parent / dotted.replace(".", "/")
+    path = REPO / dotted.replace(".", "/")
     return path.with_suffix(".py").exists() or path.is_dir()
 
 
-def imports_of(path: Path) -> set[str]:
-    """Modules of the package that ``path`` imports, at any depth of the file (lazy imports too)."""
-    name = module_name(path)
-    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+def imports_of(path: Path, name: str, local: set[str] = frozenset()) -> set[str]:
+    """Modules that ``path`` imports at any depth of the file (lazy imports too): the package's, and
+    the plain names of ``local`` (sibling scripts of a folder such as benchmarks/)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names if alias.name.startswith("collation"))
+            found.update(a.name for a in node.names if a.name.startswith("collation") or a.name in local)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
@@ -95,89 +84,72 @@ def imports_of(path: Path) -> set[str]:
                 target = node.module or ""
             if target.startswith("collation"):
                 found.add(target)
-                found.update(f"{target}.{alias.name}" for alias in node.names if is_module(f"{target}.{alias.name}"))
-    return found
+                found.update(f"{target}.{a.name}" for a in node.names if is_module(f"{target}.{a.name}"))
+            elif target in local:
+                found.add(target)
+    return found - {name}
 
 
 SOURCES = sorted(PACKAGE.rglob("*.py"))
-GRAPH = {module_name(p): imports_of(p) for p in SOURCES}
+GRAPH = {module_name(p): imports_of(p, module_name(p)) for p in SOURCES}
 
 
-def test_every_module_has_a_layer():
+def test_every_module_is_in_a_layer_and_the_root_holds_only_the_face():
     for module in GRAPH:
         layer(module)
 
 
-COMPOSITION_ROOT = "collation.service.app"
-"""The app factory mounts the API's and the viewer's blueprints: the one service module that may
-import the viewer."""
-
-
 @pytest.mark.parametrize("module", sorted(GRAPH))
-def test_imports_go_downward(module):
+def test_imports_go_down_the_layers(module):
     here = layer(module)
-    upward = [target for target in GRAPH[module] if RANK[layer(target)] > RANK[here]]
-    assert not upward, f"{module} ({here}) imports a higher layer: {upward}"
+    allowed = MAY_IMPORT[here] | {here}
+    bad = sorted(t for t in GRAPH[module] if layer(t) not in allowed)
+    assert not bad, f"{module} ({here}) imports {bad}: {here} may import only {sorted(allowed)}"
 
 
-JOBS_DOORWAY = "collation.service.jobs_bridge"
-"""The one web module that calls into ``collation.jobs`` (the scheduler, assessments, a worker)."""
+def test_no_two_modules_share_a_name():
+    names = Counter(p.stem for p in SOURCES if p.stem not in ("__init__", "__main__"))
+    assert not [n for n, k in names.items() if k > 1], [n for n, k in names.items() if k > 1]
 
 
-def test_web_layers_reach_the_jobs_through_one_module():
-    for module, targets in GRAPH.items():
-        if layer(module) in ("service", "viewer") and module != JOBS_DOORWAY:
-            bad = [t for t in targets if layer(t) == "jobs"]
-            assert not bad, f"{module} imports {bad}: go through {JOBS_DOORWAY}"
+def circles(graph: dict[str, set[str]]) -> list[str]:
+    """Every import circle of ``graph`` (a package's ``__init__`` re-exporting its modules excepted)."""
+    nodes = set(graph)
 
-
-def test_service_and_viewer_meet_only_in_the_app_factory():
-    for module, targets in GRAPH.items():
-        if layer(module) == "viewer":
-            bad = [
-                t
-                for t in targets
-                if t
-                in (
-                    "collation.service.routes",
-                    "collation.service.cli",
-                    "collation.service.collations",
-                    COMPOSITION_ROOT,
-                )
-            ]
-            assert not bad, f"{module} imports the API's routes, commands or app factory: {bad}"
-        if layer(module) == "service" and module != COMPOSITION_ROOT and not module.endswith("service"):
-            bad = [t for t in targets if layer(t) == "viewer"]
-            assert not bad, f"{module} imports the viewer: {bad}"
-
-
-def test_no_import_circles():
-    """Module-level and lazy imports alike: no module reaches itself again."""
-    modules = set(GRAPH)
-
-    def edges(module: str) -> set[str]:
-        # A package's __init__ re-exporting its modules is not a dependency of those modules.
-        return {t for t in GRAPH[module] if t in modules and not module.startswith(t + ".") and t != module}
+    def edges(module: str) -> list[str]:
+        return sorted(t for t in graph[module] if t in nodes and not module.startswith(t + "."))
 
     state: dict[str, int] = {}
     stack: list[str] = []
-    circles: list[str] = []
+    found: list[str] = []
 
     def visit(module: str) -> None:
         state[module] = 1
         stack.append(module)
-        for target in sorted(edges(module)):
+        for target in edges(module):
             if state.get(target) == 1:
-                circles.append(" -> ".join([*stack[stack.index(target) :], target]))
+                found.append(" -> ".join([*stack[stack.index(target) :], target]))
             elif target not in state:
                 visit(target)
         stack.pop()
         state[module] = 2
 
-    for module in sorted(modules):
+    for module in sorted(nodes):
         if module not in state:
             visit(module)
-    assert not circles, "import circles:\n" + "\n".join(circles)
+    return found
+
+
+def test_no_import_circles_in_the_package():
+    assert not circles(GRAPH), "import circles:\n" + "\n".join(circles(GRAPH))
+
+
+@pytest.mark.parametrize("folder", ["benchmarks", "tests", "scripts"])
+def test_no_import_circles_among_scripts_and_tests(folder):
+    files = sorted((REPO / folder).rglob("*.py"))
+    local = {p.stem for p in files}
+    graph = {p.stem: {t for t in imports_of(p, p.stem, local) if t in local} for p in files}
+    assert not circles(graph), "import circles:\n" + "\n".join(circles(graph))
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
@@ -207,12 +179,64 @@ def test_no_global_statements_or_module_level_caches(path):
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_long_files_say_why(path):
+def test_long_files_say_why_and_none_is_over_500_lines(path):
     text = path.read_text(encoding="utf-8")
     lines = text.count("\n")
+    assert lines <= HARD_LIMIT, f"{path.relative_to(PACKAGE)} has {lines} lines: split it"
     if lines > LINE_LIMIT:
         docstring = ast.get_docstring(ast.parse(text)) or ""
         assert LONG_FILE_REASON in docstring.lower(), (
             f"{path.relative_to(PACKAGE)} has {lines} lines: split it, or say why in its docstring "
             f"('{LONG_FILE_REASON} ...')"
         )
+
+
+def test_the_engine_imports_with_torch_numpy_and_pillow_alone():
+    """A GPU machine has torch, timm, NumPy and Pillow, and none of Flask, Redis, RQ or the rest."""
+    code = (
+        "import sys, collation.engine.pipeline, collation.engine.cascade, collation.engine.detection, "
+        "collation.engine.evaluation, collation.engine.illustrations, collation.core.options\n"
+        "web = {'flask', 'redis', 'rq', 'requests', 'marshmallow', 'boto3', 'waitress', 'yaml', 'xlsxwriter'}\n"
+        "print(sorted(web & {m.split('.')[0] for m in sys.modules}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_options_import_without_torch():
+    code = "import sys, collation.core.options; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert out.stdout.strip() == "False"
+
+
+# --------------------------------------------------------------------------------------------------
+# The jobs layer
+
+
+JOBS_AND_STORE = [*sorted((PACKAGE / "jobs").glob("*.py")), *sorted((PACKAGE / "store").glob("*.py"))]
+
+
+def test_scheduler_does_not_import_the_steps():
+    for name in ("planning", "scheduling"):
+        imports = GRAPH[f"collation.jobs.{name}"]
+        assert not {n for n in imports if n.startswith(("collation.jobs.tasks", "collation.jobs.steps"))}, name
+    code = "import sys, collation.jobs.scheduling; print('collation.jobs.steps' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("path", JOBS_AND_STORE, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_private_rq_attributes(path: Path) -> None:
+    tree = ast.parse(path.read_text())
+    private = {"_dependency_ids", "_stop_requested", "_dependency_id"}
+    used = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)} & private
+    assert not used
+
+
+def test_no_step_names_are_matched_as_strings() -> None:
+    for path in JOBS_AND_STORE:
+        if path.name == "records.py":  # where CollationStatus spells the stored strings
+            continue
+        text = path.read_text()
+        for pattern in ('startswith(("prepare-"', 'f"features-{', 'f"prepare-{', '"finished"', '"failed"'):
+            assert pattern not in text, (path.name, pattern)

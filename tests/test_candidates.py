@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from collation.candidates import UNSCORED, candidate_pairs, global_descriptors, global_scores, recall
-from collation.correspondences import mutual_best, normalize, propagate
-from collation.errors import InputError
-from collation.features import MultiScaleFeatures
+from collation.core.errors import InputError
+from collation.engine.candidates import UNSCORED, candidate_pairs, global_descriptors, global_scores, recall
+from collation.engine.correspondences import mutual_best, normalize, propagate
+from collation.engine.features import MultiScaleFeatures
 
 
 def test_candidates_are_the_union_of_row_and_column_top_k():

@@ -8,10 +8,10 @@ import torch
 from PIL import Image
 from synthetic import PAPER, drawing, hard_copy
 
-from collation.candidates import UNSCORED, candidate_pairs, global_scores, recall
-from collation.cascade import cascade_pairs, coarse_features, order_corridor, select_candidates
-from collation.errors import InputError
-from collation.features import MultiScaleFeatures, cell_positions, extract_features
+from collation.core.errors import InputError
+from collation.engine.candidates import UNSCORED, candidate_pairs, global_scores, recall
+from collation.engine.cascade import cascade_pairs, coarse_features, order_corridor, select_candidates
+from collation.engine.features import MultiScaleFeatures, cell_positions, extract_features
 
 SIZE = (256, 224)
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from collation.checks import (
+from collation.core.errors import DTypeError, IndexRangeError, InputError, OptionError, ShapeError
+from collation.engine.checks import (
     as_index_pairs,
     check_dtype,
     check_option,
@@ -17,7 +18,6 @@ from collation.checks import (
     check_positive_int,
     check_shape,
 )
-from collation.errors import DTypeError, IndexRangeError, InputError, OptionError, ShapeError
 
 
 def test_option_error_names_the_option_and_every_allowed_value():
@@ -104,7 +104,7 @@ def test_numbers():
 def test_checks_survive_python_optimizations():
     # Boundary checks are request validation, not asserts: `python -O` must not remove them.
     code = (
-        "from collation.checks import check_option\n"
+        "from collation.engine.checks import check_option\n"
         "try:\n    check_option('kernel', 'x', ('reference', 'paper'))\n"
         "except Exception as e:\n    print(type(e).__name__)\n"
     )

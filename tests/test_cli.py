@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from synthetic import drawing, restyled_copy
 
-from collation.cli import build_parser, main
-from collation.errors import InputError, OptionError
-from collation.pipeline import check_options, run_collation
+from collation.cli.main import build_parser, main
+from collation.core.errors import InputError, OptionError
+from collation.engine.pipeline import check_options, run_collation
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +116,7 @@ def test_installed_command_prints_no_traceback(tmp_path):
     assert proc.stderr.strip() == expected
 
 
-@pytest.mark.parametrize("module", ["collation.service.cli", "collation.iiif.cli"])
+@pytest.mark.parametrize("module", ["collation.cli.serve", "collation.cli.manifest_options"])
 def test_a_subcommand_that_cannot_be_imported_is_an_error_not_a_missing_command(monkeypatch, module):
     monkeypatch.setitem(sys.modules, module, None)  # what a missing optional dependency looks like
     with pytest.raises(ImportError, match=module):
@@ -133,7 +133,7 @@ def test_every_subcommand_is_there():
 @pytest.fixture()
 def captured_run(monkeypatch):
     """Replaces run_collation: records its keyword arguments, then stops the command."""
-    import collation.pipeline
+    import collation.engine.pipeline
 
     calls: list[dict] = []
 
@@ -141,7 +141,7 @@ def captured_run(monkeypatch):
         calls.append(kwargs)
         raise InputError("stopped by the test")
 
-    monkeypatch.setattr(collation.pipeline, "run_collation", fake)
+    monkeypatch.setattr(collation.engine.pipeline, "run_collation", fake)
     for name in ("COLLATION_WEIGHTS_DIR", "COLLATION_DEVICE", "COLLATION_BACKBONE"):
         monkeypatch.delenv(name, raising=False)
     return calls
@@ -173,7 +173,7 @@ def test_a_bad_setting_ends_with_one_line(two_folders, tmp_path, monkeypatch, ca
 
 
 def test_run_collation_checks_every_option_before_loading_a_backbone(two_folders):
-    from collation.pipeline import Manuscript
+    from collation.engine.pipeline import Manuscript
 
     manuscripts = [Manuscript("A", []), Manuscript("B", [])]  # no images: work would fail much later
     good = {

@@ -1,4 +1,4 @@
-"""The concordance of many witnesses (collation.concordance): grouping, conflicts, verdicts,
+"""The concordance of many witnesses (collation.engine.concordance): grouping, conflicts, verdicts,
 confidences, sorting and the CSV."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import io
 import numpy as np
 import pytest
 
-from collation.concordance import (
+from collation.core.errors import InputError
+from collation.engine.concordance import (
     CATEGORIES,
     PairEvidence,
     build_groups,
@@ -19,8 +20,7 @@ from collation.concordance import (
     sort_groups,
     verdict_category,
 )
-from collation.correspondences import collate
-from collation.errors import InputError
+from collation.engine.correspondences import collate
 
 
 def diagonal(n0: int, n1: int, shift: int = 0) -> np.ndarray:
@@ -166,8 +166,8 @@ def test_csv_has_one_row_per_group_and_the_cells_of_each_witness() -> None:
 def test_collate_match_writes_the_same_concordance_csv(tmp_path) -> None:
     from PIL import Image
 
-    from collation.illustrations import Illustration
-    from collation.pipeline import CollationResult, Manuscript, write_results
+    from collation.engine.illustrations import Illustration
+    from collation.engine.pipeline import CollationResult, Manuscript, write_results
 
     def witness(name: str, n: int) -> Manuscript:
         image = Image.new("RGB", (8, 8))

@@ -7,7 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-from collation.correspondences import (
+from collation.core.errors import DTypeError, IndexRangeError, InputError, OptionError, ShapeError
+from collation.engine.correspondences import (
     NORMALIZATIONS,
     ORIENTATIONS,
     PROPAGATIONS,
@@ -18,7 +19,6 @@ from collation.correspondences import (
     propagate,
     three_cycles,
 )
-from collation.errors import DTypeError, IndexRangeError, InputError, OptionError, ShapeError
 
 S = np.array([[4.0, 2.0, 1.0], [1.0, 1.0, 2.0]])
 

@@ -10,10 +10,17 @@ import pytest
 import torch
 from PIL import Image, ImageDraw
 
-from collation.cli import main
-from collation.detection import BuiltinDetector, Detection, Detector, detect_illustrations, load_detector, reading_order
-from collation.detection.model import ModelDetector
-from collation.errors import InputError
+from collation.cli.main import main
+from collation.core.errors import InputError
+from collation.engine.detection import (
+    BuiltinDetector,
+    Detection,
+    Detector,
+    detect_illustrations,
+    load_detector,
+    reading_order,
+)
+from collation.engine.detection.torchscript import ModelDetector
 
 PAPER = (226, 214, 184)
 SCRIPTING = pytest.mark.filterwarnings(
@@ -429,8 +436,8 @@ def test_an_ink_only_line_drawing_is_found_and_script_is_not():
 def test_the_score_is_a_calibrated_chance_that_grows_with_the_evidence():
     from types import SimpleNamespace
 
-    from collation.detection.boxes import calibrated
-    from collation.detection.builtin import default_conf
+    from collation.engine.detection.boxes import calibrated
+    from collation.engine.detection.builtin import default_conf
 
     conf = SimpleNamespace(**default_conf)
     big = np.log(0.1)  # a box covering a tenth of the page
@@ -440,7 +447,7 @@ def test_the_score_is_a_calibrated_chance_that_grows_with_the_evidence():
 
 
 def test_a_box_grows_from_its_strong_core_over_weak_rows_but_not_over_a_bridge():
-    from collation.detection.boxes import grow_box, strong_box
+    from collation.engine.detection.boxes import grow_box, strong_box
 
     strong = np.zeros((50, 40), dtype=bool)
     strong[10:20, 10:20] = True  # the painted core of a drawing

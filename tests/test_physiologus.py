@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from collation.cli import main
-from collation.illustrations import read_via_boxes, via_illustrations
+from collation.cli.main import main
+from collation.engine.illustrations import read_via_boxes, via_illustrations
 
 pytestmark = pytest.mark.slow
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 from engine_grid import device_grid
 
-from collation.errors import DTypeError, OptionError, ShapeError
-from collation.ransac import (
+from collation.core.errors import DTypeError, OptionError, ShapeError
+from collation.engine.ransac import (
     KERNELS,
     cell_scores,
     compact_matches,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from collation.settings import FetchSettings, Settings, SettingsError, settings_table
+from collation.core.settings import FetchSettings, Settings, SettingsError, settings_table
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -109,6 +109,6 @@ def test_child_processes_get_the_same_settings():
 
 
 def test_the_readme_table_is_the_settings_table():
-    """The README documents every variable with its real default (``python -m collation.settings``)."""
+    """The README documents every variable with its real default (``python -m collation.core.settings``)."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert settings_table() in readme, "README's configuration table differs: paste `python -m collation.settings`"
+    assert settings_table() in readme, "README's configuration table differs: paste `python -m collation.core.settings`"

@@ -10,9 +10,9 @@ import torch
 from engine_grid import COSINE_TOLERANCE, device_dtype_grid, tolerance
 from synthetic import drawing, restyled_copy
 
-from collation.errors import DTypeError, IndexRangeError, InputError, OptionError, ShapeError
-from collation.features import MultiScaleFeatures, extract_features, extract_square_features
-from collation.similarity import (
+from collation.core.errors import DTypeError, IndexRangeError, InputError, OptionError, ShapeError
+from collation.engine.features import MultiScaleFeatures, extract_features, extract_square_features
+from collation.engine.similarity import (
     all_pairs,
     directional_scores,
     mutual_matches,

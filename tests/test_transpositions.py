@@ -11,15 +11,15 @@ from engine_grid import device_dtype_grid
 from PIL import Image
 from synthetic import drawing, restyled_copy
 
-from collation.candidates import UNSCORED, global_scores, recall
-from collation.cascade import cascade_pairs, pruned_score_matrix_transposed
-from collation.cli import main
-from collation.errors import InputError, OptionError
-from collation.features import extract_features
-from collation.partial import matched_cells, partial_normalizer
-from collation.pipeline import Manuscript, check_options, run_collation
-from collation.similarity import score_matrix, score_pairs
-from collation.transpositions import (
+from collation.cli.main import main
+from collation.core.errors import InputError, OptionError
+from collation.engine.candidates import UNSCORED, global_scores, recall
+from collation.engine.cascade import cascade_pairs, pruned_score_matrix_transposed
+from collation.engine.features import extract_features
+from collation.engine.partial import matched_cells, partial_normalizer
+from collation.engine.pipeline import Manuscript, check_options, run_collation
+from collation.engine.similarity import score_matrix, score_pairs
+from collation.engine.transpositions import (
     INVERSES,
     TRANSPOSITION_SETS,
     TRANSPOSITIONS,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .model import as_list, bare, json_id, json_type, label_text
+from collation.iiif.model import as_list, bare, json_id, json_type, label_text
 
 MAX_MEMBERS = 1000
 """Members listed at most (a whole library's collection can list tens of thousands)."""

@@ -36,12 +36,12 @@ from dataclasses import replace
 
 from PIL import Image
 
-from collation.iiif.errors import FetchError, LimitError, ManifestError
+from collation.core.errors import FetchError, LimitError, ManifestError
 from collation.iiif.geometry import canvas_to_image, image_for_region
-from collation.iiif.http import Fetcher
 from collation.iiif.info import ServiceInfo, read_info
 from collation.iiif.model import Canvas, ImageSource, service_base
 from collation.iiif.regions import Region
+from collation.net.http import Fetcher
 
 log = logging.getLogger("collation.iiif.fetch")
 

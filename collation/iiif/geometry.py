@@ -17,7 +17,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from collation.iiif.errors import ManifestError
+from collation.core.errors import ManifestError
 from collation.iiif.model import Canvas
 
 _XYWH = re.compile(

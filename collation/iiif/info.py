@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from collation.iiif.errors import FetchError, ManifestError
+from collation.core.errors import FetchError, ManifestError
 from collation.iiif.model import MAX_SIDE, as_list, json_id, json_type, service_base
 
 if TYPE_CHECKING:
-    from collation.iiif.http import Fetcher
+    from collation.net.http import Fetcher
 
 _LEVEL_FEATURES = {
     1: {"regionByPx", "sizeByW", "sizeByH"},

@@ -26,9 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
-from collation.iiif.decode import parse_json_bytes
-from collation.iiif.errors import LimitError, ManifestError
-from collation.iiif.geometry import canvas_to_image  # noqa: F401  (re-exported: collation/viewer/data.py imports it here)
+from collation.core.errors import LimitError, ManifestError
+from collation.core.settings import FetchSettings
 from collation.iiif.model import (
     AnnotationSource,
     Canvas,
@@ -42,10 +41,10 @@ from collation.iiif.model import (
     normalize_url,
 )
 from collation.iiif.painting import body_annotations, painted_images
-from collation.settings import FetchSettings
+from collation.net.decode import parse_json_bytes
 
 if TYPE_CHECKING:
-    from collation.iiif.http import Fetcher
+    from collation.net.http import Fetcher
 
 # -- version and type ----------------------------------------------------------------------------
 

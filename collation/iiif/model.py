@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from collation.iiif.errors import LimitError
+from collation.core.errors import LimitError
 
 MAX_SIDE = 1_000_000
 """Cap on a canvas or image side, in pixels; larger values are treated as broken, not as data."""

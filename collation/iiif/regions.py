@@ -27,16 +27,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from collation.errors import InputError
-from collation.iiif.errors import LimitError
+from collation.core.errors import InputError, LimitError
+from collation.core.settings import Settings
+from collation.iiif.annotation_pages import RegionProblem, load_annotations
 from collation.iiif.geometry import image_to_canvas, parse_xywh
 from collation.iiif.model import Canvas, ImageSource, Manifest, as_list, bare, json_id, json_type, label_text
-from collation.iiif.pages import RegionProblem, load_annotations
 from collation.iiif.selectors import Shape, shape_on_canvas, target_shape
-from collation.settings import Settings
 
 if TYPE_CHECKING:
-    from collation.iiif.http import Fetcher
+    from collation.net.http import Fetcher
 
 NO_ANNOTATIONS = (
     "the manifest links no annotations (no otherContent/annotations): no region; give regions or use whole canvases"
@@ -50,7 +49,7 @@ class Region:
 
     ``index`` is the region's position in the manuscript's order (0-based); ``annotation_id`` is
     the id of the annotation it came from, if any; ``score`` is the detector's confidence (0..1)
-    for a region found by detection (``collation.iiif.detect``), None otherwise.
+    for a region found by detection (``collation.iiif.detected``), None otherwise.
     """
 
     index: int

@@ -16,7 +16,7 @@ API::
 
 Where the regions come from (``source``, one of ``REGION_SOURCES``): ``given`` regions, one per
 canvas (``whole_canvases``), the manifest's ``annotations``, or ``detected`` by an illustration
-detector (``collation.iiif.detect``: one reduced-size image request per canvas). ``detect=None``
+detector (``collation.iiif.detected``: one reduced-size image request per canvas). ``detect=None``
 (the default of ``select_regions`` and ``load_manuscript_regions``) detects when the manifest
 yields no annotated region and neither regions nor whole canvases were asked for; ``True``
 detects even when annotations exist; ``False`` never. When detection is used, ``note`` says so
@@ -40,16 +40,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from PIL import Image
 
-from collation.errors import CollationError, InputError
-from collation.iiif.detect import detect_regions, detection_note
+from collation.core.errors import CollationError, InputError
+from collation.iiif.detected import detect_regions, detection_note
 from collation.iiif.fetch import fetch_region
-from collation.iiif.http import Fetcher
 from collation.iiif.manifests import is_url, load_manifest
 from collation.iiif.model import Manifest
 from collation.iiif.regions import NO_ANNOTATIONS, Region, RegionProblem, RegionSelector, find_regions
+from collation.net.http import Fetcher
 
 if TYPE_CHECKING:
-    from collation.detection import Detector
+    from collation.engine.detection import Detector
 
 REGION_SOURCES = ("annotations", "detected", "given", "whole_canvases")
 """Where a manuscript's regions come from (``RegionChoice.source``)."""

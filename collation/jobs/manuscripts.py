@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CollationError
-from ..store.datastore import DataStore
+from collation.core.errors import CollationError
+from collation.store.datastore import DataStore
 
 if TYPE_CHECKING:
-    from ..iiif import Fetcher, ManuscriptRegions, RegionProblem
+    from collation.iiif.regions import RegionProblem
+    from collation.iiif.sources import ManuscriptRegions
+    from collation.net.http import Fetcher
 
 FETCH_THREADS = 4
 """Region images fetched at once; the Fetcher also caps requests per host."""
@@ -30,7 +32,7 @@ def region_options(spec: Any) -> dict[str, Any]:
     (illustrations found by the detector, even when annotations exist; ``false``: never), or absent
     (every non-painting annotation with a region; detected when the manifest has none).
     """
-    from ..iiif import RegionSelector
+    from collation.iiif.regions import RegionSelector
 
     if spec is None:
         return {}
@@ -55,7 +57,7 @@ class RuntimeDetector:
     name = "runtime"
 
     def __init__(self) -> None:
-        from ..runtime import current
+        from collation.jobs.runtime import current
 
         try:
             self.runtime: Any = current()
@@ -63,7 +65,7 @@ class RuntimeDetector:
             self.runtime = None
 
     def __call__(self, image: Any) -> list[Any]:
-        from ..detection import load_detector
+        from collation.engine.detection import load_detector
 
         detector = self.runtime.detector if self.runtime is not None else load_detector()
         return detector(image)
@@ -109,7 +111,7 @@ def read_manuscript(
         (``{"message", "canvas"?, "region"?}``) and ``features_key``. ``detector``: default the
         worker's (``RuntimeDetector``).
     """
-    from ..iiif import load_manuscript_regions
+    from collation.iiif.sources import load_manuscript_regions
 
     url = record["request"]["manifests"][m]
     spec = (record["request"].get("regions") or {}).get(str(m))
@@ -133,7 +135,7 @@ def read_manuscript(
 
 def _document(doc: dict[str, Any], found: ManuscriptRegions, store: DataStore, backbone: str) -> dict[str, Any]:
     """Fills ``doc`` from what was read, storing each region image by its content digest."""
-    from ..features import features_key, image_digest
+    from collation.engine.features import features_key, image_digest
 
     manifest = found.manifest
     doc.update(

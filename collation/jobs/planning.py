@@ -11,7 +11,7 @@ prepare m (io) ──▶ features m (compute) ──▶ plan (io) ──▶ chun
 ```
 
 With the ``candidates`` option set, the ``plan`` step also computes the candidate pairs of each
-manuscript pair from the cached features (``collation.candidates``) and stores them; the chunks of a
+manuscript pair from the cached features (``collation.engine.candidates``) and stores them; the chunks of a
 pair are then slices of its candidate list, so a pair's chunk count is only known once its candidates
 are stored. A pair whose candidates are missing plans the ``plan`` step (again) instead of chunks.
 
@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from ..store.records import CollationStatus, chunk_count, feature_keys, is_terminal, pair_key, usable
-from ..store.steps import Step
+from collation.store.records import CollationStatus, chunk_count, feature_keys, is_terminal, pair_key, usable
+from collation.store.stepnames import Step
 
 FAILED = CollationStatus.FAILED.value
 """The stage of a plan that fails the collation (the status it ends with)."""

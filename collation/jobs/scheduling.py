@@ -32,16 +32,17 @@ from rq.job import Dependency, Job, JobStatus
 from rq.registry import StartedJobRegistry
 from rq.timeouts import TimerDeathPenalty
 
-from ..errors import CollationError
-from ..runtime import Runtime, activate, current
-from ..settings import Settings
-from ..store import sharing, writable
-from ..store.datastore import CollationNotFound, DataStore, RedisKeys
-from ..store.records import CollationStatus, is_terminal
-from ..store.steps import Step, StepKind
-from ..store.transitions import cancel as mark_cancelled
-from ..store.transitions import fail, reopen, set_progress
-from .planning import Plan, next_steps, scoring_progress
+from collation.core.errors import CollationError
+from collation.core.settings import Settings
+from collation.jobs.planning import Plan, next_steps, scoring_progress
+from collation.jobs.runtime import Runtime, activate, current
+from collation.store import sharing, writable
+from collation.store.datastore import CollationNotFound, DataStore
+from collation.store.records import CollationStatus, is_terminal
+from collation.store.redis_keys import RedisKeys
+from collation.store.stepnames import Step, StepKind
+from collation.store.transitions import cancel as mark_cancelled
+from collation.store.transitions import fail, reopen, set_progress
 
 log = logging.getLogger("collation.jobs")
 

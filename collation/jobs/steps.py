@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import CollationError
-from ..iiif.errors import UnsafeURLError
-from ..iiif.http import Fetcher
-from ..runtime import Runtime
-from ..store.datastore import CollationNotFound, DataStore
-from ..store.records import (
+from collation.core.errors import CollationError, UnsafeURLError
+from collation.jobs.planning import usable_manuscripts
+from collation.jobs.runtime import Runtime
+from collation.jobs.scheduling import Scheduler, update_scoring_progress
+from collation.net.http import Fetcher
+from collation.store.datastore import CollationNotFound, DataStore
+from collation.store.records import (
     CollationStatus,
     chunk_count,
     feature_keys,
@@ -29,9 +30,7 @@ from ..store.records import (
     second_features_key,
     transposition_option,
 )
-from ..store.transitions import AlreadyEnded, finish, set_progress
-from .planning import usable_manuscripts
-from .scheduling import Scheduler, update_scoring_progress
+from collation.store.transitions import AlreadyEnded, finish, set_progress
 
 if TYPE_CHECKING:
     from rq.job import Job
@@ -68,7 +67,7 @@ def prepare_manuscript(runtime: Runtime, cid: str, m: int) -> str:
     A manifest that cannot be read, and canvases or regions that cannot be fetched, become errors
     of the manuscript, not of the job: the collation goes on with what could be read.
     """
-    from .manuscripts import read_manuscript
+    from collation.jobs.manuscripts import read_manuscript
 
     store = runtime.store
     record = live_record(store, cid)
@@ -104,8 +103,8 @@ def store_candidates(runtime: Runtime, record: dict) -> int:
     manuscript (docs/transpositions.md). Nothing to do without pruning, or for a pair whose scores or
     candidates are stored already.
     """
-    from ..cascade import cascade_pairs
-    from ..transpositions import transposition_names
+    from collation.engine.cascade import cascade_pairs
+    from collation.engine.transpositions import transposition_names
 
     options = record["options"]
     k = options.get("candidates")
@@ -143,7 +142,7 @@ def finalize(runtime: Runtime, cid: str, job: Job | None = None) -> str:
     the collation was deleted and asked for again finds manuscripts not yet prepared: it does nothing
     (the new collation's own steps are enqueued).
     """
-    from .results import apply_assessments, compute_results
+    from collation.jobs.finishing import apply_assessments, compute_results
 
     store = runtime.store
     record = live_record(store, cid)
@@ -232,8 +231,8 @@ def extract_features(runtime: Runtime, cid: str, m: int) -> str:
     under every transposition of the option, in one batched call that reuses its plain features
     (``extract_transposed_features``), stored under ``transposed_features_key``.
     """
-    from ..features import extract_features as extract
-    from ..transpositions import extract_transposed_features
+    from collation.engine.features import extract_features as extract
+    from collation.engine.transpositions import extract_transposed_features
 
     store = runtime.store
     record = live_record(store, cid)
@@ -281,7 +280,7 @@ def score_chunk(runtime: Runtime, cid: str, a: int, b: int, k: int) -> str:
     Pair scores do not depend on chunking (``score_pairs`` draws RANSAC samples from a hash of the
     pair), so any worker can score any chunk, and a retried chunk gives the same numbers.
     """
-    from ..transpositions import score_pairs_transposed, transposition_names
+    from collation.engine.transpositions import score_pairs_transposed, transposition_names
 
     store = runtime.store
     record = live_record(store, cid)
@@ -323,7 +322,7 @@ def score_chunk(runtime: Runtime, cid: str, a: int, b: int, k: int) -> str:
 
 def _scored_pairs(store: DataStore, options: dict, key: str, n0: int, n1: int) -> np.ndarray | None:
     """``(P, 2)`` pairs the chunks of a pair score, row-major: all, or the stored candidates (None: missing)."""
-    from ..similarity import all_pairs
+    from collation.engine.similarity import all_pairs
 
     if options.get("candidates") is None:
         return np.asarray(all_pairs(n0, n1))
@@ -338,7 +337,7 @@ def assemble_scores(
 
     With the ``candidates`` option, pairs outside the candidate set hold ``UNSCORED`` (-inf) and T 0.
     """
-    from ..candidates import UNSCORED
+    from collation.engine.candidates import UNSCORED
 
     options = record["options"]
     transposed = second_features_key(options, doc1["features_key"]) != doc1["features_key"]

@@ -1,7 +1,7 @@
 """The RQ entry points: what the scheduler enqueues (by dotted path), thin wrappers of ``steps``.
 
 RQ calls a job function by name with plain arguments (a collation id and small integers), so each
-entry point takes the runtime the worker made current (``collation.runtime.activate``) and passes
+entry point takes the runtime the worker made current (``collation.jobs.runtime.activate``) and passes
 it to the plain function of ``collation.jobs.steps`` that does the work. A collation deleted or
 cancelled meanwhile is not a failed job: the entry point returns ``"gone"``, unless the collation
 is missing because this worker's data store is not the API's (``collation.store.sharing``): then the
@@ -17,11 +17,11 @@ from typing import Any
 
 from rq import get_current_job
 
-from ..errors import CollationError
-from ..runtime import current
-from ..store import sharing, writable
-from ..store.datastore import CollationNotFound
-from . import steps
+from collation.core.errors import CollationError
+from collation.jobs import steps
+from collation.jobs.runtime import current
+from collation.store import sharing, writable
+from collation.store.datastore import CollationNotFound
 
 log = logging.getLogger("collation.jobs")
 

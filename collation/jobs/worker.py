@@ -35,9 +35,9 @@ from rq.registry import DeferredJobRegistry, ReadyJobRegistry
 from rq.utils import now as utcnow
 from rq.worker import WorkerStatus
 
-from ..runtime import Runtime, activate
-from ..settings import Settings
-from ..store import sharing
+from collation.core.settings import Settings
+from collation.jobs.runtime import Runtime, activate
+from collation.store import sharing
 
 log = logging.getLogger("collation.jobs.worker")
 

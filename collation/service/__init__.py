@@ -1,6 +1,6 @@
 """The collation service: a Flask REST API over RQ jobs and a filesystem data store.
 
-``create_app(settings)`` builds the API (``collation.service.app``); ``collation.service.cli`` runs it
+``create_app(settings)`` builds the API (``collation.app``); ``collation.cli.serve`` runs it
 (``collate serve``) and the workers (``collate worker``). The contract is ``openapi.yaml`` at the
 repository root.
 
@@ -18,22 +18,3 @@ Modules (an arrow is an import; there are no circles, ``tests/service/test_api.p
     sweeper ──▶ jobs_bridge ──▶ problems, collation.jobs   (the one doorway into the jobs layer)
     results ──▶ problems                               (lookup-or-problem helpers of every read)
 """
-
-from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from flask import Flask
-
-    from ..settings import Settings
-
-
-def create_app(settings: Settings | None = None, **kwargs: Any) -> Flask:
-    """Builds the Flask app (see ``collation.service.app.create_app``); imports Flask only when called."""
-    from .app import create_app as _create_app
-
-    return _create_app(settings, **kwargs)
-
-
-__all__ = ["create_app"]

@@ -6,7 +6,7 @@ import hmac
 
 from flask import request
 
-from . import problems, state
+from collation.service import problems, state
 
 
 def caller_token() -> str | None:

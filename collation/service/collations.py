@@ -1,7 +1,7 @@
 """What the API's collation routes do, as plain functions of the runtime or the data store.
 
-Routes parse and validate; these functions read the store (and, for writes, call the scheduler
-through ``jobs_bridge``) and build the documents, so the same logic serves the API, the tests and
+Routes parse and validate; these functions read the store (and, for writes, call the scheduler of
+``collation.jobs``) and build the documents, so the same logic serves the API, the tests and
 any other front end. Every URL comes from ``urls``.
 """
 
@@ -11,17 +11,37 @@ from typing import Any
 
 from redis import Redis
 
-from ..concordance import verdict_category
-from ..errors import InputError
-from ..iiif.annotations import build_assessment
-from ..runtime import Runtime
-from ..store import writable
-from ..store.datastore import DataStore
-from ..store.records import collation_id, is_terminal, new_record, now, resolve_options, usable
-from ..store.steps import Step
-from . import urls
-from .jobs_bridge import apply_assessments, scheduler
-from .results import SCORE_ARRAYS, assessment_items, check_id, finished_record, pair_results, top_candidates
+from collation.core.errors import InputError
+from collation.engine.concordance import verdict_category
+from collation.jobs.finishing import apply_assessments
+from collation.jobs.runtime import Runtime
+from collation.jobs.scheduling import Scheduler
+from collation.publish.canonical import build_assessment
+from collation.service import urls
+from collation.service.problems import Unavailable
+from collation.service.results import (
+    SCORE_ARRAYS,
+    assessment_items,
+    check_id,
+    finished_record,
+    pair_results,
+    top_candidates,
+)
+from collation.store import writable
+from collation.store.datastore import DataStore
+from collation.store.records import collation_id, is_terminal, new_record, now, resolve_options, usable
+from collation.store.stepnames import Step
+
+
+def scheduler(runtime: Runtime) -> Scheduler:
+    """The scheduler of ``runtime``'s Redis and data store.
+
+    Raises:
+        Unavailable: no Redis is configured (a 503 problem).
+    """
+    if runtime.redis is None:
+        raise Unavailable("no Redis is configured (COLLATION_REDIS_URL)")
+    return Scheduler(runtime)
 
 
 def submit(runtime: Runtime, body: dict[str, Any], base: str, owner: str | None = None) -> tuple[dict, bool]:
@@ -173,7 +193,7 @@ def add_assessment(store: DataStore, cid: str, body: dict[str, Any], base: str) 
     """Stores an expert's verdict and recomputes the pair's propagated scores at once.
 
     Verdicts of a match category (exact, partial, semantic; ``confirmed`` is exact) become propagation
-    seeds and ``none`` (``rejected``) ones stop being seeds (``collation.jobs.results.apply_assessments``);
+    seeds and ``none`` (``rejected``) ones stop being seeds (``collation.jobs.finishing.apply_assessments``);
     P_S is recomputed from the stored N_S, so nothing is rescored.
     """
     record = finished_record(store, check_id(cid))

@@ -9,8 +9,8 @@ from typing import Any
 from redis.exceptions import RedisError
 from rq import Worker
 
-from ..runtime import Runtime
-from ..store import sharing, writable
+from collation.jobs.runtime import Runtime
+from collation.store import sharing, writable
 
 
 def readiness(runtime: Runtime) -> dict[str, Any]:

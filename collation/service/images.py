@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import InputError
-from ..iiif.manifests import Canvas, canvas_to_image
+from collation.core.errors import InputError
+from collation.iiif.geometry import canvas_to_image
+from collation.iiif.model import Canvas
 
 THUMBNAIL_WIDTH = 160
 """Width requested for list thumbnails (never more than the region's own width: no upscaling)."""

@@ -1,4 +1,4 @@
-"""``GET /inspect``: the service's dry run of a manifest (``collation.iiif.inspect.inspect_manifest``).
+"""``GET /inspect``: the service's dry run of a manifest (``collation.iiif.dryrun.inspect_manifest``).
 
 It reads the manifest with the runtime's fetcher, so the address policy, caps, politeness and
 cache are those of a collation, and answers the report synchronously (no job, no Redis). Errors
@@ -27,17 +27,16 @@ from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, validate, validates, validates_schema
 
-from ..errors import CollationError
-from ..iiif.collections import collection_members
-from ..iiif.errors import ManifestError
-from ..iiif.http import Fetcher
-from ..iiif.inspect import inspect_manifest
-from ..iiif.manifests import parse_manifest
-from ..iiif.regions import RegionSelector
-from ..runtime import Runtime
-from ..settings import Settings
-from .problems import Busy
-from .schemas import HttpUrl
+from collation.core.errors import CollationError, ManifestError
+from collation.core.settings import Settings
+from collation.iiif.collections import collection_members
+from collation.iiif.dryrun import inspect_manifest
+from collation.iiif.manifests import parse_manifest
+from collation.iiif.regions import RegionSelector
+from collation.jobs.runtime import Runtime
+from collation.net.http import Fetcher
+from collation.service.problems import Busy
+from collation.service.schemas import HttpUrl
 
 
 class UnusableManifest(CollationError):
@@ -155,7 +154,7 @@ def read_collection(url: str, fetcher: Fetcher) -> dict[str, Any] | None:
 
 
 def inspect(runtime: Runtime, query: dict[str, Any], fetcher: Fetcher | None = None) -> dict[str, Any]:
-    """The ``inspect_manifest`` report of ``query["manifest"]`` (see ``collation.iiif.inspect``),
+    """The ``inspect_manifest`` report of ``query["manifest"]`` (see ``collation.iiif.dryrun``),
     read with ``fetcher`` (default: ``inspect_fetcher(runtime)``); when the address is a IIIF
     Collection, the manifests it lists (``collation.iiif.collections.collection_members``).
 

@@ -16,12 +16,12 @@ from typing import Any
 
 from marshmallow import Schema, fields, validate
 
-from ..errors import InputError
-from ..store.datastore import CollationNotFound, DataStore
-from ..store.records import CollationStatus
-from . import urls
-from .cache import RECORDS_CACHED, DocumentCache
-from .collations import record_summary
+from collation.core.errors import InputError
+from collation.service import urls
+from collation.service.collations import record_summary
+from collation.service.documents import RECORDS_CACHED, DocumentCache
+from collation.store.datastore import CollationNotFound, DataStore
+from collation.store.records import CollationStatus
 
 MAX_LIMIT = 100
 

@@ -18,8 +18,8 @@ from marshmallow import ValidationError
 from redis.exceptions import RedisError
 from werkzeug.exceptions import HTTPException
 
-from ..errors import CollationError
-from ..store import writable
+from collation.core.errors import CollationError
+from collation.store import writable
 
 log = logging.getLogger("collation.service")
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from ..concordance import verdict_category
-from ..errors import InputError
-from ..store.datastore import CollationNotFound, DataStore
-from ..store.records import CollationStatus, transposition_option
-from ..transpositions import INVERSES, transposition_names
-from .problems import Conflict
+from collation.core.errors import InputError
+from collation.engine.concordance import verdict_category
+from collation.engine.transpositions import INVERSES, transposition_names
+from collation.service.problems import Conflict
+from collation.store.datastore import CollationNotFound, DataStore
+from collation.store.records import CollationStatus, transposition_option
 
 ID_CHARS = frozenset("0123456789abcdef")
 

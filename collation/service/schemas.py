@@ -12,23 +12,23 @@ from urllib.parse import urlsplit
 
 from marshmallow import Schema, ValidationError, fields, validate, validates, validates_schema
 
-from .. import defaults
+from collation.core import defaults
 
 SIMILARITIES = ("s_trans", "s_matching")
-"""Similarities the service computes in chunks of pairs (``collation.similarity.score_pairs``)."""
+"""Similarities the service computes in chunks of pairs (``collation.engine.similarity.score_pairs``)."""
 
 NORMALIZATIONS = ("none", "softmax", "avg", "max", "softmax-avg", "softmax-max")
-"""``collation.correspondences.NORMALIZATIONS``, repeated so that the API process needs no engine import."""
+"""``collation.engine.correspondences.NORMALIZATIONS``, repeated so that the API process needs no engine import."""
 PROPAGATIONS = ("2-cycles", "3-cycles", "none")
 SCORES = ("raw", "normalized", "propagated")
 VERDICTS = ("exact", "partial", "semantic", "none", "confirmed", "rejected")
-"""``collation.concordance.VERDICTS``: the categories, then the first API's aliases of exact and none."""
+"""``collation.engine.concordance.VERDICTS``: the categories, then the first API's aliases of exact and none."""
 
 TRANSPOSITIONS = ("none", "mirror", "all")
-"""The values of ``collation.transpositions.TRANSPOSITION_SETS`` (docs/transpositions.md)."""
+"""The values of ``collation.engine.transpositions.TRANSPOSITION_SETS`` (docs/transpositions.md)."""
 
 BACKBONES = ("efficientnet-lite0", "resnet50-conv4")
-"""The names of ``collation.features.BACKBONES``, repeated so that the API process needs no torch."""
+"""The names of ``collation.engine.features.BACKBONES``, repeated so that the API process needs no torch."""
 
 MAX_BODY_DEPTH = 32
 """Nesting of a request body beyond which it is refused (the deepest valid body has 5 levels)."""

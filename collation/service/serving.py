@@ -19,8 +19,8 @@ from waitress import create_server
 from waitress.channel import HTTPChannel
 from waitress.task import ErrorTask
 
-from ..settings import Settings
-from .problems import MEDIA_TYPE, PROBLEM_TYPE
+from collation.core.settings import Settings
+from collation.service.problems import MEDIA_TYPE, PROBLEM_TYPE
 
 
 def make_server(app: Flask, settings: Settings, *, threads: int = 8) -> Any:

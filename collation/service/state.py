@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 
 from flask import Flask, current_app
 
-from ..runtime import Runtime
-from .cache import RECORDS_CACHED, DocumentCache
-from .inspection import InspectGate
-from .sweeper import Sweeper
+from collation.jobs.runtime import Runtime
+from collation.service.documents import RECORDS_CACHED, DocumentCache
+from collation.service.inspection import InspectGate
+from collation.service.sweeper import Sweeper
 
 EXTENSION = "collation"
 """The key of the app's ``ServiceState`` in ``app.extensions``."""

@@ -19,9 +19,9 @@ from collections.abc import Callable
 
 from redis.exceptions import RedisError
 
-from ..runtime import Runtime
-from ..store import writable
-from .jobs_bridge import scheduler
+from collation.jobs.runtime import Runtime
+from collation.jobs.scheduling import Scheduler
+from collation.store import writable
 
 log = logging.getLogger("collation.service.sweeper")
 
@@ -64,7 +64,7 @@ class Sweeper:
         """The sweeper of ``runtime``'s scheduler, every ``runtime.settings.sweep_interval`` seconds,
         probing its data store first."""
         return cls(
-            lambda: scheduler(runtime).recover(),
+            lambda: Scheduler(runtime).recover(),  # enabled only with a Redis
             runtime.settings.sweep_interval,
             enabled=runtime.redis is not None,
             probe=lambda: writable.check(runtime.store, runtime.redis),

@@ -11,8 +11,8 @@ from typing import Any
 
 from flask import request
 
-from ..iiif.annotations import UrlScheme
-from .state import current_runtime
+from collation.publish.parts import UrlScheme
+from collation.service.state import current_runtime
 
 API_PREFIX = "/api/v1"
 """Where ``create_app`` mounts the API and viewer blueprints."""

@@ -4,19 +4,3 @@
 collation record holds (status, options) as plain data and pure functions, ``steps`` names the steps
 of a collation, and ``transitions`` moves a record from one status to the next.
 """
-
-from .datastore import CollationNotFound, DataStore, RedisKeys, canonical_json, digest, read_json
-from .records import CollationStatus
-from .steps import Step, StepKind
-
-__all__ = [
-    "CollationNotFound",
-    "CollationStatus",
-    "DataStore",
-    "RedisKeys",
-    "Step",
-    "StepKind",
-    "canonical_json",
-    "digest",
-    "read_json",
-]

@@ -39,17 +39,15 @@ delete). Two implementations:
 
 ``collation.store.location.open_store`` picks one from the settings.
 
-Longer than 400 lines because every key of the data store and every Redis key lives here, in one
-place, so that no other module builds a key of its own.
+Longer than 400 lines because every key of the data store lives here, in one place, so that no other
+module builds a key of its own (Redis keys: ``collation.store.redis_keys``; bytes: ``collation.store.codecs``).
 """
 
 from __future__ import annotations
 
 import abc
 import contextlib
-import hashlib
 import io
-import json
 import os
 import uuid
 from collections.abc import Callable
@@ -59,63 +57,18 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 from PIL import Image
 
-from ..errors import CollationError
-from .steps import Step
+from collation.core.errors import CollationError
+from collation.store.codecs import json_bytes, npy_bytes, npz_bytes, parse_json, parse_npy
+from collation.store.stepnames import Step
 
 if TYPE_CHECKING:
-    from ..features import MultiScaleFeatures
+    from collation.engine.features import MultiScaleFeatures
 
 
 class CollationNotFound(CollationError):
     """The collation does not exist (never created, or deleted)."""
 
     http_status = 404
-
-
-def canonical_json(obj: Any) -> str:
-    """JSON with sorted keys and no spaces: equal inputs give equal strings, hence equal hashes."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def digest(obj: Any, length: int = 32) -> str:
-    """A hex sha256 of ``obj``'s canonical JSON, truncated to ``length`` characters."""
-    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:length]
-
-
-def read_json(path: Path) -> Any:
-    """Reads JSON, or returns None when the file does not exist."""
-    try:
-        return json.loads(path.read_bytes())
-    except FileNotFoundError:
-        return None
-
-
-def parse_json(data: bytes | None) -> Any:
-    """JSON from an object's bytes, or None for an absent object."""
-    return None if data is None else json.loads(data)
-
-
-def npy_bytes(array: np.ndarray) -> bytes:
-    """One array as the bytes of a .npy file."""
-    buf = io.BytesIO()
-    np.save(buf, array, allow_pickle=False)
-    return buf.getvalue()
-
-
-def parse_npy(data: bytes | None) -> np.ndarray | None:
-    return None if data is None else np.load(io.BytesIO(data), allow_pickle=False)
-
-
-def npz_bytes(**arrays: np.ndarray) -> bytes:
-    """Several arrays as the bytes of one .npz file."""
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    return buf.getvalue()
-
-
-def json_bytes(obj: Any) -> bytes:
-    """``obj`` as the JSON of ``collation.atomic.write_json``."""
-    return json.dumps(obj, indent=1, ensure_ascii=False).encode()
 
 
 def transposed_features_key(features_key: str, transpositions: str) -> str:
@@ -360,8 +313,8 @@ class DataStore(abc.ABC):
         Raises:
             FeaturesFileError: absent, or not a valid features file.
         """
-        from ..errors import FeaturesFileError
-        from ..features import MultiScaleFeatures
+        from collation.core.errors import FeaturesFileError
+        from collation.engine.features import MultiScaleFeatures
 
         path = self.local_file(self.features_key(key))
         if path is None:
@@ -455,57 +408,3 @@ class DataStore(abc.ABC):
 
     def save_assessments(self, cid: str, items: list[dict]) -> None:
         self.write_in_collation(cid, "assessments.json", json_bytes(items))
-
-
-class RedisKeys:
-    """Every Redis key the project writes besides RQ's own, under one prefix (RQ's ``rq:`` style).
-
-    Redis holds only queues and transient job state; losing all of it loses no collation.
-    """
-
-    prefix = "collation:"
-
-    @classmethod
-    def job_id(cls, cid: str, step_name: str) -> str:
-        """The RQ job id of a collation's step: stable, so a step is never enqueued twice at once."""
-        return f"{cid}-{step_name}"
-
-    @classmethod
-    def jobs(cls, cid: str) -> str:
-        """Set of the ids of every job enqueued for a collation (to cancel them)."""
-        return f"{cls.prefix}jobs:{cid}"
-
-    @classmethod
-    def advance_lock(cls, cid: str) -> str:
-        """Lock held while the scheduler decides a collation's next steps."""
-        return f"{cls.prefix}advance:{cid}"
-
-    @classmethod
-    def store_problem(cls) -> str:
-        """Why the data store cannot be written, while it cannot (``store.writable``)."""
-        return f"{cls.prefix}store-problem"
-
-    @classmethod
-    def request_lock(cls, cid: str) -> str:
-        """Lock held by the API's POST and DELETE of a collation, so that the two never interleave."""
-        return f"{cls.prefix}request:{cid}"
-
-    @classmethod
-    def store_identity(cls) -> str:
-        """The identity of the API's data store (``store.sharing``): every worker's must equal it."""
-        return f"{cls.prefix}store-identity"
-
-    @classmethod
-    def worker_stores(cls) -> str:
-        """Hash of worker name -> identity of that worker's data store."""
-        return f"{cls.prefix}worker-stores"
-
-    @classmethod
-    def stuck(cls, cid: str) -> str:
-        """Why a collation cannot progress (a worker that does not see the API's store said so)."""
-        return f"{cls.prefix}stuck:{cid}"
-
-    @classmethod
-    def suspect(cls, job_id: str) -> str:
-        """When a job that claims to be live was first seen stuck."""
-        return f"{cls.prefix}suspect:{job_id}"

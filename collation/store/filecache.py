@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from ..atomic import atomic_writer
+from collation.core.atomic import atomic_writer
 
 
 class FileCache:

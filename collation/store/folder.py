@@ -2,7 +2,7 @@
 for machines that share a file system.
 
 Every object is a file ``<root>/<key>``, written to a temporary file beside it and renamed into
-place (``collation.atomic``). A collation is a folder: it is created by renaming a staging folder
+place (``collation.core.atomic``). A collation is a folder: it is created by renaming a staging folder
 that already holds its record (so it never exists without one), deleted by renaming it into
 ``trash/`` (readers see all of it or nothing), written into only while its folder exists (so a slow
 writer never brings a deleted collation back), and locked with an ``flock`` on ``.lock``.
@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from ..atomic import atomic_writer, write_bytes, write_json
-from .datastore import CollationNotFound, DataStore
+from collation.core.atomic import atomic_writer, write_bytes, write_json
+from collation.store.datastore import CollationNotFound, DataStore
 
 
 class FolderStore(DataStore):

@@ -7,15 +7,15 @@ this machine's local cache of it.
 
 from __future__ import annotations
 
-from ..settings import Settings
-from .datastore import DataStore
-from .folder import FolderStore
+from collation.core.settings import Settings
+from collation.store.datastore import DataStore
+from collation.store.folder import FolderStore
 
 
 def open_store(settings: Settings) -> DataStore:
     """The data store the settings name (nothing is read or written yet)."""
     if settings.store_url:
-        from .objects import ObjectStore  # boto3 only where an object store is used
+        from collation.store.objects import ObjectStore  # boto3 only where an object store is used
 
         return ObjectStore(
             settings.store_url, settings.data_dir, settings.store_cache_bytes, endpoint=settings.store_endpoint

@@ -40,9 +40,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from ..atomic import atomic_writer
-from .datastore import CollationNotFound, DataStore, json_bytes
-from .filecache import FileCache
+from collation.core.atomic import atomic_writer
+from collation.store.codecs import json_bytes
+from collation.store.datastore import CollationNotFound, DataStore
+from collation.store.filecache import FileCache
 
 LEASE_SECONDS = 30.0
 """How long a collation lock is held at most (longer than any read-modify-write of a record)."""

@@ -1,6 +1,6 @@
 """What a collation record says: its status, its options, and the keys of cached work.
 
-The steps of a collation (``Step``, ``StepKind``) are defined in ``collation.store.steps`` and
+The steps of a collation (``Step``, ``StepKind``) are defined in ``collation.store.stepnames`` and
 importable from here too. Everything here is plain data and pure functions, shared by the jobs
 (which write records) and the API (which reads them).
 """
@@ -13,10 +13,11 @@ from collections.abc import Callable, Sequence
 from enum import StrEnum
 from typing import Any
 
-from .. import defaults
-from ..settings import Settings
-from .datastore import digest, transposed_features_key
-from .steps import Step, StepKind
+from collation.core import defaults
+from collation.core.settings import Settings
+from collation.store.codecs import digest
+from collation.store.datastore import transposed_features_key
+from collation.store.stepnames import Step, StepKind
 
 __all__ = [
     "ID_LENGTH",
@@ -82,7 +83,7 @@ def resolve_options(options: dict[str, Any] | None, settings: Settings) -> dict[
     """Fills the options a request left out with the defaults, so equal collations get equal ids.
 
     ``transpositions`` and ``partial`` are recorded only when they change the scores (not "none",
-    true), as ``collation.pipeline.check_options`` does: plain collations keep the records and the
+    true), as ``collation.engine.pipeline.check_options`` does: plain collations keep the records and the
     ids they had before these options existed.
     """
     options = dict(options or {})
@@ -142,9 +143,8 @@ def usable(doc: dict | None) -> bool:
 # Keys of cached work
 
 
-CANDIDATE_METHOD = (
-    f"cascade-{defaults.CANDIDATES_WIDE}-{defaults.CANDIDATES_CORRIDOR}"  # collation.cascade; absent: global top-k
-)
+# collation.engine.cascade; absent: global top-k
+CANDIDATE_METHOD = f"cascade-{defaults.CANDIDATES_WIDE}-{defaults.CANDIDATES_CORRIDOR}"
 
 
 def pair_key(options: dict[str, Any], features0: str, features1: str) -> str:
@@ -175,7 +175,7 @@ def pair_key(options: dict[str, Any], features0: str, features1: str) -> str:
 
 def second_features_key(options: dict[str, Any], features_key: str) -> str:
     """Key of the features a pair scores its second manuscript with: the plain ones, or with
-    transpositions the transposition-major ones (``collation.transpositions``)."""
+    transpositions the transposition-major ones (``collation.engine.transpositions``)."""
     option = transposition_option(options)
     return features_key if option == NO_TRANSPOSITIONS else transposed_features_key(features_key, option)
 

@@ -23,7 +23,8 @@ import logging
 from redis import Redis
 from redis.exceptions import RedisError
 
-from .datastore import DataStore, RedisKeys
+from collation.store.datastore import DataStore
+from collation.store.redis_keys import RedisKeys
 
 log = logging.getLogger("collation.store")
 

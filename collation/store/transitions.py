@@ -17,8 +17,8 @@ import contextlib
 import logging
 from collections.abc import Sequence
 
-from .datastore import CollationNotFound, DataStore
-from .records import CollationStatus, is_terminal, now
+from collation.store.datastore import CollationNotFound, DataStore
+from collation.store.records import CollationStatus, is_terminal, now
 
 log = logging.getLogger("collation.store")
 

@@ -15,7 +15,8 @@ import errno
 from redis import Redis
 from redis.exceptions import RedisError
 
-from .datastore import DataStore, RedisKeys
+from collation.store.datastore import DataStore
+from collation.store.redis_keys import RedisKeys
 
 STORE_ERRNOS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EIO})
 """errno values of a data store that cannot be written (read-only, full, forbidden, failing)."""

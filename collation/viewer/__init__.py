@@ -1,12 +1,7 @@
 """See a collation in a browser: the correspondences of two manuscripts beside Mirador, the score
 matrix as an image, and the progress of a running collation.
 
-``bp`` is the Flask blueprint (``collation.viewer.routes``); ``create_app`` mounts it at /api/v1.
+``bp`` is the Flask blueprint (``collation.viewer.pages``); ``create_app`` mounts it at /api/v1.
 The pieces that are not web-specific are plain functions: ``render_matrix_png`` (``matrix``) and
 ``pair_view`` / ``matrix_data`` (``data``).
 """
-
-from collation.viewer.matrix import MatrixMarks, render_matrix, render_matrix_png
-from collation.viewer.routes import bp
-
-__all__ = ["MatrixMarks", "bp", "render_matrix", "render_matrix_png"]

@@ -14,15 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from ..concordance import MATCH_CATEGORIES
-from ..evaluation import parse_ground_truth
-from ..iiif.manifests import Canvas, parse_manifest
-from ..service.images import THUMBNAIL_WIDTH, region_image_url
-from ..service.results import SCORE_ARRAYS, assessment_categories, check_id, finished_record, pair_results
-from ..service.urls import manifest_url
-from ..store.datastore import DataStore
-from .imagespace import viewer_manifest_url
-from .matrix import MatrixMarks
+from collation.engine.concordance import MATCH_CATEGORIES
+from collation.engine.evaluation import parse_ground_truth
+from collation.iiif.manifests import Canvas, parse_manifest
+from collation.service.images import THUMBNAIL_WIDTH, region_image_url
+from collation.service.results import SCORE_ARRAYS, assessment_categories, check_id, finished_record, pair_results
+from collation.service.urls import manifest_url
+from collation.store.datastore import DataStore
+from collation.viewer.imagespace import viewer_manifest_url
+from collation.viewer.matrix import MatrixMarks
 
 
 def thumbnail_url(canvas: Canvas, xywh: Sequence[int], width: int = THUMBNAIL_WIDTH) -> str | None:

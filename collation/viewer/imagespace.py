@@ -22,15 +22,15 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ..errors import CollationError
-from ..iiif.http import Fetcher
-from ..iiif.info import read_info
-from ..iiif.manifests import Canvas, Manifest, parse_manifest
-from ..service.cache import DocumentCache
-from ..service.layers import canvas_page, derived_manifest
-from ..service.results import check_id
-from ..service.urls import collation_url
-from ..store.datastore import DataStore
+from collation.core.errors import CollationError
+from collation.iiif.info import read_info
+from collation.iiif.manifests import Canvas, Manifest, parse_manifest
+from collation.net.http import Fetcher
+from collation.service.annotations import canvas_page, derived_manifest
+from collation.service.documents import DocumentCache
+from collation.service.results import check_id
+from collation.service.urls import collation_url
+from collation.store.datastore import DataStore
 
 SCALES_BY_IMAGE = frozenset({"3.4.3", "4.0.0"})
 """Mirador versions that scale fragments by the image's pixels (mirador#4533): they get these variants."""

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, render_template, url_for
 
-from ..service.results import check_id
-from ..service.state import current_runtime
-from ..service.urls import base_url
+from collation.service.results import check_id
+from collation.service.state import current_runtime
+from collation.service.urls import base_url
 
 bp = Blueprint("workspace", __name__, template_folder="templates")
 

@@ -31,12 +31,12 @@ from schemathesis.specs.openapi.checks import (
 from service_fixtures import redis_server, site, synthetic
 from service_helpers import REPO, drain
 
-from collation.iiif import fetcher_for
+from collation.app import create_app
+from collation.core.settings import Settings
+from collation.jobs.runtime import Runtime
 from collation.jobs.worker import queue_names
-from collation.runtime import Runtime
-from collation.service import create_app
+from collation.net.http import fetcher_for
 from collation.service.state import service_state
-from collation.settings import Settings
 
 __all__ = ["redis_server", "site", "synthetic"]
 

@@ -19,10 +19,10 @@ import pytest
 from service_fixtures import app, client, openapi, redis_server, redis_url, settings, site, synthetic, workers
 from service_helpers import WorkerProcesses, service_settings, wait_for
 
-from collation.service import create_app
-from collation.service.local import free_port, start_redis, stop
+from collation.app import create_app
+from collation.cli.private_servers import free_port, start_redis, stop
+from collation.core.settings import Settings
 from collation.service.state import service_state
-from collation.settings import Settings
 
 __all__ = ["app", "client", "openapi", "redis_server", "redis_url", "settings", "site", "synthetic", "workers"]
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from hostile_helpers import Canary, Jail
 
-from collation.iiif import Fetcher, FetchError, UnsafeURLError
-from collation.iiif.errors import CollationError
+from collation.core.errors import CollationError, FetchError, UnsafeURLError
+from collation.net.http import Fetcher
 
 PUBLIC = "93.184.216.34"
 

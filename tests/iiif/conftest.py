@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from collation.iiif.http import Fetcher
+from collation.net.http import Fetcher
 
 # -- a scripted loopback HTTP server -------------------------------------------------------------
 

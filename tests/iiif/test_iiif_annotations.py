@@ -11,19 +11,12 @@ import jsonschema
 import pytest
 from iiif_helpers import v2_canvas, v2_manifest, v2_service, v3_canvas, v3_image_body, v3_manifest, validator_root
 
-from collation.errors import InputError
-from collation.iiif import (
-    IMCOL_CONTEXT,
-    Region,
-    UrlScheme,
-    build_annotation_page,
-    build_annotation_pages,
-    build_assessment,
-    build_derived_manifest,
-    build_link_collection,
-    parse_manifest,
-)
-from collation.iiif.annotations import TRANSPOSITION_LABELS
+from collation.core.errors import InputError
+from collation.iiif.manifests import parse_manifest
+from collation.iiif.regions import Region
+from collation.publish.canonical import build_assessment, build_link_collection
+from collation.publish.parts import IMCOL_CONTEXT, TRANSPOSITION_LABELS, UrlScheme
+from collation.publish.viewer_layer import build_annotation_page, build_annotation_pages, build_derived_manifest
 
 BASE = "https://collation.example.org/api/v1/collations/7f3c"
 URLS = UrlScheme(base=BASE, viewer="{base}/view/{link}")
@@ -258,7 +251,7 @@ def test_transposed_copies_get_a_body_that_says_so(schema: Any) -> None:
 
 
 def test_transposition_labels_cover_the_engine_s_names() -> None:
-    from collation.transpositions import TRANSPOSITIONS
+    from collation.engine.transpositions import TRANSPOSITIONS
 
     assert tuple(TRANSPOSITION_LABELS) == TRANSPOSITIONS and TRANSPOSITION_LABELS["identity"] is None
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from collation.iiif import FetchError
+from collation.core.errors import FetchError
 from collation.iiif.info import read_info
 
 
@@ -77,7 +77,9 @@ def test_fetching_a_region_names_the_login_of_the_error_body(static_server: Any,
     carrying one: the region's error says where to log in."""
     from iiif_helpers import v3_canvas, v3_image_body, v3_manifest
 
-    from collation.iiif import Region, fetch_region, parse_manifest
+    from collation.iiif.fetch import fetch_region
+    from collation.iiif.manifests import parse_manifest
+    from collation.iiif.regions import Region
 
     login = f"{static_server.url}/auth/login"
     body = _info(

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from test_iiif_server import p2_v21_manifest, p3_v3_manifest
 
-from collation.cli import main
+from collation.cli.main import main
 
 pytestmark = pytest.mark.slow
 

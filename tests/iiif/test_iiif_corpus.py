@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from collation.errors import CollationError
-from collation.iiif import FetchError, find_regions, parse_manifest
+from collation.core.errors import CollationError, FetchError
 from collation.iiif.fetch import fetch_region
 from collation.iiif.geometry import canvas_to_image
+from collation.iiif.manifests import parse_manifest
 from collation.iiif.model import json_id, json_type
+from collation.iiif.regions import find_regions
 
 CORPUS = Path(__file__).parent / "corpus"
 DOCS = {p.name: json.loads(p.read_text()) for p in sorted(CORPUS.glob("*.json"))}

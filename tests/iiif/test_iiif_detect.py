@@ -1,4 +1,4 @@
-"""Regions by detection on manifests without region annotations (collation.iiif.detect, sources):
+"""Regions by detection on manifests without region annotations (collation.iiif.detected, sources):
 one reduced-size request per canvas, boxes mapped to canvas units, the record line, the problems
 of canvases whose image failed, and never zero regions without a word."""
 
@@ -12,13 +12,14 @@ import pytest
 from iiif_helpers import v3_canvas, v3_image_body, v3_manifest, v3_region_annotation
 from test_detection import iou, page
 
-from collation.errors import InputError
-from collation.iiif import Region, build_annotation_page, build_derived_manifest, load_manuscript_regions
-from collation.iiif.annotations import UrlScheme
-from collation.iiif.detect import DETECT_LONG_SIDE
-from collation.iiif.inspect import format_inspection, inspect_manifest
+from collation.core.errors import InputError
+from collation.iiif.detected import DETECT_LONG_SIDE
+from collation.iiif.dryrun import format_inspection, inspect_manifest
 from collation.iiif.manifests import parse_manifest
-from collation.iiif.sources import list_regions, select_regions
+from collation.iiif.regions import Region
+from collation.iiif.sources import list_regions, load_manuscript_regions, select_regions
+from collation.publish.parts import UrlScheme
+from collation.publish.viewer_layer import build_annotation_page, build_derived_manifest
 
 SCALE = 2  # canvases twice the size of the images served, like the Vatican's
 BOXES = [[(120, 300, 520, 400)], [], [(100, 90, 540, 330), (150, 620, 460, 330)]]

@@ -15,8 +15,11 @@ import pytest
 from iiif_helpers import image_api3_route, mean_abs_diff, v2_canvas, v2_manifest, v3_canvas, v3_image_body, v3_manifest
 from PIL import Image
 
-from collation.iiif import FetchError, Region, fetch_region, parse_manifest, target_size
+from collation.core.errors import FetchError
+from collation.iiif.fetch import fetch_region, target_size
 from collation.iiif.info import parse_info
+from collation.iiif.manifests import parse_manifest
+from collation.iiif.regions import Region
 
 SIZE = (800, 1000)
 BOX = (150, 220, 600, 500)  # image pixels; long side 600 > 352, so the fetch scales down
@@ -292,7 +295,7 @@ def test_parse_info_versions() -> None:
     "doc", [[], {"width": 0, "height": 10}, {"width": "10", "height": 10}, {"width": 10**9, "height": 5}]
 )
 def test_unusable_info_json(doc: Any) -> None:
-    from collation.iiif import ManifestError
+    from collation.core.errors import ManifestError
 
     with pytest.raises(ManifestError, match=r"info\.json of https://x/iiif/p1"):
         parse_info(doc, url="https://x/iiif/p1")

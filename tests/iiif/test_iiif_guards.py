@@ -15,19 +15,13 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from collation.iiif import (
-    Fetcher,
-    FetchError,
-    LimitError,
-    ManifestError,
-    Region,
-    UnsafeURLError,
-    check_url,
-    fetch_region,
-    parse_manifest,
-)
-from collation.iiif.addresses import resolve_target
-from collation.iiif.cache import JsonCache, json_size
+from collation.core.errors import FetchError, LimitError, ManifestError, UnsafeURLError
+from collation.iiif.fetch import fetch_region
+from collation.iiif.manifests import parse_manifest
+from collation.iiif.regions import Region
+from collation.net.addresses import check_url, resolve_target
+from collation.net.http import Fetcher
+from collation.net.responses import JsonCache, json_size
 
 
 def never(*args: Any, **kwargs: Any) -> Any:

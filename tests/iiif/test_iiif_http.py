@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from collation.errors import CollationError, InputError
-from collation.iiif import Fetcher, FetchError, LimitError, ManifestError, UnsafeURLError, check_url, fetcher_for
-from collation.settings import FetchSettings, Settings, SettingsError, default_cache_dir
+from collation.core.errors import CollationError, FetchError, InputError, LimitError, ManifestError, UnsafeURLError
+from collation.core.settings import FetchSettings, Settings, SettingsError, default_cache_dir
+from collation.net.addresses import check_url
+from collation.net.http import Fetcher, fetcher_for
 
 
 def resolver(table: dict[str, list[str]]) -> Any:

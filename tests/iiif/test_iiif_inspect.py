@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from collation.cli import main
-from collation.iiif.inspect import format_inspection, inspect_manifest
+from collation.cli.main import main
+from collation.iiif.dryrun import format_inspection, inspect_manifest
 
 CORPUS = Path(__file__).parent / "corpus"
 
@@ -146,8 +146,10 @@ def test_inspect_a_corpus_file_from_the_command_line(capsys: Any) -> None:
 
 
 def test_fetching_a_region_behind_a_login_says_where_to_log_in(static_server: Any, fetcher: Any) -> None:
-    from collation.iiif import FetchError, find_regions, load_manifest
+    from collation.core.errors import FetchError
     from collation.iiif.fetch import fetch_region
+    from collation.iiif.manifests import load_manifest
+    from collation.iiif.regions import find_regions
 
     static_server.routes["/locked/img/info.json"] = lambda handler: (401, {"Content-Type": "text/html"}, b"<html/>")
     doc = json.loads((CORPUS / "cookbook-0021-tagging.json").read_text())

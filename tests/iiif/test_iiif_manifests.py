@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from iiif_helpers import P2, P3, v2_canvas, v2_manifest, v2_service, v3_canvas, v3_image_body, v3_manifest
 
-from collation.errors import CollationError
-from collation.iiif import LimitError, ManifestError, detect_version, label_text, load_manifest, parse_manifest
+from collation.core.errors import CollationError, LimitError, ManifestError
 from collation.iiif.geometry import canvas_to_image, image_to_canvas, parse_xywh
-from collation.iiif.model import service_base
+from collation.iiif.manifests import detect_version, load_manifest, parse_manifest
+from collation.iiif.model import label_text, service_base
 
 C = "https://example.org/iiif/book/canvas"
 

@@ -11,18 +11,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from iiif_helpers import v2_canvas, v2_manifest, v2_service, v3_canvas, v3_image_body, v3_manifest
 
-from collation.errors import CollationError
-from collation.iiif import (
-    UrlScheme,
-    build_derived_manifest,
-    find_regions,
-    format_regions_report,
-    parse_manifest,
-    svg_bounding_box,
-)
+from collation.core.errors import CollationError
 from collation.iiif.geometry import canvas_to_image, parse_xywh
 from collation.iiif.info import parse_info
+from collation.iiif.manifests import parse_manifest
 from collation.iiif.model import label_text
+from collation.iiif.regions import find_regions
+from collation.iiif.selectors import svg_bounding_box
+from collation.iiif.sources import format_regions_report
+from collation.publish.parts import UrlScheme
+from collation.publish.viewer_layer import build_derived_manifest
 
 SETTINGS = settings(
     max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]

@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 from iiif_helpers import svg_rect_path, v2_canvas, v2_manifest, v2_service, v3_canvas, v3_image_body, v3_manifest
 
-from collation.errors import InputError
-from collation.iiif import Region, RegionSelector, find_regions, parse_manifest, svg_bounding_box
+from collation.core.errors import InputError
+from collation.iiif.manifests import parse_manifest
+from collation.iiif.regions import Region, RegionSelector, find_regions
+from collation.iiif.selectors import svg_bounding_box
 
 C = "https://example.org/iiif/book/canvas"
 
@@ -292,7 +294,7 @@ def test_region_round_trip() -> None:
 
 
 def test_region_cap() -> None:
-    from collation.iiif import LimitError
+    from collation.core.errors import LimitError
 
     items = [anno(f"{C}/p0#xywh={k},0,1,1", anno_id=f"a{k}") for k in range(20)]
     with pytest.raises(LimitError, match="20 regions"):

@@ -20,16 +20,12 @@ from iiif_helpers import (
 )
 from PIL import Image
 
-from collation.iiif import (
-    FetchError,
-    find_regions,
-    format_regions_report,
-    list_regions,
-    load_manifest,
-    load_manuscript_regions,
-    read_info,
-)
+from collation.core.errors import FetchError
 from collation.iiif.fetch import fetch_region
+from collation.iiif.info import read_info
+from collation.iiif.manifests import load_manifest
+from collation.iiif.regions import find_regions
+from collation.iiif.sources import format_regions_report, list_regions, load_manuscript_regions
 
 pytestmark = pytest.mark.slow
 
@@ -249,8 +245,8 @@ def test_local_manifest_file_given_regions_and_partial_failure(
     """A local manifest without annotations, regions given with the request, one canvas whose image
     service is missing: the other regions come back, the failure is a problem line; ``strict``
     turns it into an error."""
-    from collation.errors import CollationError, InputError
-    from collation.iiif import looks_like_manifest
+    from collation.core.errors import CollationError, InputError
+    from collation.iiif.sources import looks_like_manifest
 
     boxes = iipsrv.boxes["P3"][:2]
     canvases = []

@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 from iiif_helpers import validator_root
 
-from collation.errors import CollationError
-from collation.iiif import Fetcher, ManifestError, find_regions, load_manifest
+from collation.core.errors import CollationError, ManifestError
+from collation.iiif.manifests import load_manifest
+from collation.iiif.regions import find_regions
+from collation.net.http import Fetcher
 
 FIXTURES = validator_root() / "fixtures"
 FILES = sorted(FIXTURES.glob("*/*.json")) if FIXTURES.is_dir() else []

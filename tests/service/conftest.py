@@ -26,10 +26,10 @@ from PIL import Image, ImageDraw
 from redis import Redis
 from service_helpers import REPO, OpenAPIClient, WorkerProcesses, drain, service_settings
 
-from collation.service import create_app
-from collation.service.local import start_redis, stop
+from collation.app import create_app
+from collation.cli.private_servers import start_redis, stop
+from collation.core.settings import Settings
 from collation.service.state import service_state
-from collation.settings import Settings
 
 # --------------------------------------------------------------------------------------------------
 # Redis
@@ -76,7 +76,7 @@ class _QuietHandler(SimpleHTTPRequestHandler):
         pass
 
     def send_header(self, keyword: str, value: str) -> None:
-        # http.server writes "Content-type"; the Fetcher (collation.iiif.http, headers copied into a
+        # http.server writes "Content-type"; the Fetcher (collation.net.http, headers copied into a
         # plain dict) only reads "Content-Type". Reported to the IIIF layer's author.
         super().send_header("Content-Type" if keyword.lower() == "content-type" else keyword, value)
 

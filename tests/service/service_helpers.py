@@ -16,7 +16,7 @@ from typing import Any
 
 from PIL import Image
 
-from collation.settings import Settings
+from collation.core.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -43,8 +43,8 @@ BACKBONES: dict[Any, Any] = {}
 
 
 def runtime_for(settings: Settings) -> Any:
-    """A ``collation.runtime.Runtime`` for the tests' settings that shares the session's backbones."""
-    from collation.runtime import Runtime
+    """A ``collation.jobs.runtime.Runtime`` for the tests' settings that shares the session's backbones."""
+    from collation.jobs.runtime import Runtime
 
     return Runtime.create(settings, backbones=BACKBONES)
 

@@ -9,10 +9,11 @@ import pytest
 import yaml
 from openapi_spec_validator import validate as validate_spec
 
-from collation import correspondences, features, similarity
-from collation.service import create_app, schemas
+from collation.app import create_app
+from collation.core.settings import Settings
+from collation.engine import correspondences, features, similarity
+from collation.service import schemas
 from collation.service.state import service_state
-from collation.settings import Settings
 
 PROBLEM = "application/problem+json"
 
@@ -289,7 +290,7 @@ def test_healthz_and_readyz(api: Any, settings: Settings) -> None:
 def test_readyz_without_redis(tmp_path: Any, openapi: dict[str, Any]) -> None:
     from service_helpers import OpenAPIClient
 
-    from collation.service.local import free_port
+    from collation.cli.private_servers import free_port
 
     app = create_app(Settings.from_env({}, data_dir=tmp_path, redis_url=f"redis://127.0.0.1:{free_port()}/0"))
     doc = assert_problem(OpenAPIClient(app.test_client(), openapi).get("/api/v1/readyz"), 503)

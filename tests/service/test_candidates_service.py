@@ -9,14 +9,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from collation import defaults
+from collation.core import defaults
+from collation.core.settings import Settings
 from collation.jobs.planning import Plan, Planned, next_steps, scoring_progress
 from collation.service.results import top_candidates
-from collation.settings import Settings
-from collation.store.datastore import digest
+from collation.store.codecs import digest
 from collation.store.folder import FolderStore
 from collation.store.records import collation_id, new_record, pair_key, resolve_options
-from collation.store.steps import Step
+from collation.store.stepnames import Step
 
 API = "/api/v1"
 CID = "0123456789abcdef"

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from service_helpers import OpenAPIClient
 
-from collation.jobs.results import compute_results
-from collation.service import create_app
+from collation.app import create_app
+from collation.core.settings import Settings
+from collation.jobs.finishing import compute_results
 from collation.service.state import service_state
-from collation.settings import Settings
 from collation.store.datastore import DataStore
 from collation.store.folder import FolderStore
 from collation.store.records import new_record, resolve_options

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from test_concordance_api import CID, write_collation
 
-from collation.service import create_app
+from collation.app import create_app
+from collation.core.settings import Settings
 from collation.service.state import service_state
-from collation.settings import Settings
 
 pytestmark = pytest.mark.slow
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from collation.atomic import write_json
-from collation.errors import InputError
-from collation.settings import Settings
+from collation.core.atomic import write_json
+from collation.core.errors import InputError
+from collation.core.settings import Settings
 from collation.store.datastore import CollationNotFound
 from collation.store.folder import FolderStore
 from collation.store.records import collation_id, resolve_options

@@ -36,10 +36,10 @@ from service_helpers import (
     wait_for,
 )
 
-from collation.service import create_app
-from collation.service.local import free_port, start_redis, stop
+from collation.app import create_app
+from collation.cli.private_servers import free_port, start_redis, stop
+from collation.core.settings import Settings
 from collation.service.state import service_state
-from collation.settings import Settings
 from collation.store.location import open_store
 
 pytestmark = pytest.mark.slow
@@ -325,7 +325,7 @@ def test_collate_serve_runs_everything_on_one_machine(synthetic: Any, tmp_path: 
         PYTHONPATH=str(REPO),
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "collation.service", "serve", "--port", "0"],
+        [sys.executable, "-m", "collation", "serve", "--port", "0"],
         env=env,
         cwd=REPO,
         stdout=subprocess.PIPE,

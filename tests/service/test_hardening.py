@@ -19,12 +19,12 @@ from rq.executions import Execution
 from rq.job import Job
 from rq.registry import ReadyJobRegistry
 
-from collation.iiif.decode import parse_json_bytes
-from collation.iiif.errors import ManifestError
+from collation.app import create_app
+from collation.core.errors import ManifestError
+from collation.core.settings import Settings
 from collation.jobs.scheduling import delete_job
-from collation.service import create_app
+from collation.net.decode import parse_json_bytes
 from collation.service.state import service_state
-from collation.settings import Settings
 from collation.store.datastore import CollationNotFound
 from collation.store.folder import FolderStore
 from collation.store.records import new_record
@@ -118,7 +118,7 @@ def test_writes_never_bring_back_a_deleted_collation(settings: Settings) -> None
     ):
         with pytest.raises(CollationNotFound):
             write()
-    store.record_failure(record["id"], __import__("collation.store.steps", fromlist=["Step"]).Step.plan(), "x")
+    store.record_failure(record["id"], __import__("collation.store.stepnames", fromlist=["Step"]).Step.plan(), "x")
     assert not cdir.exists()  # no folder without its record (it answered 404 to the same POST again)
     assert store.create_collation(record)
 
@@ -434,7 +434,7 @@ def test_assessments_of_one_manuscript_with_itself_are_invalid_in_the_contract_t
 def test_serve_warns_when_it_binds_a_public_address_without_a_public_url(
     host: str, public_url: str | None, warns: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from collation.service.cli import warn_public_url
+    from collation.cli.serve import warn_public_url
 
     with caplog.at_level("WARNING", logger="collation.service"):
         assert warn_public_url(Settings.from_env({}, host=host, public_url=public_url)) is warns

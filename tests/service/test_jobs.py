@@ -19,8 +19,8 @@ from rq.job import Job, JobStatus
 from service_helpers import runtime_for
 
 from collation.jobs import tasks
+from collation.jobs.runtime import activate
 from collation.jobs.scheduling import Scheduler
-from collation.runtime import activate
 from collation.store.folder import FolderStore
 
 API = "/api/v1"
@@ -292,7 +292,7 @@ def test_an_abandoned_job_is_retried(api: Any, synthetic: Any, run_jobs: Any, se
 def test_failing_steps_are_retried_then_recorded(
     api: Any, synthetic: Any, run_jobs: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import collation.transpositions
+    import collation.engine.transpositions
 
     calls = []
 
@@ -301,7 +301,7 @@ def test_failing_steps_are_retried_then_recorded(
         raise RuntimeError("scoring exploded")
 
     # every chunk scores through score_pairs_transposed (one transposition, as drawn, without the option)
-    monkeypatch.setattr(collation.transpositions, "score_pairs_transposed", broken)
+    monkeypatch.setattr(collation.engine.transpositions, "score_pairs_transposed", broken)
     cid = submit(api, [synthetic.a, synthetic.b], regions={"1": synthetic.b_regions})
     run_jobs()
     doc = status(api, cid)
@@ -348,7 +348,7 @@ def test_callback_url_gets_the_final_status(api: Any, synthetic: Any, run_jobs: 
 
 def test_chunks_do_not_change_scores(api: Any, synthetic: Any, run_jobs: Any, settings: Any) -> None:
     """Scores computed in chunks of 6 pairs equal ``score_matrix`` in one call."""
-    from collation.similarity import score_matrix
+    from collation.engine.similarity import score_matrix
 
     cid = submit(api, [synthetic.a, synthetic.b], regions={"1": synthetic.b_regions})
     run_jobs()
@@ -389,8 +389,8 @@ def test_a_worker_loads_its_default_backbone_before_the_first_job(
 
     import torch
 
+    from collation.jobs.runtime import Runtime
     from collation.jobs.worker import preload_backbone
-    from collation.runtime import Runtime
 
     runtime = runtime_for(settings)
     preload_backbone(runtime)

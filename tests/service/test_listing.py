@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from collation.service import create_app
+from collation.app import create_app
+from collation.core.settings import Settings
 from collation.service.state import service_state
-from collation.settings import Settings
 
 PROBLEM = "application/problem+json"
 

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from service_helpers import WorkerProcesses, drain, service_settings, wait_for
 
-from collation.service import create_app
-from collation.service.local import start_seaweedfs, stop
+from collation.app import create_app
+from collation.cli.private_servers import start_seaweedfs, stop
 from collation.service.state import service_state
 from collation.store.location import open_store
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
+from collation.core.settings import Settings
 from collation.jobs.planning import Plan, Planned, next_steps, scoring_progress, usable_manuscripts
-from collation.settings import Settings
 from collation.store.records import CollationStatus, new_record, pair_key, resolve_options
-from collation.store.steps import Step
+from collation.store.stepnames import Step
 
 CID = "0123456789abcdef"
 

@@ -12,12 +12,12 @@ from rq.exceptions import StopRequested
 from rq.job import Job, JobStatus
 from service_helpers import runtime_for
 
+from collation.jobs.runtime import activate
 from collation.jobs.scheduling import Scheduler, on_job_failure
 from collation.jobs.worker import CollationWorker, queue_names
-from collation.runtime import activate
-from collation.store.datastore import RedisKeys
 from collation.store.records import collation_id, new_record, resolve_options
-from collation.store.steps import Step
+from collation.store.redis_keys import RedisKeys
+from collation.store.stepnames import Step
 
 
 def submitted(scheduler: Scheduler) -> str:

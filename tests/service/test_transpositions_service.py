@@ -12,11 +12,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from collation.cascade import pruned_score_matrix_transposed
+from collation.core.settings import Settings
+from collation.engine.cascade import pruned_score_matrix_transposed
+from collation.engine.transpositions import TRANSPOSITION_SETS, score_matrix_transposed
 from collation.jobs.planning import Planned, next_steps
 from collation.service import schemas
 from collation.service.results import pair_results
-from collation.settings import Settings
 from collation.store.datastore import transposed_features_key
 from collation.store.folder import FolderStore
 from collation.store.records import (
@@ -27,8 +28,7 @@ from collation.store.records import (
     resolve_options,
     second_features_key,
 )
-from collation.store.steps import Step
-from collation.transpositions import TRANSPOSITION_SETS, score_matrix_transposed
+from collation.store.stepnames import Step
 
 API = "/api/v1"
 CID = "0123456789abcdef"

@@ -33,10 +33,10 @@ from PIL import Image
 from redis import Redis
 from service_helpers import drain, physiologus_v2, physiologus_v3
 
-from collation.service import create_app
+from collation.app import create_app
+from collation.core.settings import Settings
 from collation.service.state import service_state
-from collation.settings import Settings
-from collation.viewer import routes as viewer_routes
+from collation.viewer import pages as viewer_routes
 from collation.viewer.matrix import COLORS, layout
 
 pytestmark = pytest.mark.slow
@@ -448,7 +448,7 @@ def test_matrix_of_p2_p3_shows_the_diagonal(collation: Served, screenshots: Path
         ).read_text()
     )
     truth = [pair for pair in truth if pair[0] < REGIONS and pair[1] < REGIONS]
-    path = FolderStore(collation.settings.data_dir).collation_dir(collation.cid) / "ground_truth" / "0-1.json"
+    path = FolderStore(collation.core.settings.data_dir).collation_dir(collation.cid) / "ground_truth" / "0-1.json"
     path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(truth))
 

@@ -221,8 +221,8 @@ def test_the_follow_page_survives_a_service_restart(
     from service_helpers import drain, service_settings
     from werkzeug.serving import make_server
 
-    from collation.service import create_app
-    from collation.service.local import free_port
+    from collation.app import create_app
+    from collation.cli.private_servers import free_port
     from collation.service.state import service_state
 
     url = redis_server[1].rsplit("/", 1)[0] + "/5"

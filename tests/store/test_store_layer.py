@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from collation.settings import Settings
-from collation.store.datastore import DataStore, RedisKeys
+from collation.core.settings import Settings
+from collation.store.datastore import DataStore
 from collation.store.folder import FolderStore
 from collation.store.records import CollationStatus, is_terminal, new_record
-from collation.store.steps import Step, StepKind
+from collation.store.redis_keys import RedisKeys
+from collation.store.stepnames import Step, StepKind
 from collation.store.transitions import AlreadyEnded, cancel, fail, finish, reopen, set_progress
 
 CID = "0123456789abcdef"

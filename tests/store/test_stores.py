@@ -15,13 +15,13 @@ import pytest
 import torch
 from PIL import Image
 
-from collation.settings import Settings
+from collation.core.settings import Settings
 from collation.store.datastore import CollationNotFound, DataStore
 from collation.store.filecache import FileCache
 from collation.store.folder import FolderStore
 from collation.store.location import open_store
 from collation.store.objects import ObjectStore, StoreUnavailable, parse_store_url
-from collation.store.steps import Step
+from collation.store.stepnames import Step
 
 CID = "0123456789abcdef"
 
@@ -205,7 +205,7 @@ def test_an_object_store_worker_downloads_an_immutable_object_once(s3_server: An
 def test_store_urls() -> None:
     assert parse_store_url("s3://bucket") == ("bucket", "")
     assert parse_store_url("s3://bucket/a/b/") == ("bucket", "a/b/")
-    from collation.settings import SettingsError
+    from collation.core.settings import SettingsError
 
     for bad in ("bucket/x", "s3://B", "s3://a", "http://bucket"):
         with pytest.raises(SettingsError, match="COLLATION_STORE_URL"):

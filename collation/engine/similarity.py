@@ -1,0 +1,424 @@
+"""Similarity between illustrations, batched over many pairs: S_trans, S_matching, S_features.
+
+A pair (i, j) of illustrations gets two directional scores (B.1): illustration i of the first set
+as target (all scales) against j as query (the query scale), and the reverse. Each directional score
+finds the mutual nearest neighbours of every query cell at every target scale (B.4), weighs them by
+a Gaussian of their residual (under a RANSAC affine map for S_trans, in place for S_matching), keeps
+the best match per query cell and divides by the query's cell count. S = S1 + S2 (B.6).
+
+Batches hold pairs and both directions together; nothing loops over pairs in Python.
+
+Longer than 400 lines because the batched S_trans path (one packed product per target, mutual
+matches by reductions, RANSAC per batch) and the pair-level API that drives it are read together;
+splitting the matching kernels into a module of their own is the next step.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import torch
+
+from collation.core import defaults
+from collation.core.errors import InputError
+from collation.engine.checks import (
+    as_index_pairs,
+    check_dtype,
+    check_flag,
+    check_integer,
+    check_option,
+    check_positive_int,
+    check_shape,
+)
+from collation.engine.features import MultiScaleFeatures, Progress
+from collation.engine.partial import partial_normalizer
+from collation.engine.ransac import KERNELS, cell_scores, compact_matches, ransac_scores, uniform_draws
+
+SIMILARITIES = ("s_trans", "s_matching", "s_features")
+"""Every similarity of A.2; ``score_pairs`` computes the first two, ``score_features_matrix`` the third."""
+
+PAIR_SIMILARITIES = ("s_trans", "s_matching")
+"""The similarities ``score_pairs`` computes from multi-scale features."""
+
+
+def mutual_matches(target: torch.Tensor, query: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Mutual nearest neighbours between each query cell and each target scale (B.4).
+
+    Padded cells are zero vectors: their cosine with anything is 0, and matches with a cosine
+    of 0 or less are dropped, so padding can never produce a match.
+
+    Args:
+        target: ``(B, S, L, C)`` L2-normalized target cells, zero where padded.
+        query: ``(B, Lq, C)`` L2-normalized query cells, zero where padded.
+
+    Returns:
+        sim ``(B, S, Lq)`` cosine of each query cell's best target cell per scale, index
+        ``(B, S, Lq)`` of that target cell, and valid ``(B, S, Lq)``: the match is mutual and its
+        cosine positive.
+    """
+    dims = check_shape("target", target, ("B", "S", "L", "C"))
+    check_shape("query", query, ("B", "Lq", "C"), dims)
+    b, s, length, c = target.shape
+    cos = torch.matmul(target.reshape(b, s * length, c), query.transpose(1, 2)).view(b, s, length, -1)
+    sim, index = cos.max(dim=2)  # best target cell of each query cell, per scale
+    back = cos.argmax(dim=3)  # best query cell of each target cell, per scale
+    mutual = back.gather(2, index) == torch.arange(cos.shape[3], device=cos.device)
+    return sim.float(), index, mutual & (sim > 0)
+
+
+def directional_scores(
+    target: torch.Tensor,
+    target_pos: torch.Tensor,
+    query: torch.Tensor,
+    query_pos: torch.Tensor,
+    query_cells: torch.Tensor,
+    draws: torch.Tensor | None,
+    *,
+    kernel: str = defaults.KERNEL,
+    partial: bool = False,
+) -> torch.Tensor:
+    """S_trans (with ``draws``) or S_matching (``draws=None``) for a batch of target/query couples.
+
+    Args:
+        target: ``(B, S, L, C)`` and target_pos ``(B, S, L, 2)``, zero where padded.
+        query: ``(B, Lq, C)`` and query_pos ``(B, Lq, 2)``, zero where padded.
+        query_cells: ``(B,)`` real cells of each query, the score's normalizer N_Q.
+        draws: ``(B, K, 3)`` uniform numbers for RANSAC, or None for no transform.
+        kernel: final Gaussian, one of ``KERNELS``.
+        partial: S_trans only: divide by the query cells of the matched area (``collation.engine.partial``).
+
+    Returns:
+        ``(B,)`` scores in [0, 1].
+    """
+    check_option("kernel", kernel, KERNELS)
+    dims = check_shape("target", target, ("B", "S", "L", "C"))
+    check_shape("target_pos", target_pos, ("B", "S", "L", 2), dims)
+    check_shape("query", query, ("B", "Lq", "C"), dims)
+    check_shape("query_pos", query_pos, ("B", "Lq", 2), dims)
+    check_shape("query_cells", query_cells, ("B",), dims)
+    if draws is not None:
+        check_shape("draws", draws, ("B", "K", 3), dims)
+    sim, index, valid = mutual_matches(target, query)
+    b, s, lq = sim.shape
+    tpos = target_pos.gather(2, index.unsqueeze(-1).expand(-1, -1, -1, 2)).view(b, s * lq, 2)
+    qpos = query_pos.repeat(1, s, 1)  # (B, S * Lq, 2), scale-major like tpos
+    cell = torch.arange(lq, device=sim.device).repeat(s).expand(b, -1)
+    valid, tpos, qpos, sim, cell = compact_matches(valid.view(b, -1), tpos, qpos, sim.view(b, -1), cell)
+    sim = torch.where(valid, sim, 0.0)
+    if draws is None:
+        sigma2x2 = 2 * defaults.RANSAC_TOLERANCE**2 if kernel == "paper" else defaults.RANSAC_TOLERANCE**2
+        error2 = ((tpos - qpos) ** 2).sum(dim=-1, keepdim=True)
+        total = cell_scores(error2, sim, cell, lq, sigma2x2).squeeze(1)
+    elif partial:  # hook of the partial-copy option (docs/transpositions.md)
+        total, affine = ransac_scores(
+            tpos, qpos, sim, cell, valid.sum(dim=1), lq, draws, kernel=kernel, with_affine=True
+        )
+        return (total / partial_normalizer(affine, query_pos, query_cells)).clamp(max=1.0)
+    else:
+        total = ransac_scores(tpos, qpos, sim, cell, valid.sum(dim=1), lq, draws, kernel=kernel)
+    return total / query_cells.clamp(min=1)
+
+
+def _gather_matches(
+    cos: torch.Tensor,
+    lengths: list[int],
+    tpos: torch.Tensor,
+    seg: torch.Tensor,
+    flat: torch.Tensor,
+    sizes: list[int],
+    lq: int,
+) -> tuple[torch.Tensor, ...]:
+    """Mutual matches of one target against packed queries, laid out as ``(J, S * lq)`` slots.
+
+    A couple (p, q) is mutual at scale s when cos[p, q] is the largest of q's column within scale s
+    and of p's row within q's query. Both maxima are plain reductions (no argmax over the large
+    matrix); ties keep the first target cell, as ``argmax``.
+
+    Args:
+        cos: ``(R, Q)`` cosines of the target's R real cells (scales one after the other, ``lengths``)
+            with Q packed query cells, query after query (``sizes`` cells each); seg ``(Q,)`` query of
+            each column, flat ``(Q,)`` its slot, seg * lq + cell.
+        tpos: ``(R, 2)`` target cell positions.
+
+    Returns:
+        valid, sim, target positions of the matches, each ``(J, S * lq, ...)``, scale-major.
+    """
+    n_queries, n_scales = len(sizes), len(lengths)
+    found, offset = [], 0
+    for s, length in enumerate(lengths):
+        part = cos[offset : offset + length]
+        p, c = (part == part.amax(dim=0)).nonzero(as_tuple=True)  # each query cell's best target cells
+        found.append((p + offset, c, torch.full_like(p, s)))
+        offset += length
+    p, c, scale = (torch.cat(x) for x in zip(*found, strict=True))
+    value = cos[p, c]
+    row_best = torch.stack([part.amax(dim=1) for part in cos.split(sizes, dim=1)], dim=1)  # (R, J)
+    keep = (value >= row_best[p, seg[c]]) & (value > 0)  # mutual, and a positive cosine
+    p, c, scale, value = p[keep], c[keep], scale[keep], value[keep]
+    slot = scale * (n_queries * lq) + flat[c]  # scale-major slots
+    first = torch.full((n_scales * n_queries * lq,), cos.shape[0], dtype=torch.long, device=cos.device)
+    first.scatter_reduce_(0, slot, p, reduce="amin")  # ties: the first target cell
+    valid = first < cos.shape[0]
+    index = first.clamp(max=cos.shape[0] - 1)
+    sim = torch.zeros_like(first, dtype=cos.dtype)
+    sim[slot] = value  # equal values for tied cells
+    pos = tpos[index]
+
+    def per_query(x: torch.Tensor) -> torch.Tensor:
+        return x.view(n_scales, n_queries, lq, *x.shape[1:]).transpose(0, 1).reshape(n_queries, -1, *x.shape[1:])
+
+    return per_query(valid), per_query(sim), per_query(pos)
+
+
+def _score_matches(
+    valid: torch.Tensor,
+    sim: torch.Tensor,
+    tpos: torch.Tensor,
+    qpos: torch.Tensor,
+    lq: int,
+    draws: torch.Tensor | None,
+    kernel: str,
+    with_affine: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """Σ over query cells of the best weighted match (RANSAC for S_trans): ``(B, M)`` slots in, ``(B,)`` out
+    (and the winning ``(B, 3, 2)`` affine maps with ``with_affine``, for the partial-copy normalizer)."""
+    b, m = valid.shape
+    cell = torch.arange(lq, device=valid.device).repeat(m // lq).expand(b, -1)
+    valid, tpos, qpos, sim, cell = compact_matches(valid, tpos, qpos, sim, cell)
+    sim = torch.where(valid, sim, 0.0)
+    if draws is None:
+        sigma2x2 = 2 * defaults.RANSAC_TOLERANCE**2 if kernel == "paper" else defaults.RANSAC_TOLERANCE**2
+        error2 = ((tpos - qpos) ** 2).sum(dim=-1, keepdim=True)
+        return cell_scores(error2, sim, cell, lq, sigma2x2).squeeze(1)
+    return ransac_scores(tpos, qpos, sim, cell, valid.sum(dim=1), lq, draws, kernel=kernel, with_affine=with_affine)
+
+
+def directional_pairs(
+    targets: MultiScaleFeatures,
+    queries: MultiScaleFeatures,
+    pairs: torch.Tensor,
+    *,
+    seed: int | None,
+    kernel: str = defaults.KERNEL,
+    iterations: int = defaults.RANSAC_ITERATIONS,
+    batch_size: int = defaults.RANSAC_BATCH,
+    progress: Progress | None = None,
+    partial: bool = False,
+) -> torch.Tensor:
+    """Directional scores of (target t, query u) couples, one matrix product per target.
+
+    Each target's real cells at all its scales (no padding) are multiplied with the packed real cells of
+    the queries it meets, up to ``QUERY_CELLS_PER_PRODUCT`` at a time: one large product instead of many
+    small padded ones, and no copy of a target per pair. RANSAC then runs on ``batch_size`` couples at once.
+
+    Args:
+        pairs: ``(P, 2)`` int64 (t, u) on the features' device.
+        seed: RANSAC seed (S_trans), or None for S_matching.
+        partial: S_trans only: divide by the query cells of the matched area (``collation.engine.partial``)
+            instead of all of them.
+
+    Returns:
+        ``(P,)`` float32 scores in [0, 1], divided by each query's cell count.
+    """
+    device = targets.desc.device
+    compute = torch.float32 if device.type == "cpu" else targets.desc.dtype
+    q = queries.query_index
+    query_cells = queries.mask[:, q].sum(dim=1)  # (n_u,)
+    lq = max(int(query_cells.max()), 1) if len(queries) else 1
+    counts = targets.mask.sum(dim=2).cpu()  # (n_t, S)
+    out = torch.zeros(len(pairs), dtype=torch.float32, device=device)
+    order = torch.argsort(pairs[:, 0] * (len(queries) + 1) + pairs[:, 1], stable=True)
+    t_sorted = pairs[order, 0].cpu()
+    starts = [*torch.searchsorted(t_sorted, torch.unique_consecutive(t_sorted)).tolist(), len(order)]
+    pending: list[tuple[torch.Tensor, ...]] = []
+    pending_size, done = 0, 0
+
+    def flush() -> None:
+        valid, sim, tpos, qpos, index = (torch.cat(x) for x in zip(*pending, strict=True))
+        draws = None
+        if seed is not None:
+            draws = uniform_draws(seed, pairs[index], (iterations, 3))
+        u = pairs[index, 1]
+        if partial and draws is not None:
+            total, affine = _score_matches(valid, sim, tpos, qpos, lq, draws, kernel, with_affine=True)
+            norm = partial_normalizer(affine, queries.pos[u, q, :lq], query_cells[u])
+            out[index] = (total / norm).clamp(max=1.0)
+        else:
+            out[index] = _score_matches(valid, sim, tpos, qpos, lq, draws, kernel) / query_cells[u].clamp(min=1)
+        pending.clear()
+
+    for a, b in itertools.pairwise(starts):
+        t = int(t_sorted[a])
+        lengths = [int(c) for c in counts[t]]
+        real = targets.mask[t]
+        target = targets.desc[t][real].to(compute)  # (R, C): scale after scale, real cells only
+        tpos = targets.pos[t][real]
+        for c in range(a, b, QUERY_CELLS_PER_PRODUCT // lq or 1):
+            index = order[c : min(b, c + (QUERY_CELLS_PER_PRODUCT // lq or 1))].to(device)
+            u = pairs[index, 1]
+            qmask = queries.mask[u, q, :lq]  # (J, lq)
+            seg, cell = qmask.nonzero(as_tuple=True)
+            packed = queries.desc[u, q, :lq][qmask].to(compute)  # (Q, C), query after query
+            cos = (target @ packed.T).float()
+            sizes = query_cells[u].tolist()
+            valid, sim, pos = _gather_matches(cos, lengths, tpos, seg, seg * lq + cell, sizes, lq)
+            qpos = queries.pos[u, q, :lq].repeat(1, len(lengths), 1)  # (J, S * lq, 2), scale-major
+            pending.append((valid, sim, pos, qpos, index))
+            pending_size += len(u)
+            if pending_size >= batch_size:
+                flush()
+                pending_size = 0
+        done += b - a
+        if progress:
+            progress(done, len(pairs))
+    if pending:
+        flush()
+    return out
+
+
+QUERY_CELLS_PER_PRODUCT = 16384
+"""Query cells multiplied with one target at once: a (5 x 484) x 16384 float32 product is 160 MB."""
+
+
+def score_pairs(
+    feats0: MultiScaleFeatures,
+    feats1: MultiScaleFeatures,
+    pairs: torch.Tensor | np.ndarray | list,
+    *,
+    similarity: str = defaults.SIMILARITY,
+    seed: int = defaults.SEED,
+    kernel: str = defaults.KERNEL,
+    iterations: int = defaults.RANSAC_ITERATIONS,
+    batch_size: int | None = None,
+    progress: Progress | None = None,
+    partial: bool = defaults.PARTIAL,
+) -> torch.Tensor:
+    """Symmetric scores S = S1 + S2 of the pairs (i, j): illustration i of ``feats0``, j of ``feats1``.
+
+    RANSAC samples depend only on the seed and the (target, query) indices of each directional
+    score, so a pair's score is the same whatever the batch or chunk it is computed in, and
+    ``score_pairs(feats1, feats0, pairs[:, [1, 0]])`` gives the same scores.
+
+    Args:
+        feats0: n0 illustrations; feats1: n1 illustrations of the same backbone, scales and device.
+        pairs: ``(P, 2)`` integer indices, (i, j) with 0 <= i < n0 and 0 <= j < n1.
+        similarity: one of ``PAIR_SIMILARITIES``, "s_trans" or "s_matching" (S_features needs square
+            features: see ``score_features_matrix``).
+        kernel: final Gaussian of S_trans, one of ``KERNELS``.
+        iterations: RANSAC hypotheses per directional score.
+        batch_size: directional scores per RANSAC batch (default ``defaults.RANSAC_BATCH``).
+        partial: S_trans divided by the matched area's query cells (``collation.engine.partial``).
+
+    Returns:
+        ``(P,)`` float64 on the CPU, in [0, 2].
+    """
+    if similarity == "s_features":
+        raise InputError(
+            "score_pairs computes s_trans or s_matching; s_features needs square features (score_features_matrix)",
+            field="similarity",
+        )
+    check_option("similarity", similarity, PAIR_SIMILARITIES)
+    check_option("kernel", kernel, KERNELS)
+    check_integer("seed", seed)
+    check_positive_int("iterations", iterations)
+    check_partial(partial, similarity)
+    if feats0.backbone != feats1.backbone or feats0.scales != feats1.scales:
+        raise InputError("the two feature sets come from different backbones or scales")
+    if feats0.desc.shape[3] != feats1.desc.shape[3] or feats0.desc.device != feats1.desc.device:
+        raise InputError("the two feature sets differ in channels or device", field="features")
+    pairs = as_index_pairs("pairs", pairs, (len(feats0), len(feats1)), feats0.desc.device)
+    batch_size = check_positive_int("batch_size", defaults.RANSAC_BATCH if batch_size is None else batch_size)
+    ransac_seed = seed if similarity == "s_trans" else None
+    total = 2 * len(pairs)
+
+    def stage(offset: int) -> Progress | None:
+        return (lambda done, _: progress(offset + done, total)) if progress else None
+
+    # Draws are keyed by (target, query): the reverse direction's keys are (j, i).
+    s1 = directional_pairs(
+        feats0,
+        feats1,
+        pairs,
+        seed=ransac_seed,
+        kernel=kernel,
+        iterations=iterations,
+        batch_size=batch_size,
+        progress=stage(0),
+        partial=partial,
+    )
+    s2 = directional_pairs(
+        feats1,
+        feats0,
+        pairs[:, [1, 0]],
+        seed=ransac_seed,
+        kernel=kernel,
+        iterations=iterations,
+        batch_size=batch_size,
+        progress=stage(len(pairs)),
+        partial=partial,
+    )
+    return (s1 + s2).double().cpu()
+
+
+def check_partial(partial: object, similarity: str) -> bool:
+    """The partial-copy flag: a bool, and only for S_trans (it needs the RANSAC map)."""
+    check_flag("partial", partial)
+    if partial and similarity != "s_trans":
+        raise InputError(f"partial needs similarity s_trans, not {similarity!r}", field="partial")
+    return bool(partial)
+
+
+def all_pairs(n0: int, n1: int) -> torch.Tensor:
+    """``(n0 * n1, 2)`` row-major indices of every pair."""
+    return torch.cartesian_prod(torch.arange(n0), torch.arange(n1)).view(-1, 2)
+
+
+def score_matrix(
+    feats0: MultiScaleFeatures,
+    feats1: MultiScaleFeatures,
+    *,
+    similarity: str = defaults.SIMILARITY,
+    seed: int = defaults.SEED,
+    kernel: str = defaults.KERNEL,
+    batch_size: int | None = None,
+    progress: Progress | None = None,
+    partial: bool = defaults.PARTIAL,
+) -> np.ndarray:
+    """The ``(n0, n1)`` float64 score matrix S of two manuscripts, computed in memory-bounded batches.
+
+    Arguments and checks as ``score_pairs``.
+    """
+    n0, n1 = len(feats0), len(feats1)
+    scores = score_pairs(
+        feats0,
+        feats1,
+        all_pairs(n0, n1),
+        similarity=similarity,
+        seed=seed,
+        kernel=kernel,
+        batch_size=batch_size,
+        progress=progress,
+        partial=partial,
+    )
+    return scores.numpy().reshape(n0, n1)
+
+
+def score_features_matrix(square0: torch.Tensor, square1: torch.Tensor, *, block: int = 256) -> np.ndarray:
+    """S_features (A.2): mean over cells of the cosine of same-location features.
+
+    Args:
+        square0: ``(n0, N, C)`` and square1 ``(n1, N, C)`` L2-normalized cells of square resizes.
+
+    Returns:
+        ``(n0, n1)`` float64.
+    """
+    dims = check_shape("square0", square0, ("n0", "N", "C"))
+    check_shape("square1", square1, ("n1", "N", "C"), dims)
+    check_dtype("square0", square0, "floating")
+    check_dtype("square1", square1, "floating")
+    check_positive_int("block", block)
+    n0, cells, _ = square0.shape
+    flat1 = square1.float().flatten(1)
+    rows = [square0[s : s + block].float().flatten(1) @ flat1.T for s in range(0, n0, block)]
+    return (torch.cat(rows) / cells).double().cpu().numpy()

@@ -1,0 +1,185 @@
+"""Transposed copies: S_trans against mirrored and turned queries, the best kept, the winner reported.
+
+Local features are not mirror- or rotation-invariant, so a mirrored copy finds almost no mutual
+nearest neighbours in the original and RANSAC has nothing to verify. The second illustration of each
+pair is therefore also described transposed (its own features, extracted once per manuscript in one
+batched call), and every pair is scored against each transposition inside the same S_trans: one call
+of ``score_pairs`` over the pairs x transpositions, no Python loop over either. The best score is S,
+and the index of the transposition that gave it is T (int8, 0 = as drawn; ties go to the lower index,
+so as drawn wins a tie).
+
+Transposed features are stored transposition-major: index ``t * n + j`` of a transposed set is
+illustration j of the n transposed by ``names[t]``; ``names[0]`` is always "identity", whose features
+are the plain ones. RANSAC draws are keyed by (i, t * n + j), so with "none" (or t = 0) the scores are
+exactly those of ``score_pairs`` on the plain features. With candidate pruning, the global score of a
+pair is the best over the transpositions of its second illustration (``transposed_global_scores``),
+and the candidate pairs are scored under every transposition. See docs/transpositions.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from PIL import Image
+
+from collation.core.errors import InputError
+from collation.engine.backbones import Backbone
+from collation.engine.candidates import global_scores
+from collation.engine.checks import as_index_pairs, check_option, check_positive_int
+from collation.engine.features import MultiScaleFeatures, Progress, extract_features
+from collation.engine.similarity import all_pairs, score_pairs
+
+TRANSPOSITIONS = ("identity", "mirror", "rot90", "rot180", "rot270", "flip")
+"""Every transposition, by index (the values of T): as drawn; horizontal mirror; turned 90°, 180°,
+270° counter-clockwise; vertical mirror. Each is applied to the second illustration of a pair."""
+
+TRANSPOSITION_SETS = {
+    "none": TRANSPOSITIONS[:1],
+    "mirror": TRANSPOSITIONS[:2],
+    "all": TRANSPOSITIONS,
+}
+"""The values of the ``transpositions`` option and the transpositions each one scores."""
+
+INVERSES = {
+    "identity": "identity",
+    "mirror": "mirror",
+    "rot90": "rot270",
+    "rot180": "rot180",
+    "rot270": "rot90",
+    "flip": "flip",
+}
+"""The transposition that undoes each one: what T says when the pair is read the other way round
+(illustration i of a, transposed by ``INVERSES[name]``, matches illustration j of b)."""
+
+_PIL_METHODS = {
+    "mirror": Image.Transpose.FLIP_LEFT_RIGHT,
+    "rot90": Image.Transpose.ROTATE_90,
+    "rot180": Image.Transpose.ROTATE_180,
+    "rot270": Image.Transpose.ROTATE_270,
+    "flip": Image.Transpose.FLIP_TOP_BOTTOM,
+}
+
+
+def transposition_names(option: str) -> tuple[str, ...]:
+    """The transpositions of an option value ("none", "mirror", "all"), "identity" first.
+
+    Raises:
+        OptionError: an unknown value.
+    """
+    return TRANSPOSITION_SETS[check_option("transpositions", option, tuple(TRANSPOSITION_SETS))]
+
+
+def transpose_image(image: Image.Image, name: str) -> Image.Image:
+    """``image`` transposed by ``name``, one of ``TRANSPOSITIONS`` (exact: pixels are only moved)."""
+    check_option("transposition", name, TRANSPOSITIONS)
+    return image if name == "identity" else image.transpose(_PIL_METHODS[name])
+
+
+def extract_transposed_features(
+    images: Sequence[Image.Image],
+    backbone: Backbone,
+    transpositions: str,
+    *,
+    plain: MultiScaleFeatures | None = None,
+    progress: Progress | None = None,
+    **extract_options,
+) -> MultiScaleFeatures:
+    """Features of ``images`` under every transposition of an option, transposition-major.
+
+    Args:
+        images: n illustrations.
+        transpositions: option value, one of ``TRANSPOSITION_SETS``.
+        plain: the features of ``images`` as drawn if already extracted (they are reused, not redone).
+        extract_options: passed to ``extract_features`` (scales, query_scale, dtype, batch_size).
+
+    Returns:
+        ``(T * n)`` illustrations: index ``t * n + j`` is image j transposed by ``names[t]``. All the
+        transposed images go through one ``extract_features`` call, batched by input size.
+    """
+    names = transposition_names(transpositions)
+    if plain is not None and len(plain) != len(images):
+        raise InputError(f"plain holds {len(plain)} illustrations for {len(images)} images", field="plain")
+    if plain is None:
+        plain = extract_features(images, backbone, progress=progress, **extract_options)
+    if len(names) == 1:
+        return plain
+    turned = [transpose_image(image, name) for name in names[1:] for image in images]
+    return MultiScaleFeatures.concat([plain, extract_features(turned, backbone, progress=progress, **extract_options)])
+
+
+def transposition_count(transposed1: MultiScaleFeatures, n_transpositions: int) -> tuple[int, int]:
+    """(T, n1) of a transposition-major set of ``T * n1`` illustrations.
+
+    Raises:
+        InputError: ``n_transpositions`` is not a positive integer or does not divide the set.
+    """
+    t = check_positive_int("n_transpositions", n_transpositions)
+    if len(transposed1) % t:
+        raise InputError(
+            f"{len(transposed1)} transposed illustrations are not {t} transpositions of a set", field="n_transpositions"
+        )
+    return t, len(transposed1) // t
+
+
+def score_pairs_transposed(
+    feats0: MultiScaleFeatures,
+    transposed1: MultiScaleFeatures,
+    pairs: torch.Tensor | np.ndarray | list,
+    n_transpositions: int,
+    **score_options,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Best S over the transpositions of the second illustration, and which transposition won.
+
+    Args:
+        feats0: n0 illustrations as drawn.
+        transposed1: ``(T * n1)`` illustrations from ``extract_transposed_features``.
+        pairs: ``(P, 2)`` indices (i, j), 0 <= i < n0, 0 <= j < n1.
+        n_transpositions: T.
+        score_options: passed to ``score_pairs`` (similarity, seed, kernel, partial, ...).
+
+    Returns:
+        scores ``(P,)`` float64 in [0, 2] and winner ``(P,)`` int8, an index into the option's names.
+    """
+    t, n1 = transposition_count(transposed1, n_transpositions)
+    pairs = as_index_pairs("pairs", pairs, (len(feats0), n1))
+    offsets = (torch.arange(t) * n1).repeat_interleave(len(pairs))
+    expanded = pairs.cpu().repeat(t, 1)
+    expanded[:, 1] += offsets
+    scores = score_pairs(feats0, transposed1, expanded, **score_options).view(t, -1)
+    winner = scores.argmax(dim=0)  # the first of equal maxima: as drawn wins a tie
+    return scores.gather(0, winner.view(1, -1)).squeeze(0), winner.to(torch.int8)
+
+
+def score_matrix_transposed(
+    feats0: MultiScaleFeatures,
+    transposed1: MultiScaleFeatures,
+    n_transpositions: int,
+    **score_options,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``(n0, n1)`` float64 S, best over transpositions, and the ``(n0, n1)`` int8 winners T.
+
+    Arguments as ``score_pairs_transposed``.
+    """
+    t = check_positive_int("n_transpositions", n_transpositions)
+    n0, n1 = len(feats0), len(transposed1) // t
+    scores, winner = score_pairs_transposed(feats0, transposed1, all_pairs(n0, n1), t, **score_options)
+    return scores.numpy().reshape(n0, n1), winner.numpy().reshape(n0, n1)
+
+
+def transposed_global_scores(
+    feats0: MultiScaleFeatures, transposed1: MultiScaleFeatures, n_transpositions: int
+) -> np.ndarray:
+    """``(n0, n1)`` float32 global scores (``candidates.global_scores``) of every pair, each the best
+    over the transpositions of the second illustration: a mirrored copy's descriptor is compared
+    with the original's as drawn, not as mirrored. With one transposition, ``global_scores`` itself.
+    """
+    t, n1 = transposition_count(transposed1, n_transpositions)
+    return global_scores(feats0, transposed1).reshape(len(feats0), t, n1).max(axis=1)
+
+
+def winner_names(winner: np.ndarray, transpositions: str) -> np.ndarray:
+    """The names of T's entries as an array of strings of the same shape."""
+    names = np.array(transposition_names(transpositions))
+    return names[np.asarray(winner, dtype=np.int64)]

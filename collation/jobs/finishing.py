@@ -1,0 +1,86 @@
+"""From pair score matrices to stored results, and expert assessments folded back into them.
+
+Results of a manuscript pair (a < b) are one .npz: ``S``, ``N_S``, ``P_S`` (n_a, n_b), the
+automatic seeds of the propagation (``auto_seeds``), the seeds used (``seeds``: automatic plus
+the pairs of a match verdict, minus those of a "no match" verdict), and the ``two_cycles`` /
+``three_cycles`` as (k, 2) region positions. With transpositions, also ``T``: the (n_a, n_b) int8
+index, into the option's transposition names, of the transposition of b's region that gave S
+(docs/transpositions.md); plain collations store exactly the arrays they always did.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from collation.store.datastore import DataStore
+
+
+def compute_results(
+    scores: dict[tuple[int, int], np.ndarray],
+    options: dict[str, Any],
+    winners: dict[tuple[int, int], np.ndarray] | None = None,
+) -> dict:
+    """Normalizes, finds cycles and propagates over every pair (``collation.engine.correspondences.collate``).
+
+    Args:
+        winners: T of each pair scored with transpositions, stored beside S as ``T``.
+
+    Returns:
+        ``{(a, b): arrays}`` ready for ``DataStore.save_results``.
+    """
+    from collation.engine.correspondences import collate
+
+    results = collate(scores, normalization=options["normalization"], propagation=options["propagation"])
+    out = {
+        pair: {
+            "S": r.S,
+            "N_S": r.N_S,
+            "P_S": r.P_S,
+            "two_cycles": r.two_cycles,
+            "three_cycles": r.three_cycles,
+            "auto_seeds": r.seeds,
+            "seeds": r.seeds,
+        }
+        for pair, r in results.items()
+    }
+    for pair, t in (winners or {}).items():
+        out[pair]["T"] = np.asarray(t, dtype=np.int8)
+    return out
+
+
+def apply_assessments(store: DataStore, cid: str) -> list[tuple[int, int]]:
+    """Recomputes P_S of every assessed pair from its stored N_S and seeds; returns those pairs.
+
+    Pairs with a verdict of a match category (``exact``, ``partial``, ``semantic``; ``confirmed`` is
+    ``exact``) are added to the automatic seeds: the propagation is a prior on the order of the text,
+    which a same-subject illustration follows as much as a copy does. Pairs with ``none`` (``rejected``)
+    are removed. The caller holds the collation's lock (or owns the collation, as ``finalize`` does).
+    """
+    from collation.engine.concordance import is_match
+    from collation.engine.correspondences import adjust_seeds, propagate
+
+    verdicts: dict[tuple[int, int], dict[tuple[int, int], str]] = {}
+    for item in store.load_assessments(cid):
+        a, b = item["pair"]
+        i, j = item["source"], item["target"]
+        if a > b:
+            a, b, i, j = b, a, j, i
+        verdicts.setdefault((a, b), {})[(i, j)] = item["verdict"]  # the latest verdict wins
+    changed = []
+    for (a, b), by_region in verdicts.items():
+        res = store.load_results(cid, a, b)
+        if res is None:
+            continue
+        rows = {r["index"]: k for k, r in enumerate(store.load_manuscript(cid, a)["regions"])}
+        cols = {r["index"]: k for k, r in enumerate(store.load_manuscript(cid, b)["regions"])}
+        known = {(rows[i], cols[j]): v for (i, j), v in by_region.items() if i in rows and j in cols}
+        confirmed = [p for p, v in known.items() if is_match(v)]
+        rejected = [p for p, v in known.items() if not is_match(v)]
+        seed_array = adjust_seeds(res["auto_seeds"], confirmed, rejected)
+        p_s = propagate(res["N_S"], seed_array)
+        res.update(P_S=p_s, seeds=seed_array)
+        store.save_results(cid, a, b, **res)
+        changed.append((a, b))
+    return changed

@@ -1,0 +1,156 @@
+"""The canonical layer: an AnnotationCollection of ``linking`` annotations (target = region A,
+body = region B, plus a "mirrored copy" / "turned copy" tagging body for a transposed copy, each
+unordered pair once, scores as ``imcol:`` properties), paged, and the experts' ``assessing``
+annotations on a link.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from collation.core.errors import InputError
+from collation.iiif.model import Manifest
+from collation.iiif.regions import Region
+from collation.publish.parts import (
+    ANNOTATION_CONTEXT,
+    PRESENTATION_3,
+    VERDICTS,
+    End,
+    Link,
+    UrlScheme,
+    read_links,
+    score_properties,
+    software_agent,
+    specific_resource,
+    transposition_body,
+)
+
+
+def _canonical(link: Link) -> tuple[End, End]:
+    """Order the two ends so that A ↔ B is written once: by manifest id, canvas, then region."""
+
+    def key(end: End) -> tuple[str, int, int, int]:
+        return end.manifest.id, end.manuscript, end.canvas.index, end.region.index
+
+    return (link.a, link.b) if key(link.a) <= key(link.b) else (link.b, link.a)
+
+
+def _link_annotation(link: Link, urls: UrlScheme, method: str | None, created: str | None) -> dict[str, Any]:
+    a, b = _canonical(link)
+    annotation: dict[str, Any] = {
+        "id": urls.render("link", link=link.key),
+        "type": "Annotation",
+        "motivation": "linking",
+    }
+    if created:
+        annotation["created"] = created
+    annotation["creator"] = software_agent(method)
+    tag = transposition_body(link.data)  # a transposed copy: region B and the words that say so
+    annotation["body"] = [specific_resource(b), tag] if tag else specific_resource(b)
+    annotation["target"] = specific_resource(a)
+    annotation.update(score_properties(link.data))
+    if method:
+        annotation["imcol:method"] = method
+    return annotation
+
+
+def paginate(
+    items: Sequence[dict[str, Any]],
+    *,
+    urls: UrlScheme,
+    label: str,
+    page_size: int = 100,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """An AnnotationCollection (``first``, ``last``, ``total``) and its AnnotationPages (``partOf``,
+    ``next``, ``prev``), at ``urls.collection`` and ``urls.collection_page`` (page numbers from 1).
+
+    ``startIndex`` is (page - 1) × page_size; it is not written because the Presentation 3 schema
+    does not allow it on AnnotationPage.
+    """
+    if page_size < 1:
+        raise InputError("page_size must be at least 1", field="page_size")
+    context = [urls.render("context"), ANNOTATION_CONTEXT, PRESENTATION_3]
+    collection_id = urls.render("collection")
+    count = math.ceil(len(items) / page_size)
+    page_ids = [urls.render("collection_page", page=n + 1) for n in range(count)]
+    collection: dict[str, Any] = {
+        "@context": context,
+        "id": collection_id,
+        "type": "AnnotationCollection",
+        "label": {"en": [label]},
+    }
+    if items:  # the schema requires total > 0, so an empty collection has no total, first or last
+        collection["total"] = len(items)
+        collection["first"] = {"id": page_ids[0], "type": "AnnotationPage"}
+        collection["last"] = {"id": page_ids[-1], "type": "AnnotationPage"}
+    pages = []
+    for n in range(count):
+        page: dict[str, Any] = {
+            "@context": context,
+            "id": page_ids[n],
+            "type": "AnnotationPage",
+            "partOf": [{"id": collection_id, "type": "AnnotationCollection", "label": {"en": [label]}}],
+            "items": list(items[n * page_size : (n + 1) * page_size]),
+        }
+        if n > 0:
+            page["prev"] = {"id": page_ids[n - 1], "type": "AnnotationPage"}
+        if n + 1 < count:
+            page["next"] = {"id": page_ids[n + 1], "type": "AnnotationPage"}
+        pages.append(page)
+    return collection, pages
+
+
+def build_link_collection(
+    manuscripts: Sequence[tuple[Manifest, Sequence[Region]]],
+    correspondences: Sequence[dict[str, Any]],
+    *,
+    urls: UrlScheme,
+    page_size: int = 100,
+    method: str | None = None,
+    created: str | None = None,
+    label: str = "Image collation: correspondences",
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The canonical layer: ``linking`` annotations (target = region A, body = region B), each
+    unordered pair once (the first occurrence wins), paged as an AnnotationCollection."""
+    seen: set[tuple[tuple[int, int], tuple[int, int]]] = set()
+    items = []
+    for link in read_links(manuscripts, correspondences):
+        a, b = _canonical(link)
+        pair = ((a.manuscript, a.region.index), (b.manuscript, b.region.index))
+        if pair in seen:
+            continue
+        seen.add(pair)
+        items.append(_link_annotation(link, urls, method, created))
+    return paginate(items, urls=urls, label=label, page_size=page_size)
+
+
+def build_assessment(
+    link_id: str,
+    verdict: str,
+    *,
+    assessor: dict[str, Any],
+    id: str,
+    created: str | None = None,
+    note: str | None = None,
+    with_context: bool = False,
+) -> dict[str, Any]:
+    """An expert's verdict (``exact``, ``partial``, ``semantic`` or ``none``) on a canonical link, as
+    an ``assessing`` annotation whose creator is the expert (``{"id", "type": "Person", "name"}``)."""
+    if verdict not in VERDICTS:
+        raise InputError(f"verdict {verdict!r} is not one of {VERDICTS}", field="verdict")
+    if not isinstance(assessor, dict) or not assessor.get("type"):
+        raise InputError("assessor must be an agent object with a type (e.g. Person)", field="assessor")
+    body: list[dict[str, Any]] = [{"type": "TextualBody", "purpose": "assessing", "value": verdict}]
+    if note:
+        body.append({"type": "TextualBody", "purpose": "commenting", "value": note})
+    annotation: dict[str, Any] = {}
+    if with_context:  # when served on its own rather than inside a page
+        annotation["@context"] = [ANNOTATION_CONTEXT, PRESENTATION_3]
+    annotation.update({"id": id, "type": "Annotation", "motivation": "assessing", "creator": assessor})
+    if created:
+        annotation["created"] = created
+    annotation["body"] = body if note else body[0]
+    annotation["target"] = link_id
+    return annotation

@@ -1,0 +1,186 @@
+"""Web Annotations of a finished collation, built on request from the stored results.
+
+The documents come from ``collation.publish`` (viewer layer per canvas, canonical
+AnnotationCollection, derived manifests); this module chooses which correspondences they show and
+where they are served. They are built from the store on request and kept in the app's ``DocumentCache``
+keyed by the results' modification times, so an assessment shows at once and ids use the URL the
+client used (or ``COLLATION_PUBLIC_URL``). Every URL comes from ``urls.url_scheme``.
+
+Correspondences shown: for every pair of manuscripts and both directions, each region's ``top``
+best candidates by propagated score, each unordered pair of regions once (its best rank), plus
+every correspondence with a verdict of a match category (exact, partial, semantic: ``imcol:status``
+``confirmed``); those with ``none`` are kept with ``imcol:status`` ``rejected``. The verdict's
+category is ``imcol:verdict``. With transpositions, each correspondence carries the transposition that
+gave its S (``transposition``), and one whose match is mirrored or turned gets a body that says so
+("mirrored copy", "turned copy": ``collation.publish``).
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Any
+
+from collation.engine.concordance import MATCH_CATEGORIES
+from collation.iiif.manifests import Manifest, parse_manifest
+from collation.iiif.regions import Region
+from collation.publish.canonical import build_link_collection
+from collation.publish.parts import IMCOL_CONTEXT, UrlScheme
+from collation.publish.viewer_layer import build_annotation_page, build_derived_manifest
+from collation.service.documents import DocumentCache
+from collation.service.problems import Conflict
+from collation.service.results import assessment_categories, check_id, finished_record, pair_results, top_candidates
+from collation.service.urls import url_scheme
+from collation.store.datastore import CollationNotFound, DataStore
+
+TOP = 3
+"""Candidates per region and direction in the annotation layers."""
+
+
+def context_document() -> dict[str, Any]:
+    """The ``imcol:`` JSON-LD context (served at ``urls.context_url``)."""
+    return IMCOL_CONTEXT
+
+
+def _method(options: dict[str, Any]) -> str:
+    # transpositions and partial are named only when set, as in the record
+    extras = "".join(
+        f"+{name}({options[name]})" if name == "transpositions" else f"+{name}"
+        for name in ("transpositions", "partial")
+        if options.get(name)
+    )
+    return (
+        f"{options['backbone']}+{options['similarity']}(seed={options['seed']}){extras}"
+        f"+norm({options['normalization']})+prop({options['propagation']})"
+    )
+
+
+def _fingerprint(store: DataStore, cid: str) -> tuple:
+    """Versions of everything the documents depend on (the record, verdicts, results: one listing)."""
+    return tuple(sorted(store.collation_versions(cid).items()))
+
+
+def _manuscripts(store: DataStore, record: dict) -> list[tuple[Manifest, list[Region]]]:
+    out = []
+    for m, url in enumerate(record["request"]["manifests"]):
+        doc, raw = store.load_manuscript(record["id"], m), store.load_manifest(record["id"], m)
+        if raw is None or doc is None or m not in record.get("usable", []):
+            out.append((Manifest(id=url, url=url, version=3, label="", canvases=(), raw={}), []))
+            continue
+        out.append((parse_manifest(raw, url=url), [Region.from_dict(r) for r in doc["regions"]]))
+    return out
+
+
+def correspondence_list(store: DataStore, record: dict, top: int = TOP) -> list[dict[str, Any]]:
+    """The correspondences shown in the annotation layers, best ranks first (see the module docstring)."""
+    cid = record["id"]
+    candidates: list[tuple[int, int, dict[str, Any]]] = []
+    for a, b in combinations(record.get("usable", []), 2):
+        res = pair_results(store, record, a, b)
+        verdicts = assessment_categories(store, cid, a, b)
+        rows, cols = res["regions0"], res["regions1"]
+        for forward in (True, False):
+            p_s = res["P_S"] if forward else res["P_S"].T
+            for r, order in enumerate(top_candidates(p_s, top)):
+                for rank, c in enumerate(order, start=1):
+                    i, j = (r, c) if forward else (c, r)
+                    candidates.append((rank, len(candidates), _entry(a, b, i, j, rank, res, rows, cols, verdicts)))
+        for (ri, ci), verdict in verdicts.items():
+            if verdict in MATCH_CATEGORIES:
+                i = next((k for k, x in enumerate(rows) if x["index"] == ri), None)
+                j = next((k for k, x in enumerate(cols) if x["index"] == ci), None)
+                if i is not None and j is not None:
+                    candidates.append((10**9, len(candidates), _entry(a, b, i, j, None, res, rows, cols, verdicts)))
+    seen: set[tuple[int, int, int, int]] = set()
+    out = []
+    for _rank, _order, entry in sorted(candidates, key=lambda t: (t[0], t[1])):
+        key = (
+            entry["source"]["manuscript"],
+            entry["source"]["index"],
+            entry["target"]["manuscript"],
+            entry["target"]["index"],
+        )
+        if key not in seen:
+            seen.add(key)
+            out.append(entry)
+    return out
+
+
+def _entry(
+    a: int, b: int, i: int, j: int, rank: int | None, res: dict, rows: list, cols: list, verdicts: dict
+) -> dict[str, Any]:
+    ri, cj = rows[i]["index"], cols[j]["index"]
+    entry = {
+        "id": f"{a}-{b}-{ri}-{cj}",
+        "source": {"manuscript": a, "index": i},
+        "target": {"manuscript": b, "index": j},
+        "S": float(res["S"][i, j]),
+        "N_S": float(res["N_S"][i, j]),
+        "P_S": float(res["P_S"][i, j]),
+        "cycle_consistent": (i, j) in res["cycles"],
+        "status": "proposed",
+    }
+    if res["transpositions"] is not None:  # of region j of b, as the correspondence reads (source a)
+        entry["transposition"] = str(res["transpositions"][i, j])
+    verdict = verdicts.get((ri, cj))
+    if verdict is not None:
+        entry["status"] = "confirmed" if verdict in MATCH_CATEGORIES else "rejected"
+        entry["verdict"] = verdict
+    if rank is not None:
+        entry["rank"] = rank
+    return entry
+
+
+def _prepared(store: DataStore, cache: DocumentCache, cid: str, base: str) -> tuple[dict, list, list, UrlScheme]:
+    """(record, manuscripts, correspondences, urls) of a finished collation, from ``cache`` when unchanged."""
+    record = finished_record(store, check_id(cid))
+    key = (store.description, cid, base, _fingerprint(store, cid))
+    return cache.get_or_build(
+        key, lambda: (record, _manuscripts(store, record), correspondence_list(store, record), url_scheme(cid, base))
+    )
+
+
+def collection(
+    store: DataStore, cache: DocumentCache, cid: str, base: str, page: int | None, page_size: int
+) -> dict[str, Any]:
+    """``GET /collations/{id}/annotations``: the AnnotationCollection, or its page ``page`` (from 1)."""
+    record, manuscripts, corrs, urls = _prepared(store, cache, cid, base)
+    doc, pages = build_link_collection(
+        manuscripts,
+        corrs,
+        urls=urls,
+        page_size=page_size,
+        method=_method(record["options"]),
+        created=record.get("ended"),
+        label=f"Image collation {cid}: correspondences",
+    )
+    if page is None:
+        return doc
+    if not 1 <= page <= len(pages):
+        raise CollationNotFound(f"collation {cid} has no annotation page {page} (1..{len(pages)})", field="page")
+    return pages[page - 1]
+
+
+def _usable(record: dict, m: int) -> None:
+    n = len(record["request"]["manifests"])
+    if not 0 <= m < n:
+        raise CollationNotFound(f"collation {record['id']} has no manuscript {m} (0..{n - 1})", field="index")
+    if m not in record.get("usable", []):
+        raise Conflict(f"manuscript {m} could not be read, so it has no annotations", field="index")
+
+
+def derived_manifest(store: DataStore, cache: DocumentCache, cid: str, m: int, base: str) -> dict[str, Any]:
+    """``GET /collations/{id}/manifests/{m}``: the input manifest pointing to its annotation pages."""
+    record, manuscripts, corrs, urls = _prepared(store, cache, cid, base)
+    _usable(record, m)
+    return build_derived_manifest(m, manuscripts, corrs, urls=urls)
+
+
+def canvas_page(
+    store: DataStore, cache: DocumentCache, cid: str, m: int, canvas_number: int, base: str
+) -> dict[str, Any]:
+    """``GET /collations/{id}/pages/{m}/{canvas_number}``: the viewer layer of one canvas (1-based)."""
+    record, manuscripts, corrs, urls = _prepared(store, cache, cid, base)
+    _usable(record, m)
+    if not 1 <= canvas_number <= len(manuscripts[m][0].canvases):
+        raise CollationNotFound(f"manuscript {m} has no canvas number {canvas_number}", field="canvas")
+    return build_annotation_page(m, canvas_number, manuscripts, corrs, urls=urls, created=record.get("ended"))

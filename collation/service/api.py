@@ -1,0 +1,233 @@
+"""The API's routes (blueprint ``api``, mounted at ``/api/v1``): parse, call a plain function, answer.
+
+Documents come from ``collations`` (status, correspondences, assessments), ``layers`` (Web
+Annotations) and ``inspection`` (the dry run of a manifest); every URL from ``urls``; errors are
+raised as exceptions and answered as problem documents by ``problems``.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from flask import Blueprint, Response, jsonify, request
+from marshmallow import ValidationError
+
+from collation.service import annotations as layers
+from collation.service import collations, inspection, listing
+from collation.service.auth import caller_token
+from collation.service.concordance_rows import concordance, concordance_text, concordance_workbook
+from collation.service.health import readiness
+from collation.service.problems import problem
+from collation.service.results import check_id
+from collation.service.schemas import (
+    AssessmentSchema,
+    BatchAssessmentSchema,
+    CollationRequestSchema,
+    ConcordanceQuerySchema,
+    CorrespondenceQuerySchema,
+    PageQuerySchema,
+    check_json_tree,
+)
+from collation.service.state import current_runtime, service_state
+from collation.service.urls import base_url, collation_url
+
+bp = Blueprint("api", __name__)
+
+JSONLD = "application/ld+json"
+
+OPENAPI_YAML = Path(__file__).resolve().parents[2] / "openapi.yaml"
+"""The contract served at /openapi.yaml unless ``settings.openapi_path`` names another file."""
+
+
+def json_body() -> dict[str, Any]:
+    """The request's JSON object; a 400 problem naming ``body`` (or the bad field) otherwise.
+
+    A body nested too deeply for the parser, or holding a string that is not Unicode text (a lone
+    surrogate escape such as ``"\\udc80"``), is a 400 like any malformed body.
+    """
+    try:
+        body = request.get_json(silent=True)
+    except RecursionError:
+        raise ValidationError({"body": ["is nested too deeply"]}) from None
+    if body is None:
+        raise ValidationError({"body": ["must be a JSON document (Content-Type: application/json)"]})
+    if not isinstance(body, dict):
+        raise ValidationError({"body": ["must be a JSON object"]})
+    check_json_tree(body)
+    return body
+
+
+def jsonld(doc: dict[str, Any], profile: str | None = None) -> Response:
+    mimetype = f'{JSONLD};profile="{profile}"' if profile else JSONLD
+    response = jsonify(doc)
+    response.headers["Content-Type"] = mimetype
+    return response
+
+
+@bp.route("/collations", methods=["POST"])
+def create_collation() -> Response:
+    runtime = current_runtime()
+    body = CollationRequestSchema(max_manifests=runtime.settings.max_manifests).load(json_body())
+    token = caller_token()
+    owner = listing.token_hash(token) if token else None
+    record, created = collations.submit(runtime, body, base_url(), owner)
+    url = collation_url(base_url(), record["id"])
+    response = jsonify({"id": record["id"], "status": record["status"], "status_url": url, "created": created})
+    response.status_code = 202
+    response.headers["Location"] = url
+    return response
+
+
+@bp.route("/collations", methods=["GET"])
+def list_collations() -> Response:
+    """The collations the caller may see, newest first, paged (``listing`` says who sees what)."""
+    runtime = current_runtime()
+    query = listing.ListQuerySchema().load(request.args.to_dict())
+    token = caller_token()
+    owner = listing.token_hash(token) if token else None
+    return jsonify(
+        listing.list_collations(
+            runtime.store, base_url(), query, owner, bool(runtime.settings.api_tokens), service_state().records
+        )
+    )
+
+
+@bp.route("/collations/<cid>", methods=["GET"])
+def get_collation(cid: str) -> Response:
+    runtime = current_runtime()
+    return jsonify(collations.status_document(runtime.store, cid, base_url(), runtime.redis))
+
+
+@bp.route("/collations/<cid>", methods=["DELETE"])
+def delete_collation(cid: str) -> Response:
+    collations.cancel(current_runtime(), cid)
+    return Response(status=204)
+
+
+@bp.route("/collations/<cid>/correspondences", methods=["GET"])
+def get_correspondences(cid: str) -> Response:
+    query = CorrespondenceQuerySchema().load(request.args.to_dict())
+    return jsonify(
+        collations.correspondences(
+            current_runtime().store, cid, query["pair"], query["score"], query["top"], query["min_score"]
+        )
+    )
+
+
+@bp.route("/collations/<cid>/concordance", methods=["GET"])
+def get_concordance(cid: str) -> Response:
+    query = ConcordanceQuerySchema().load(request.args.to_dict())
+    return jsonify(concordance(current_runtime().store, cid, base_url(), **query))
+
+
+CONCORDANCE_FILES = {
+    "csv": ("text/csv", concordance_text),
+    "xlsx": ("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", concordance_workbook),
+}
+"""The concordance's downloads: extension -> (media type, how the concordance document is written)."""
+
+
+@bp.route("/collations/<cid>/concordance.csv", methods=["GET"])
+def get_concordance_csv(cid: str) -> Response:
+    return concordance_file(cid, "csv")
+
+
+@bp.route("/collations/<cid>/concordance.xlsx", methods=["GET"])
+def get_concordance_xlsx(cid: str) -> Response:
+    return concordance_file(cid, "xlsx")
+
+
+def concordance_file(cid: str, extension: str) -> Response:
+    """The concordance as a download of ``CONCORDANCE_FILES[extension]``, with the JSON's query."""
+    query = ConcordanceQuerySchema().load(request.args.to_dict())
+    mimetype, write = CONCORDANCE_FILES[extension]
+    response = Response(write(concordance(current_runtime().store, cid, base_url(), **query)), mimetype=mimetype)
+    response.headers["Content-Disposition"] = f'attachment; filename="concordance-{cid}.{extension}"'
+    return response
+
+
+@bp.route("/collations/<cid>/assessments", methods=["GET"])
+def get_assessments(cid: str) -> Response:
+    return jsonify(collations.list_assessments(current_runtime().store, cid, base_url()))
+
+
+@bp.route("/collations/<cid>/assessments", methods=["POST"])
+def post_assessment(cid: str) -> Response:
+    check_id(cid)  # an unknown id is a 404 before the body is looked at
+    body = AssessmentSchema().load(json_body())
+    response = jsonify(collations.add_assessment(current_runtime().store, cid, body, base_url()))
+    response.status_code = 201
+    return response
+
+
+@bp.route("/collations/<cid>/assessments/batch", methods=["POST"])
+def post_assessments_batch(cid: str) -> Response:
+    check_id(cid)
+    body = BatchAssessmentSchema().load(json_body())
+    response = jsonify(collations.add_batch(current_runtime().store, cid, body, base_url()))
+    response.status_code = 201
+    return response
+
+
+@bp.route("/collations/<cid>/annotations", methods=["GET"])
+def get_annotations(cid: str) -> Response:
+    query = PageQuerySchema().load(request.args.to_dict())
+    state = service_state()
+    doc = layers.collection(
+        state.runtime.store, state.documents, cid, base_url(), query["page"], state.runtime.settings.page_size
+    )
+    return jsonld(doc, "http://www.w3.org/ns/anno.jsonld")
+
+
+@bp.route("/collations/<cid>/manifests/<int:m>", methods=["GET"])
+def get_manifest(cid: str, m: int) -> Response:
+    state = service_state()
+    return jsonld(layers.derived_manifest(state.runtime.store, state.documents, cid, m, base_url()))
+
+
+@bp.route("/collations/<cid>/pages/<int:m>/<int:canvas_number>", methods=["GET"])
+def get_canvas_page(cid: str, m: int, canvas_number: int) -> Response:
+    state = service_state()
+    return jsonld(layers.canvas_page(state.runtime.store, state.documents, cid, m, canvas_number, base_url()))
+
+
+@bp.route("/inspect", methods=["GET"])
+def get_inspection() -> Response:
+    """The dry run of a manifest: what it holds and the regions a collation would use (no job)."""
+    query = inspection.InspectQuerySchema().load(request.args.to_dict())
+    work = partial(inspection.inspect, current_runtime(), query)
+    return jsonify(service_state().inspections.run(request.remote_addr or "unknown", work))
+
+
+@bp.route("/ns/imcol/1/context.json", methods=["GET"])
+def get_context() -> Response:
+    return jsonld(layers.context_document())
+
+
+@bp.route("/openapi.yaml", methods=["GET"])
+def get_openapi() -> Response:
+    path = current_runtime().settings.openapi_path or OPENAPI_YAML
+    return Response(Path(path).read_text(encoding="utf-8"), mimetype="application/yaml")
+
+
+@bp.route("/healthz", methods=["GET"])
+def healthz() -> Response:
+    return jsonify({"status": "ok"})
+
+
+@bp.route("/readyz", methods=["GET"])
+def readyz() -> Response:
+    """Ready when Redis answers, the data store can be written and a worker listens on each queue."""
+    result = readiness(current_runtime())
+    checks = result["checks"]
+    if result["ready"]:
+        return jsonify({"status": "ready", "checks": checks})
+    if not checks["redis"]:
+        detail = "Redis is not reachable"
+    elif not checks["store"]:
+        detail = checks["store_error"]
+    else:
+        detail = "no worker listens on some queue"
+    return problem(503, "Not ready", detail, extra={"checks": checks})

@@ -1,0 +1,221 @@
+"""``GET /collations/{id}/concordance`` (JSON) and ``.csv``: one row per group of corresponding
+illustrations across all witnesses, one column per witness.
+
+The groups come from ``collation.engine.concordance.build_groups`` over the stored results of every pair of
+readable manuscripts (cycle-consistent pairs and the experts' verdicts); this module adds what a
+reader needs to find each illustration: its canvas (id and label), its box, an Image API URL of the
+region and of a thumbnail, and the viewer's Mirador compare view opened on it.
+"""
+
+from __future__ import annotations
+
+import io
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from collation.engine.concordance import (
+    CATEGORY_LABELS,
+    Group,
+    PairEvidence,
+    build_groups,
+    concordance_csv,
+    concordance_table,
+    sort_groups,
+)
+from collation.iiif.manifests import Manifest, parse_manifest
+from collation.service.images import FULL_WIDTH, region_image_url
+from collation.service.results import SCORE_ARRAYS, assessment_categories, check_id, finished_record, pair_results
+from collation.service.urls import collation_url, manifest_url
+from collation.store.datastore import DataStore
+
+
+def _witnesses(store: DataStore, record: dict, base: str) -> list[dict[str, Any]]:
+    cid, usable = record["id"], set(record.get("usable", []))
+    out = []
+    for m, url in enumerate(record["request"]["manifests"]):
+        doc = store.load_manuscript(cid, m) if m in usable else None
+        out.append(
+            {
+                "index": m,
+                "label": (doc or {}).get("label") or f"Manuscript {m}",
+                "manifest": url,
+                "derived_manifest": manifest_url(base, cid, m) if doc else None,
+                "usable": doc is not None,
+                "regions": len(doc["regions"]) if doc else 0,
+            }
+        )
+    return out
+
+
+def _evidence(store: DataStore, record: dict, score: str) -> tuple[dict, dict, dict]:
+    """(sizes, evidence, regions) of the readable manuscripts: evidence by matrix position."""
+    cid, usable = record["id"], sorted(record.get("usable", []))
+    sizes, evidence, regions = {}, {}, {}
+    for a, b in combinations(usable, 2):
+        res = pair_results(store, record, a, b)
+        regions[a], regions[b] = res["regions0"], res["regions1"]
+        sizes[a], sizes[b] = len(res["regions0"]), len(res["regions1"])
+        rows = {r["index"]: k for k, r in enumerate(res["regions0"])}
+        cols = {r["index"]: k for k, r in enumerate(res["regions1"])}
+        verdicts = {
+            (rows[i], cols[j]): v
+            for (i, j), v in assessment_categories(store, cid, a, b).items()
+            if i in rows and j in cols
+        }
+        cycles = np.array(sorted(res["cycles"]), dtype=np.int64).reshape(-1, 2)
+        evidence[(a, b)] = PairEvidence(res[SCORE_ARRAYS[score]], cycles, verdicts)
+    return sizes, evidence, regions
+
+
+def _manifests(store: DataStore, record: dict) -> dict[int, Manifest | None]:
+    out = {}
+    for m in record.get("usable", []):
+        raw = store.load_manifest(record["id"], m)
+        out[m] = parse_manifest(raw, url=record["request"]["manifests"][m]) if raw else None
+    return out
+
+
+def concordance(
+    store: DataStore,
+    cid: str,
+    base: str,
+    *,
+    score: str = "propagated",
+    min_score: float | None = None,
+    sort: int | None = None,
+) -> dict[str, Any]:
+    """The concordance document (openapi.yaml ``Concordance``).
+
+    Args:
+        score: the score that ranks automatic links and gives confidences (``raw``, ``normalized``,
+            ``propagated``).
+        min_score: automatic links below it are dropped (their illustrations become rows of their own).
+        sort: rows in the order of this witness's illustrations (default: the first readable one).
+
+    Raises:
+        CollationNotFound (404), Conflict (409: unfinished), InputError (400: ``sort`` names no
+        readable witness).
+    """
+    from collation.core.errors import InputError
+
+    record = finished_record(store, check_id(cid))
+    witnesses = _witnesses(store, record, base)
+    usable = [w["index"] for w in witnesses if w["usable"]]
+    if sort is None:
+        sort = usable[0] if usable else 0
+    elif sort not in usable:
+        raise InputError(f"witness {sort} is not a readable manuscript of this collation ({usable})", field="sort")
+    sizes, evidence, regions = _evidence(store, record, score)
+    groups = sort_groups(build_groups(sizes, evidence, min_score), sort, usable)
+    manifests = _manifests(store, record)
+    rows = [_row(group, witnesses, regions, manifests, evidence, cid, base) for group in groups]
+    return {
+        "id": cid,
+        "score": score,
+        "min_score": min_score,
+        "sort": sort,
+        "witnesses": witnesses,
+        "categories": CATEGORY_LABELS,
+        "total": len(rows),
+        "matched": sum(1 for r in rows if r["size"] >= 2),
+        "unmatched": sum(1 for r in rows if r["size"] < 2),
+        "rows": rows,
+    }
+
+
+def _row(
+    group: Group, witnesses: list[dict], regions: dict, manifests: dict, evidence: dict, cid: str, base: str
+) -> dict[str, Any]:
+    cells: list[dict[str, Any] | None] = []
+    for w in witnesses:
+        member = group.member(w["index"])
+        if member is None:
+            cells.append(None)
+            continue
+        region = regions[member.manuscript][member.position]
+        manifest = manifests.get(member.manuscript)
+        canvas = manifest.canvas(region["canvas_id"]) if manifest else None
+        xywh = [int(v) for v in region["xywh"]]
+        cells.append(
+            {
+                "manuscript": member.manuscript,
+                "index": region["index"],
+                "canvas": region["canvas_id"],
+                "label": canvas.label if canvas and canvas.label else region.get("label") or "",
+                "xywh": xywh,
+                "image": region_image_url(canvas, xywh, FULL_WIDTH) if canvas else None,
+                "thumbnail": region_image_url(canvas, xywh) if canvas else None,
+                "confidence": member.confidence,
+                "verdict": member.verdict,
+                "view": _view_url(group, member, regions, evidence, cid, base),
+            }
+        )
+    first = group.members[0]
+    return {
+        "id": f"{first.manuscript}-{regions[first.manuscript][first.position]['index']}",
+        "size": len(group.members),
+        "confidence": group.confidence,
+        "cells": cells,
+    }
+
+
+def _view_url(group: Group, member: Any, regions: dict, evidence: dict, cid: str, base: str) -> str | None:
+    """The viewer's compare view (Mirador) on this illustration and its strongest partner in the group;
+    for an illustration alone, its best candidate in the first other witness."""
+    m, i = member.manuscript, member.position
+    partners = []
+    for other in group.members:
+        if other is not member:
+            (p, x), (q, y) = sorted(((m, i), (other.manuscript, other.position)))
+            partners.append((float(evidence[(p, q)].scores[x, y]), other.manuscript, other.position))
+    if not partners:
+        for (p, q), ev in evidence.items():
+            if m in (p, q):
+                row = ev.scores[i] if p == m else ev.scores[:, i]
+                if row.size:
+                    partners.append((0.0, q if p == m else p, int(np.argmax(row))))
+                    break
+    if not partners:
+        return None
+    _score, n, j = max(partners, key=lambda t: (t[0], -t[1]))
+    link = f"{m}-{n}-{regions[m][i]['index']}-{regions[n][j]['index']}"
+    return f"{collation_url(base, cid)}/view?link={link}"
+
+
+def concordance_text(doc: dict[str, Any]) -> str:
+    """The concordance document as CSV (``collation.engine.concordance.concordance_csv``), witnesses named by label."""
+    return concordance_csv(doc["rows"], witness_names(doc))
+
+
+def witness_names(doc: dict[str, Any]) -> list[str]:
+    return [f"{w['index']}:{w['label']}" for w in doc["witnesses"]]
+
+
+def concordance_workbook(doc: dict[str, Any]) -> bytes:
+    """The CSV's cells as an Excel workbook (``.xlsx``, through XlsxWriter): one sheet, a frozen
+    header, numbers as numbers (sizes, confidences, region indices) and every other cell as text."""
+    import xlsxwriter
+
+    out = io.BytesIO()
+    book = xlsxwriter.Workbook(out, {"in_memory": True, "strings_to_numbers": False, "strings_to_urls": False})
+    sheet = book.add_worksheet("Concordance")
+    bold = book.add_format({"bold": True})
+    for r, line in enumerate(concordance_table(doc["rows"], witness_names(doc))):
+        for c, value in enumerate(line):
+            number = _number(value) if r else None
+            if number is None:
+                sheet.write_string(r, c, str(value), bold if r == 0 else None)
+            else:
+                sheet.write_number(r, c, number)
+    sheet.freeze_panes(1, 0)
+    book.close()
+    return out.getvalue()
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value) if str(value).strip() and "," not in str(value) else None
+    except ValueError:
+        return None
