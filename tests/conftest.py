@@ -1,4 +1,13 @@
-"""Fixtures shared by the whole suite: synthetic illustrations, the offline backbone, the real data."""
+"""Fixtures shared by the whole suite: the offline backbone, the real data, and the real components
+of the service (a private Redis, iipsrv behind lighttpd, SeaweedFS, worker subprocesses, Chromium),
+loopback static servers with synthetic manuscripts, the app and its clients. What the fixtures build
+comes from ``tests/builders.py`` (manifests, records, servers) and ``tests/synthetic.py`` (drawings).
+
+The fast lane: every test that uses a fixture in ``STACK`` (directly or through other fixtures), or
+the object-store side of a ``folder``/``s3`` parametrization, is marked ``stack`` (a test that starts
+a component itself carries ``@pytest.mark.stack``); ``-m "not stack and
+not slow"`` runs the rest (see README.md, "The two commands"). With ``FAST_LANE=1`` in the
+environment, starting any real component fails the test loudly (a check of the marking)."""
 
 from __future__ import annotations
 
@@ -9,11 +18,70 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
+from builders import StaticServer
+from builders import static_server as serve_static
+
+FAST_LANE = os.environ.get("FAST_LANE") == "1"
+
+STACK = frozenset(
+    {
+        "redis_server",  # a private redis-server, and all that needs it (settings, app, client, run_jobs, api)
+        "workers",  # `python -m collation.service worker` subprocesses
+        "iipsrv",  # iipsrv behind lighttpd
+        "s3_server",  # SeaweedFS
+        "browser",  # Chromium through Playwright
+        "live",  # tests/hostile/test_api_contract.py: the app served by a real WSGI server with a worker
+    }
+)
+"""Fixtures that start a real component: a test that uses one is in the ``stack`` lane."""
+
+STACK_PARAMETERS = frozenset({"s3"})
+"""Parameters that start one through ``request.getfixturevalue`` (``store_options``, the stores' ``store``)."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    stack = pytest.mark.stack
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if STACK.intersection(getattr(item, "fixturenames", ())) or STACK_PARAMETERS.intersection(
+            str(v) for v in params.values()
+        ):
+            item.add_marker(stack)
+
+
+def refuse_in_fast_lane(component: str) -> None:
+    """With ``FAST_LANE=1``, a test that would start ``component`` fails: it belongs to the stack lane."""
+    if FAST_LANE:
+        pytest.fail(f"FAST_LANE=1: this test starts {component}; mark it `stack` (tests/conftest.py, STACK)")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_components_in_the_fast_lane() -> Iterator[None]:
+    """With ``FAST_LANE=1``, no subprocess of a real component starts (whatever starts it)."""
+    if not FAST_LANE:
+        yield
+        return
+    forbidden = ("redis-server", "lighttpd", "iipsrv", "weed", "chromium", "collation.service", "serve")
+    real_init = subprocess.Popen.__init__
+
+    def init(self: subprocess.Popen, args: Any, *rest: Any, **kwargs: Any) -> None:
+        words = [str(a) for a in ([args] if isinstance(args, str | os.PathLike) else args)]
+        if any(Path(w).name in forbidden or w in forbidden for w in words):
+            raise AssertionError(f"FAST_LANE=1: {' '.join(words)[:200]} would start a real component")
+        real_init(self, args, *rest, **kwargs)
+
+    subprocess.Popen.__init__ = init  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        subprocess.Popen.__init__ = real_init  # type: ignore[method-assign]
+
 
 REPO = Path(__file__).resolve().parent.parent
 IIPSRV = Path("/usr/lib/iipimage-server/iipsrv.fcgi")
@@ -89,6 +157,7 @@ class IIPServer:
 
 @pytest.fixture(scope="session")
 def iipsrv(physiologus: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IIPServer]:
+    refuse_in_fast_lane("iipsrv behind lighttpd")
     missing = [name for name in ("lighttpd", "vips") if shutil.which(name) is None]
     if not IIPSRV.exists():
         missing.append(str(IIPSRV))
@@ -205,6 +274,7 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     from collation.cli.private_servers import SEAWEEDFS_KEYS, start_seaweedfs, stop
     from collation.core.errors import CollationError
 
+    refuse_in_fast_lane("SeaweedFS")
     folder = tmp_path_factory.mktemp("seaweedfs")
     try:
         process, endpoint, ports = start_seaweedfs(folder)
@@ -247,3 +317,222 @@ def store_options(request: pytest.FixtureRequest) -> dict[str, str]:
         return {}
     server = request.getfixturevalue("s3_server")
     return {"store_url": request.getfixturevalue("s3_url"), "store_endpoint": server.endpoint}
+
+
+# --------------------------------------------------------------------------------------------------
+# Loopback static servers (tests/builders.py's StaticServer): ``static_server`` for the IIIF tests,
+# ``site`` for the synthetic manuscripts of the service tests (two, so that neither sees the other's files)
+
+
+@pytest.fixture(scope="session")
+def static_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StaticServer]:
+    with serve_static(tmp_path_factory.mktemp("static")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StaticServer]:
+    with serve_static(tmp_path_factory.mktemp("site")) as server:
+        yield server
+
+
+# --------------------------------------------------------------------------------------------------
+# Synthetic manuscripts: the same drawings, in the same order, on differently laid out folios
+
+
+@dataclass
+class Synthetic:
+    """Manifest URLs of synthetic manuscripts; ``regions`` is the request's regions entry for B."""
+
+    a: str
+    b: str
+    c: str
+    broken: str
+    partial: str
+    b_regions: list[dict] = field(default_factory=list)
+    n: int = 4
+
+
+@pytest.fixture(scope="session")
+def synthetic(site: StaticServer) -> Synthetic:
+    """Three manuscripts of the same ``n`` drawings in the same order (A: 3.0 with tagging
+    annotations; B: 2.1 without annotations, its regions given in the request; C: 3.0, two drawings
+    per folio) and a manifest URL that answers 404."""
+    from builders import v2_canvas, v2_manifest, v3_canvas, v3_image_body, v3_manifest, v3_tagging_page
+    from PIL import Image
+    from synthetic import shapes
+
+    n = 4
+    layouts = {"A": (1, (30, 40), 1.0), "B": (1, (60, 20), 0.9), "C": (2, (20, 30), 1.1)}
+    urls, b_regions = {}, []
+    for name, (per_folio, (dx, dy), scale) in layouts.items():
+        canvases = []
+        for f in range((n + per_folio - 1) // per_folio):
+            folio = Image.new("RGB", (420, 600), (250, 245, 235))
+            boxes = []
+            for s, k in enumerate(range(f * per_folio, min(n, (f + 1) * per_folio))):
+                art = shapes(k)
+                art = art.resize((int(art.width * scale), int(art.height * scale)), Image.Resampling.BICUBIC)
+                x, y = dx, dy + s * 280
+                folio.paste(art, (x, y))
+                boxes.append((x, y, art.width, art.height))
+            path = site.root / name / f"f{f}.jpg"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            folio.save(path, quality=92)
+            canvas_id = f"{site.url}/{name}/canvas/{f}"
+            image_url = f"{site.url}/{name}/f{f}.jpg"
+            if name == "B":
+                canvases.append(v2_canvas(canvas_id, folio.size, image_url=image_url, image_size=folio.size))
+                b_regions += [{"canvas": canvas_id, "xywh": list(box)} for box in boxes]
+            else:
+                ids = [f"{canvas_id}/region/{r}" for r in range(len(boxes))]
+                page = v3_tagging_page(f"{canvas_id}/regions", canvas_id, boxes, ids)
+                body = v3_image_body(image_url, folio.size)
+                canvases.append(v3_canvas(canvas_id, folio.size, body=body, annotations=[page] if boxes else None))
+        url = f"{site.url}/{name}/manifest.json"
+        doc = (v2_manifest if name == "B" else v3_manifest)(url, canvases, f"Manuscript {name}")
+        urls[name] = site.write_json(f"{name}/manifest.json", doc)
+        if name == "A":  # the same manuscript with the image of its third folio missing
+            broken = json.loads(json.dumps(doc).replace(f"{site.url}/A/f2.jpg", f"{site.url}/A/gone.jpg"))
+            urls["partial"] = site.write_json("A/partial.json", {**broken, "id": f"{site.url}/A/partial.json"})
+    return Synthetic(
+        urls["A"], urls["B"], urls["C"], f"{site.url}/missing/manifest.json", urls["partial"], b_regions, n
+    )
+
+
+@pytest.fixture(scope="session")
+def mirrored(site: StaticServer, synthetic: Synthetic) -> str:
+    """Manuscript A with every illustration mirrored in place on its folio (the same manifest otherwise)."""
+    from PIL import Image
+
+    doc = json.loads((site.root / "A" / "manifest.json").read_text())
+    for f, canvas in enumerate(doc["items"]):
+        x, y, w, h = (int(v) for v in canvas["annotations"][0]["items"][0]["target"].rsplit("=", 1)[1].split(","))
+        with Image.open(site.root / "A" / f"f{f}.jpg") as folio:
+            folio = folio.convert("RGB")
+        folio.paste(folio.crop((x, y, x + w, y + h)).transpose(Image.Transpose.FLIP_LEFT_RIGHT), (x, y))
+        (site.root / "AM").mkdir(exist_ok=True)
+        folio.save(site.root / "AM" / f"f{f}.jpg", quality=92)
+    text = json.dumps(doc).replace(f"{site.url}/A/", f"{site.url}/AM/").replace("Manuscript A", "Manuscript A mirrored")
+    return site.write_json("AM/manifest.json", json.loads(text))
+
+
+# --------------------------------------------------------------------------------------------------
+# Redis, the app, its clients, workers
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[subprocess.Popen, str]]:
+    """A private redis-server (no persistence) for the whole session."""
+    from collation.cli.private_servers import start_redis, stop
+
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (apt-get install redis-server; scripts/setup.sh does it)")
+    refuse_in_fast_lane("Redis")
+    process, url = start_redis(tmp_path_factory.mktemp("redis"))
+    yield process, url
+    stop(process)
+
+
+@pytest.fixture
+def redis_url(redis_server: tuple[subprocess.Popen, str]) -> Iterator[str]:
+    """The session's Redis, emptied before the test."""
+    from redis import Redis
+
+    url = redis_server[1]
+    client = Redis.from_url(url)
+    client.flushdb()
+    client.close()
+    yield url
+
+
+@pytest.fixture
+def settings(tmp_path: Path, redis_url: str) -> Any:
+    """The test's settings, from no environment at all (the developer's COLLATION_* do not leak in)."""
+    from service_helpers import service_settings
+
+    return service_settings(tmp_path / "data", redis_url, chunk_pairs=6)
+
+
+@pytest.fixture
+def app(settings: Any) -> Iterator[Any]:
+    from collation.app import create_app
+    from collation.service.state import service_state
+
+    app = create_app(settings, TESTING=True)
+    yield app
+    service_state(app).close()
+
+
+@pytest.fixture
+def client(app: Any) -> Any:
+    return app.test_client()
+
+
+@pytest.fixture
+def run_jobs(settings: Any) -> Any:
+    from service_helpers import drain
+
+    return lambda max_jobs=None: drain(settings, max_jobs)
+
+
+@pytest.fixture
+def workers(settings: Any, tmp_path: Path) -> Iterator[Any]:
+    from service_helpers import WorkerProcesses
+
+    refuse_in_fast_lane("worker subprocesses")
+    processes = WorkerProcesses(settings, tmp_path)
+    yield processes
+    processes.stop_all()
+
+
+@pytest.fixture(scope="session")
+def openapi() -> dict[str, Any]:
+    import yaml
+
+    return yaml.safe_load((REPO / "openapi.yaml").read_text())
+
+
+@pytest.fixture
+def api(client: Any, openapi: dict[str, Any]) -> Any:
+    """The test client, every response checked against ``openapi.yaml``."""
+    from service_helpers import OpenAPIClient
+
+    return OpenAPIClient(client, openapi)
+
+
+# --------------------------------------------------------------------------------------------------
+# The browser of the viewer and workspace tests: one per session, shared by their modules (Playwright's
+# sync API allows one running instance at a time)
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A persistent Chromium context (Debian's binary, headless, offline flags), 1400 x 1000."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
+    if not CHROMIUM.exists() or shutil.which("chromium") is None:
+        pytest.skip("Debian chromium is not installed (apt-get install chromium; scripts/setup.sh does it)")
+    refuse_in_fast_lane("Chromium")
+    with sync_api.sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")),
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1400, "height": 1000},
+        )
+        try:
+            yield context
+        finally:
+            context.close()

@@ -1,4 +1,6 @@
-"""Synthetic illustrations the tests draw themselves (no real manuscript images in the repository)."""
+"""Synthetic illustrations the tests draw themselves (no real manuscript images in the repository):
+``drawing`` (strokes and ellipses, the engine tests') and ``shapes`` (filled shapes, the synthetic
+manuscripts of the service tests)."""
 
 from __future__ import annotations
 
@@ -59,3 +61,19 @@ def hard_copy(image: Image.Image, seed: int) -> Image.Image:
     ink = np.clip(edges / max(float(np.percentile(edges, 97)), 1.0), 0, 1)[..., None]
     pixels = np.array(PAPER, dtype=np.float32) * (1 - ink) + rng.uniform(10, 110, 3) * ink
     return Image.fromarray(pixels.astype(np.uint8)).filter(ImageFilter.GaussianBlur(0.6))
+
+
+def shapes(k: int, size: tuple[int, int] = (200, 150)) -> Image.Image:
+    """Illustration k of the synthetic manuscripts: random shapes on a light ground, the same for a given k."""
+    rng = np.random.default_rng(1000 + k)
+    image = Image.new("RGB", size, (235, 225, 205))
+    draw = ImageDraw.Draw(image)
+    for _ in range(12):
+        x0, y0 = rng.integers(0, size[0] - 20), rng.integers(0, size[1] - 20)
+        x1, y1 = x0 + rng.integers(15, 90), y0 + rng.integers(15, 70)
+        color = tuple(int(c) for c in rng.integers(0, 200, 3))
+        if rng.random() < 0.5:
+            draw.ellipse((x0, y0, x1, y1), fill=color)
+        else:
+            draw.rectangle((x0, y0, x1, y1), outline=color, width=int(rng.integers(2, 8)))
+    return image

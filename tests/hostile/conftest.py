@@ -17,27 +17,20 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from builders import serving
 from hostile_helpers import Canary, Jail, canary_handler
 
 
 @pytest.fixture
 def canary() -> Iterator[Canary]:
     state = Canary()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), canary_handler(state))
-    httpd.daemon_threads = True
-    state.port = httpd.server_address[1]
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield state
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join(5)
+    with serving(canary_handler(state)) as httpd:
+        state.port = httpd.server_address[1]
+        yield state
 
 
 @pytest.fixture

@@ -28,7 +28,6 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
-from service_fixtures import redis_server, site, synthetic
 from service_helpers import REPO, drain
 
 from collation.app import create_app
@@ -37,8 +36,6 @@ from collation.jobs.runtime import Runtime
 from collation.jobs.worker import queue_names
 from collation.net.http import fetcher_for
 from collation.service.state import service_state
-
-__all__ = ["redis_server", "site", "synthetic"]
 
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "12"))
 """Generated examples per operation in the suite (``scripts/hostile.sh`` runs many more)."""

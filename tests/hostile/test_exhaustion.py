@@ -32,15 +32,12 @@ from typing import Any
 import pytest
 import requests
 from hostile_helpers import PeakRSS, SlowServer
-from service_fixtures import app, client, redis_server, redis_url, settings, site, synthetic, workers
 from service_helpers import WorkerProcesses, drain, service_settings, wait_for
 
 from collation.app import create_app
 from collation.core.settings import Settings
 from collation.service.serving import make_server
 from collation.service.state import service_state
-
-__all__ = ["app", "client", "redis_server", "redis_url", "settings", "site", "synthetic", "workers"]
 
 API = "/api/v1"
 ROUNDS = int(os.environ.get("HOSTILE_ROUNDS", "6"))

@@ -3,7 +3,7 @@ deleted while their jobs write, a worker that loses Redis for 10 s, a worker kil
 each stage, a data directory that cannot be written.
 
 Real Redis on a private port, real worker subprocesses (``python -m collation.service worker``), the
-synthetic manuscripts of ``tests/service/conftest.py`` on a loopback site. Each test is bounded.
+synthetic manuscripts of ``tests/conftest.py`` on a loopback site. Each test is bounded.
 """
 
 from __future__ import annotations
@@ -16,15 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from service_fixtures import app, client, openapi, redis_server, redis_url, settings, site, synthetic, workers
 from service_helpers import WorkerProcesses, service_settings, wait_for
 
 from collation.app import create_app
 from collation.cli.private_servers import free_port, start_redis, stop
 from collation.core.settings import Settings
 from collation.service.state import service_state
-
-__all__ = ["app", "client", "openapi", "redis_server", "redis_url", "settings", "site", "synthetic", "workers"]
 
 API = "/api/v1"
 
@@ -67,6 +64,7 @@ def own_dir(tmp_path: Path, store_options: dict[str, str], n: int) -> Path | Non
     return tmp_path / f"worker{n}" if store_options else None
 
 
+@pytest.mark.stack  # starts its own Redis
 def test_a_worker_survives_a_10_s_redis_outage_and_finishes(
     synthetic: Any, tmp_path: Path, store_options: dict[str, str]
 ) -> None:

@@ -5,11 +5,11 @@ hops. Every test asserts that the canary received nothing."""
 from __future__ import annotations
 
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
+from builders import serving
 from hostile_helpers import Canary, Jail
 
 from collation.core.errors import CollationError, FetchError, UnsafeURLError
@@ -92,16 +92,11 @@ def test_dns_rebinding_on_a_redirect_hop(canary: Canary, jail: Jail, monkeypatch
             self.send_header("Content-Length", "0")
             self.end_headers()
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
+    with serving(Redirect) as httpd:
         fetcher = Fetcher(allowed_hosts=["127.0.0.1"], resolve=resolve, retries=1, backoff=0.0)
         with pytest.raises((FetchError, UnsafeURLError)):
             fetcher.get(f"http://127.0.0.1:{httpd.server_address[1]}/start", what="manifest")
         fetcher.session.close()
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
     assert canary.hits == []
     assert PUBLIC in jail.connects and jail.refused == [PUBLIC]
 

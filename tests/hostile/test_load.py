@@ -9,10 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
-from service_fixtures import app, redis_server, redis_url, settings, site, synthetic, workers
 from service_helpers import wait_for
-
-__all__ = ["app", "redis_server", "redis_url", "settings", "site", "synthetic", "workers"]
 
 API = "/api/v1"
 

@@ -1,4 +1,5 @@
-"""Builders of the manifests and annotation lists the tests write, and an image comparison."""
+"""Helpers of the IIIF tests: an image comparison, the validator's fixtures, a tiny Image API 3 server
+(the manifests they write come from ``tests/builders.py``)."""
 
 from __future__ import annotations
 
@@ -21,11 +22,6 @@ def validator_root() -> Path:
     return Path(os.environ.get("COLLATION_IIIF_VALIDATOR", REPO.parent / "shared" / "data" / "iiif-validator"))
 
 
-P2 = "http://iiif.io/api/presentation/2/context.json"
-P3 = "http://iiif.io/api/presentation/3/context.json"
-IMAGE2 = "http://iiif.io/api/image/2/context.json"
-
-
 def mean_abs_diff(fetched: Image.Image, folio: Image.Image, box: Sequence[int], blur: float = 0.0) -> float:
     """Mean absolute grey-level difference between a fetched region and the local crop of ``box``
     (image pixels) resized to the fetched size.
@@ -43,122 +39,6 @@ def mean_abs_diff(fetched: Image.Image, folio: Image.Image, box: Sequence[int], 
     a = np.asarray(fetched, dtype=np.float64)
     b = np.asarray(local, dtype=np.float64)
     return float(np.abs(a - b).mean())
-
-
-def v2_manifest(manifest_id: str, canvases: list[dict[str, Any]], label: Any = "Test manuscript") -> dict[str, Any]:
-    return {
-        "@context": P2,
-        "@id": manifest_id,
-        "@type": "sc:Manifest",
-        "label": label,
-        "sequences": [{"@type": "sc:Sequence", "canvases": canvases}],
-    }
-
-
-def v2_canvas(
-    canvas_id: str,
-    size: tuple[int, int],
-    *,
-    service: Any = None,
-    image_url: str | None = None,
-    image_size: tuple[int, int] | None = None,
-    other_content: list[Any] | None = None,
-    label: Any = None,
-) -> dict[str, Any]:
-    resource: dict[str, Any] = {
-        "@id": image_url or f"{canvas_id}/image.jpg",
-        "@type": "dctypes:Image",
-        "format": "image/jpeg",
-    }
-    if image_size:
-        resource["width"], resource["height"] = image_size
-    if service is not None:
-        resource["service"] = service
-    canvas: dict[str, Any] = {
-        "@id": canvas_id,
-        "@type": "sc:Canvas",
-        "label": label or canvas_id.rsplit("/", 1)[-1],
-        "width": size[0],
-        "height": size[1],
-        "images": [{"@type": "oa:Annotation", "motivation": "sc:painting", "resource": resource, "on": canvas_id}],
-    }
-    if other_content is not None:
-        canvas["otherContent"] = other_content
-    return canvas
-
-
-def v2_service(service_id: str, level: int = 1) -> dict[str, Any]:
-    return {"@context": IMAGE2, "@id": service_id, "profile": f"http://iiif.io/api/image/2/level{level}.json"}
-
-
-def v3_manifest(manifest_id: str, canvases: list[dict[str, Any]], label: str = "Test manuscript") -> dict[str, Any]:
-    return {"@context": P3, "id": manifest_id, "type": "Manifest", "label": {"en": [label]}, "items": canvases}
-
-
-def v3_canvas(
-    canvas_id: str,
-    size: tuple[int, int],
-    *,
-    body: dict[str, Any],
-    annotations: list[Any] | None = None,
-    label: str | None = None,
-) -> dict[str, Any]:
-    canvas: dict[str, Any] = {
-        "id": canvas_id,
-        "type": "Canvas",
-        "label": {"none": [label or canvas_id.rsplit("/", 1)[-1]]},
-        "width": size[0],
-        "height": size[1],
-        "items": [
-            {
-                "id": f"{canvas_id}/page",
-                "type": "AnnotationPage",
-                "items": [
-                    {
-                        "id": f"{canvas_id}/painting",
-                        "type": "Annotation",
-                        "motivation": "painting",
-                        "body": body,
-                        "target": canvas_id,
-                    }
-                ],
-            }
-        ],
-    }
-    if annotations is not None:
-        canvas["annotations"] = annotations
-    return canvas
-
-
-def v3_image_body(
-    url: str, size: tuple[int, int] | None = None, service: list[dict[str, Any]] | None = None
-) -> dict[str, Any]:
-    body: dict[str, Any] = {"id": url, "type": "Image", "format": "image/jpeg"}
-    if size:
-        body["width"], body["height"] = size
-    if service is not None:
-        body["service"] = service
-    return body
-
-
-def v3_region_annotation(
-    annotation_id: str, target: Any, motivation: str = "tagging", text: str = "illustration"
-) -> dict[str, Any]:
-    purpose = "tagging" if motivation == "tagging" else "commenting"
-    return {
-        "id": annotation_id,
-        "type": "Annotation",
-        "motivation": motivation,
-        "body": {"type": "TextualBody", "value": text, "purpose": purpose},
-        "target": target,
-    }
-
-
-def svg_rect_path(x: float, y: float, w: float, h: float) -> str:
-    return (
-        '<svg xmlns="http://www.w3.org/2000/svg"><path xmlns="http://www.w3.org/2000/svg" '
-        f'd="M{x},{y}h{w}v{h}h{-w}z" fill="none" stroke="#00bfff"/></svg>'
-    )
 
 
 # -- a tiny Image API 3 server (level 1), for ImageService3 ----------------------------------------

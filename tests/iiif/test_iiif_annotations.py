@@ -9,7 +9,8 @@ from typing import Any
 
 import jsonschema
 import pytest
-from iiif_helpers import v2_canvas, v2_manifest, v2_service, v3_canvas, v3_image_body, v3_manifest, validator_root
+from builders import v2_canvas, v2_manifest, v2_service, v3_canvas, v3_image_body, v3_manifest
+from iiif_helpers import validator_root
 
 from collation.core.errors import InputError
 from collation.iiif.manifests import parse_manifest

@@ -75,7 +75,7 @@ def test_an_error_body_over_the_json_cap_is_dropped(static_server: Any, fetcher:
 def test_fetching_a_region_names_the_login_of_the_error_body(static_server: Any, fetcher: Any) -> None:
     """A service that declares no Auth service in the manifest but answers its info.json with a 401
     carrying one: the region's error says where to log in."""
-    from iiif_helpers import v3_canvas, v3_image_body, v3_manifest
+    from builders import v3_canvas, v3_image_body, v3_manifest
 
     from collation.iiif.fetch import fetch_region
     from collation.iiif.manifests import parse_manifest

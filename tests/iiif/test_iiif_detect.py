@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from iiif_helpers import v3_canvas, v3_image_body, v3_manifest, v3_region_annotation
+from builders import v3_canvas, v3_image_body, v3_manifest, v3_region_annotation
 from test_detection import iou, page
 
 from collation.core.errors import InputError

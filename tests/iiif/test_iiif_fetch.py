@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from iiif_helpers import image_api3_route, mean_abs_diff, v2_canvas, v2_manifest, v3_canvas, v3_image_body, v3_manifest
+from builders import v2_canvas, v2_manifest, v3_canvas, v3_image_body, v3_manifest
+from iiif_helpers import image_api3_route, mean_abs_diff
 from PIL import Image
 
 from collation.core.errors import FetchError

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
+from builders import serving
 from PIL import Image
 
 from collation.core.errors import FetchError, LimitError, ManifestError, UnsafeURLError
@@ -117,13 +117,8 @@ class Trickle(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def trickle() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(Trickle) as httpd:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
 
 
 @pytest.mark.parametrize("path", ["/body", "/headers"])

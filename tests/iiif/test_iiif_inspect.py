@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import v3_canvas, v3_image_body, v3_manifest, v3_service2
 from PIL import Image
 
 from collation.cli.main import main
@@ -25,61 +26,16 @@ def _manifest(iipsrv: Any, static_server: Any) -> tuple[str, list[Any]]:
             w, h = folio.size
         cid = f"https://example.org/iiif/P2/canvas/{n}"
         service = f"{iipsrv.base}/{iipsrv.identifiers[box.folio]}"
-        canvases.append(
-            {
-                "id": cid,
-                "type": "Canvas",
-                "width": 2 * w,
-                "height": 2 * h,
-                "items": [
-                    {
-                        "id": f"{cid}/page",
-                        "type": "AnnotationPage",
-                        "items": [
-                            {
-                                "id": f"{cid}/painting",
-                                "type": "Annotation",
-                                "motivation": "painting",
-                                "target": cid,
-                                "body": {
-                                    "id": f"{service}/full/max/0/default.jpg",
-                                    "type": "Image",
-                                    "format": "image/jpeg",
-                                    "service": [
-                                        {
-                                            "@id": service,
-                                            "@type": "ImageService2",
-                                            "profile": "http://iiif.io/api/image/2/level1.json",
-                                        }
-                                    ],
-                                },
-                            }
-                        ],
-                    }
-                ],
-                "annotations": [
-                    {
-                        "id": f"{cid}/tags",
-                        "type": "AnnotationPage",
-                        "items": [
-                            {
-                                "id": f"{cid}/box",
-                                "type": "Annotation",
-                                "motivation": "tagging",
-                                "target": f"{cid}#xywh={','.join(str(2 * v) for v in box.xywh)}",
-                            }
-                        ],
-                    }
-                ],
-            }
-        )
-    doc = {
-        "@context": "http://iiif.io/api/presentation/3/context.json",
-        "id": "https://example.org/P2",
-        "type": "Manifest",
-        "label": {"en": ["P2"]},
-        "items": canvases,
-    }
+        tag = {  # a tagging annotation without a body
+            "id": f"{cid}/box",
+            "type": "Annotation",
+            "motivation": "tagging",
+            "target": f"{cid}#xywh={','.join(str(2 * v) for v in box.xywh)}",
+        }
+        body = v3_image_body(f"{service}/full/max/0/default.jpg", service=v3_service2(service))
+        page = {"id": f"{cid}/tags", "type": "AnnotationPage", "items": [tag]}
+        canvases.append(v3_canvas(cid, (2 * w, 2 * h), body=body, annotations=[page]))
+    doc = v3_manifest("https://example.org/P2", canvases, "P2")
     return static_server.write_json("inspect/p2.json", doc), boxes
 
 

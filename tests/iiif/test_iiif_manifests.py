@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from iiif_helpers import P2, P3, v2_canvas, v2_manifest, v2_service, v3_canvas, v3_image_body, v3_manifest
+from builders import P2, P3, v2_canvas, v2_manifest, v2_service, v3_canvas, v3_image_body, v3_manifest
 
 from collation.core.errors import CollationError, LimitError, ManifestError
 from collation.iiif.geometry import canvas_to_image, image_to_canvas, parse_xywh

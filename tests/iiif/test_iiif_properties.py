@@ -7,9 +7,9 @@ import contextlib
 import copy
 from typing import Any
 
+from builders import v2_canvas, v2_manifest, v2_service, v3_canvas, v3_image_body, v3_manifest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from iiif_helpers import v2_canvas, v2_manifest, v2_service, v3_canvas, v3_image_body, v3_manifest
 
 from collation.core.errors import CollationError
 from collation.iiif.geometry import canvas_to_image, parse_xywh

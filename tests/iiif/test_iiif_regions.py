@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from iiif_helpers import svg_rect_path, v2_canvas, v2_manifest, v2_service, v3_canvas, v3_image_body, v3_manifest
+from builders import svg_rect_path, v2_canvas, v2_manifest, v2_service, v3_canvas, v3_image_body, v3_manifest
 
 from collation.core.errors import InputError
 from collation.iiif.manifests import parse_manifest

@@ -7,8 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from iiif_helpers import (
-    mean_abs_diff,
+from builders import (
     svg_rect_path,
     v2_canvas,
     v2_manifest,
@@ -18,6 +17,7 @@ from iiif_helpers import (
     v3_manifest,
     v3_region_annotation,
 )
+from iiif_helpers import mean_abs_diff
 from PIL import Image
 
 from collation.core.errors import FetchError

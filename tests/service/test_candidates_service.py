@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from builders import record
 
 from collation.core import defaults
 from collation.core.settings import Settings
@@ -15,7 +16,7 @@ from collation.jobs.planning import Plan, Planned, next_steps, scoring_progress
 from collation.service.results import top_candidates
 from collation.store.codecs import digest
 from collation.store.folder import FolderStore
-from collation.store.records import collation_id, new_record, pair_key, resolve_options
+from collation.store.records import collation_id, pair_key, resolve_options
 from collation.store.stepnames import Step
 
 API = "/api/v1"
@@ -29,16 +30,6 @@ def strict_json(text: str) -> Any:
         raise ValueError(f"{name} in JSON")
 
     return json.loads(text, parse_constant=refuse)
-
-
-def record(candidates: Any = "default", chunk_pairs: int = 2) -> dict[str, Any]:
-    settings = Settings(chunk_pairs=chunk_pairs)
-    options = {} if candidates == "default" else {"candidates": candidates}
-    rec = new_record(
-        CID, {"manifests": ["https://x/0.json", "https://x/1.json"]}, resolve_options(options, settings), settings
-    )
-    rec["status"] = "running"
-    return rec
 
 
 def doc(m: int, regions: int) -> dict[str, Any]:
@@ -91,7 +82,7 @@ def test_pair_keys_of_full_and_pruned_matrices_never_mix() -> None:
 
 
 def test_missing_candidates_plan_the_plan_step_then_chunks_over_them() -> None:
-    rec, docs = record(candidates=2), [doc(0, 4), doc(1, 5)]
+    rec, docs = record(chunk_pairs=2, options={"candidates": 2}), [doc(0, 4), doc(1, 5)]
     assert next_steps(rec, docs, {}, everything, nothing, nothing, lambda key: None) == Plan(
         "scoring", (Planned(Step.plan()),)
     )
@@ -103,7 +94,13 @@ def test_missing_candidates_plan_the_plan_step_then_chunks_over_them() -> None:
 
 def test_without_pruning_every_pair_is_chunked() -> None:
     plan = next_steps(
-        record(candidates=None), [doc(0, 4), doc(1, 5)], {}, everything, nothing, nothing, lambda key: None
+        record(chunk_pairs=2, options={"candidates": None}),
+        [doc(0, 4), doc(1, 5)],
+        {},
+        everything,
+        nothing,
+        nothing,
+        lambda key: None,
     )
     assert len(plan.steps) == 10 + 1  # 20 pairs, 2 per chunk, and finalize
 

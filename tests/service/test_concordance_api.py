@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from builders import v3_canvas, v3_image_body, v3_manifest, v3_service2
 from service_helpers import OpenAPIClient
 
 from collation.app import create_app
@@ -31,47 +32,10 @@ def manifest(m: int, n: int) -> dict[str, Any]:
     """Presentation 3, one 1000 x 800 canvas per illustration, level-1 image service."""
     canvases = []
     for k in range(n):
-        cid = f"http://lib.test/{m}/canvas/{k}"
         service = f"http://images.test/iiif/{m}-{k}"
-        body = {
-            "id": f"{service}/full/max/0/default.jpg",
-            "type": "Image",
-            "format": "image/jpeg",
-            "width": 1000,
-            "height": 800,
-            "service": [{"id": service, "type": "ImageService2", "profile": "http://iiif.io/api/image/2/level1.json"}],
-        }
-        canvases.append(
-            {
-                "id": cid,
-                "type": "Canvas",
-                "label": {"none": [f"f. {k + 1}r"]},
-                "width": 1000,
-                "height": 800,
-                "items": [
-                    {
-                        "id": f"{cid}/p",
-                        "type": "AnnotationPage",
-                        "items": [
-                            {
-                                "id": f"{cid}/a",
-                                "type": "Annotation",
-                                "motivation": "painting",
-                                "body": body,
-                                "target": cid,
-                            }
-                        ],
-                    }
-                ],
-            }
-        )
-    return {
-        "@context": "http://iiif.io/api/presentation/3/context.json",
-        "id": f"http://lib.test/{m}/manifest",
-        "type": "Manifest",
-        "label": {"en": [f"Codex {'ABC'[m]}"]},
-        "items": canvases,
-    }
+        body = v3_image_body(f"{service}/full/max/0/default.jpg", (1000, 800), v3_service2(service, keywords=""))
+        canvases.append(v3_canvas(f"http://lib.test/{m}/canvas/{k}", (1000, 800), body=body, label=f"f. {k + 1}r"))
+    return v3_manifest(f"http://lib.test/{m}/manifest", canvases, f"Codex {'ABC'[m]}")
 
 
 def diagonal(n0: int, n1: int, shift: int) -> np.ndarray:

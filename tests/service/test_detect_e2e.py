@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import physiologus_v2, physiologus_v3
 from redis import Redis
-from service_helpers import physiologus_v2, physiologus_v3
 from test_e2e import API, P2_SCALE, K, close_run, e2e_settings, make_run
 
 pytestmark = pytest.mark.slow

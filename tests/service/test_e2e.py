@@ -313,6 +313,7 @@ def test_two_workers_that_share_no_disk_collate_through_the_object_store(
         close_run(run)
 
 
+@pytest.mark.stack  # `collate serve` starts Redis and workers
 def test_collate_serve_runs_everything_on_one_machine(synthetic: Any, tmp_path: Path) -> None:
     """``serve`` without a Redis URL starts a private redis-server and a worker, prints the URL, serves a
     collation over HTTP and stops cleanly on Ctrl-C."""

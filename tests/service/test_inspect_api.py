@@ -8,8 +8,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
+from builders import physiologus_v2, physiologus_v3
 from PIL import Image
-from service_helpers import physiologus_v2, physiologus_v3
 from test_api import assert_problem
 
 

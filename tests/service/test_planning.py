@@ -5,22 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from builders import record
 
-from collation.core.settings import Settings
 from collation.jobs.planning import Plan, Planned, next_steps, scoring_progress, usable_manuscripts
-from collation.store.records import CollationStatus, new_record, pair_key, resolve_options
+from collation.store.records import CollationStatus, pair_key
 from collation.store.stepnames import Step
 
 CID = "0123456789abcdef"
-
-
-def record(n: int = 2, chunk_pairs: int = 6, status: CollationStatus = CollationStatus.RUNNING) -> dict[str, Any]:
-    settings = Settings(chunk_pairs=chunk_pairs)
-    rec = new_record(
-        CID, {"manifests": [f"https://x/{m}.json" for m in range(n)]}, resolve_options({}, settings), settings
-    )
-    rec["status"] = status.value
-    return rec
 
 
 def doc(m: int, regions: int) -> dict[str, Any]:
@@ -69,7 +60,7 @@ def test_ready_manuscripts_are_scored_in_chunks_then_finalized() -> None:
 
 
 def test_cached_chunks_and_scores_are_not_planned_again() -> None:
-    rec, docs = record(n=3), [doc(0, 4), doc(1, 4), doc(2, 4)]
+    rec, docs = record(3), [doc(0, 4), doc(1, 4), doc(2, 4)]
     scored = pair_key(rec["options"], "f0", "f1")
     plan = next_steps(rec, docs, {}, everything, lambda key: key == scored, lambda key, c, k: k != 1)
     assert [p.step for p in plan.steps] == [Step.chunk(0, 2, 1), Step.chunk(1, 2, 1), Step.finalize()]
@@ -79,7 +70,7 @@ def test_cached_chunks_and_scores_are_not_planned_again() -> None:
 
 def test_a_manuscript_that_failed_is_left_out() -> None:
     failures = {Step.prepare(1): "404"}
-    plan = next_steps(record(n=3), [doc(0, 4), None, doc(2, 4)], failures, everything, nothing, nothing)
+    plan = next_steps(record(3), [doc(0, 4), None, doc(2, 4)], failures, everything, nothing, nothing)
     assert {p.step for p in plan.steps} == {Step.chunk(0, 2, k) for k in range(3)} | {Step.finalize()}
     assert usable_manuscripts([doc(0, 4), doc(1, 4), doc(2, 0)], {Step.features(0): "boom"}) == [1]
 
@@ -104,7 +95,7 @@ def test_an_ended_collation_needs_nothing(status: CollationStatus) -> None:
 
 
 def test_scoring_progress_counts_pairs_of_stored_chunks_and_matrices() -> None:
-    rec, docs = record(n=3), [doc(0, 4), doc(1, 4), doc(2, 2)]
+    rec, docs = record(3), [doc(0, 4), doc(1, 4), doc(2, 2)]
     scored = pair_key(rec["options"], "f0", "f1")
     done, total = scoring_progress(rec, docs, {}, lambda key: key == scored, lambda key, c, k: k == 0)
     assert total == 16 + 8 + 8 and done == 16 + 6 + 6

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from builders import record
 from PIL import Image
 
 from collation.core.settings import Settings
@@ -36,10 +37,6 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> DataStore:
     return open_store(settings)
 
 
-def record(cid: str = CID, **extra: Any) -> dict:
-    return {"id": cid, "status": "queued", "n": 0, **extra}
-
-
 def test_a_collation_is_created_once_and_never_exists_without_its_record(
     store: DataStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -56,7 +53,10 @@ def test_a_collation_is_created_once_and_never_exists_without_its_record(
 
     monkeypatch.setattr(store, "has", look_together)
     results = []
-    threads = [threading.Thread(target=lambda: results.append(store.create_collation(record()))) for _ in range(4)]
+    threads = [
+        threading.Thread(target=lambda: results.append(store.create_collation(record(status="queued", n=0))))
+        for _ in range(4)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -67,7 +67,7 @@ def test_a_collation_is_created_once_and_never_exists_without_its_record(
 
 
 def test_concurrent_updates_lose_nothing(store: DataStore) -> None:
-    store.create_collation(record())
+    store.create_collation(record(status="queued", n=0))
 
     def bump() -> None:
         for _ in range(8):
@@ -82,7 +82,7 @@ def test_concurrent_updates_lose_nothing(store: DataStore) -> None:
 
 
 def test_a_deleted_collation_stays_deleted(store: DataStore) -> None:
-    store.create_collation(record())
+    store.create_collation(record(status="queued", n=0))
     store.save_manuscript(CID, 0, {"regions": []}, {"id": "m"})
     store.save_results(CID, 0, 1, S=np.eye(2))
     store.record_failure(CID, Step.prepare(1), "404")
@@ -94,12 +94,12 @@ def test_a_deleted_collation_stays_deleted(store: DataStore) -> None:
     with pytest.raises(CollationNotFound):
         store.update_record(CID, lambda r: None)
     store.record_failure(CID, Step.prepare(0), "late")  # quietly nothing
-    assert store.create_collation(record(status="again")) is True  # the same inputs later: a fresh one
+    assert store.create_collation(record(status="again", n=0)) is True  # the same inputs later: a fresh one
     assert store.load_failures(CID) == {} and store.load_results(CID, 0, 1) is None
 
 
 def test_collation_objects_round_trip(store: DataStore) -> None:
-    store.create_collation(record())
+    store.create_collation(record(status="queued", n=0))
     store.save_manuscript(CID, 1, {"regions": [1, 2]}, {"id": "manifest"})
     assert store.load_manuscript(CID, 1) == {"regions": [1, 2]} and store.load_manifest(CID, 1) == {"id": "manifest"}
     assert store.has_manuscript(CID, 1) and not store.has_manuscript(CID, 0)
@@ -176,7 +176,7 @@ def test_a_dead_lock_holder_blocks_others_only_until_its_lease_ends(
     from collation.store import objects
 
     store = ObjectStore(s3_url, tmp_path, 10**6, endpoint=s3_server.endpoint)
-    store.create_collation(record())
+    store.create_collation(record(status="queued", n=0))
     monkeypatch.setattr(objects, "LEASE_SECONDS", 1.0)
     store._acquire(store.collation_prefix(CID) + ".lock", "a-killed-worker")  # never released
     started = time.monotonic()

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from builders import v2_canvas, v2_manifest, v2_service, v3_canvas, v3_image_body, v3_manifest, v3_service2
 from PIL import Image
 
 from collation.app import create_app
@@ -29,85 +30,34 @@ SERVICE_B = "http://images.test/iiif/b"
 
 def manifest_a() -> dict[str, Any]:
     """Presentation 3, two canvases of 1000 x 800 painted by 500 x 400 images (canvas = 2 x image)."""
-    canvases = []
-    for f in range(2):
-        cid = f"http://lib.test/a/canvas/{f}"
-        body = {
-            "id": f"{SERVICE_A}{f}/full/max/0/default.jpg",
-            "type": "Image",
-            "format": "image/jpeg",
-            "width": 500,
-            "height": 400,
-            "service": [
-                {"id": f"{SERVICE_A}{f}", "type": "ImageService2", "profile": "http://iiif.io/api/image/2/level1.json"}
-            ],
-        }
-        canvases.append(
-            {
-                "id": cid,
-                "type": "Canvas",
-                "label": {"none": [f"f. {f + 1}r"]},
-                "width": 1000,
-                "height": 800,
-                "items": [
-                    {
-                        "id": f"{cid}/p",
-                        "type": "AnnotationPage",
-                        "items": [
-                            {
-                                "id": f"{cid}/a",
-                                "type": "Annotation",
-                                "motivation": "painting",
-                                "body": body,
-                                "target": cid,
-                            }
-                        ],
-                    }
-                ],
-            }
+    canvases = [
+        v3_canvas(
+            f"http://lib.test/a/canvas/{f}",
+            (1000, 800),
+            body=v3_image_body(
+                f"{SERVICE_A}{f}/full/max/0/default.jpg", (500, 400), v3_service2(f"{SERVICE_A}{f}", keywords="")
+            ),
+            label=f"f. {f + 1}r",
         )
-    return {
-        "@context": "http://iiif.io/api/presentation/3/context.json",
-        "id": "http://lib.test/a/manifest",
-        "type": "Manifest",
-        "label": {"en": ["Codex A"]},
-        "items": canvases,
-    }
+        for f in range(2)
+    ]
+    return v3_manifest("http://lib.test/a/manifest", canvases, "Codex A")
 
 
 def manifest_b() -> dict[str, Any]:
     """Presentation 2.1, one canvas per region, canvas = image = 600 x 900."""
-    canvases = []
-    for f in range(5):
-        cid = f"http://lib.test/b/canvas/{f}"
-        resource = {
-            "@id": f"{SERVICE_B}{f}/full/full/0/default.jpg",
-            "@type": "dctypes:Image",
-            "width": 600,
-            "height": 900,
-            "service": {
-                "@context": "http://iiif.io/api/image/2/context.json",
-                "@id": f"{SERVICE_B}{f}",
-                "profile": "http://iiif.io/api/image/2/level1.json",
-            },
-        }
-        canvases.append(
-            {
-                "@id": cid,
-                "@type": "sc:Canvas",
-                "label": f"p. {f}",
-                "width": 600,
-                "height": 900,
-                "images": [{"@type": "oa:Annotation", "motivation": "sc:painting", "resource": resource, "on": cid}],
-            }
+    canvases = [
+        v2_canvas(
+            f"http://lib.test/b/canvas/{f}",
+            (600, 900),
+            service=v2_service(f"{SERVICE_B}{f}"),
+            image_url=f"{SERVICE_B}{f}/full/full/0/default.jpg",
+            image_size=(600, 900),
+            label=f"p. {f}",
         )
-    return {
-        "@context": "http://iiif.io/api/presentation/2/context.json",
-        "@id": "http://lib.test/b/manifest",
-        "@type": "sc:Manifest",
-        "label": "Codex B",
-        "sequences": [{"@type": "sc:Sequence", "canvases": canvases}],
-    }
+        for f in range(5)
+    ]
+    return v2_manifest("http://lib.test/b/manifest", canvases, "Codex B")
 
 
 def region(index: int, canvas: str, canvas_index: int, xywh: list[int]) -> dict[str, Any]:

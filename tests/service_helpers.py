@@ -1,6 +1,7 @@
-"""Helpers of the service tests (imported by the tests and by conftest.py): an OpenAPI-checking test
-client, worker subprocesses, an in-process burst worker, polling, and manifests of the Physiologus
-folios served by iipsrv."""
+"""Helpers of the tests that run the service (imported by the tests and by tests/conftest.py): settings
+of a test service, an OpenAPI-checking test client, worker subprocesses, an in-process burst worker,
+polling. ``physiologus_v2``/``physiologus_v3`` are ``tests/builders.py``'s, re-exported for the
+modules that import them from here."""
 
 from __future__ import annotations
 
@@ -14,11 +15,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PIL import Image
+from builders import physiologus_v2, physiologus_v3
 
 from collation.core.settings import Settings
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
+
+__all__ = [
+    "REPO",
+    "OpenAPIClient",
+    "WorkerProcesses",
+    "drain",
+    "physiologus_v2",
+    "physiologus_v3",
+    "runtime_for",
+    "service_settings",
+    "wait_for",
+]
 
 
 def service_settings(data_dir: Path, redis_url: str, **overrides: Any) -> Settings:
@@ -81,7 +94,7 @@ class WorkerProcesses:
         if data_dir is not None:
             env["COLLATION_DATA_DIR"] = str(data_dir)
         process = subprocess.Popen(
-            [sys.executable, "-m", "collation.service", "worker", *args],
+            [sys.executable, "-m", "collation", "worker", *args],
             env=env,
             cwd=REPO,
             stdout=log,
@@ -182,155 +195,3 @@ def _pointer(template: str, method: str, status: str, media: str, documented: di
         return schema["$ref"].removeprefix("#")
     escaped = template.replace("~", "~0").replace("/", "~1")
     return f"/paths/{escaped}/{method.lower()}/responses/{status}/content/{media.replace('/', '~1')}/schema"
-
-
-# --------------------------------------------------------------------------------------------------
-# Manifests of the Physiologus folios (tests/conftest.py's ``iipsrv`` serves them; ``site`` hosts the
-# documents). Both return (manifest, regions): one region per box, in canvas coordinates, as the
-# ``regions`` of a request.
-
-
-def _image_service(box: Any, iipsrv: Any) -> tuple[str, int, int]:
-    with Image.open(box.folio) as folio:
-        width, height = folio.size
-    return f"{iipsrv.base}/{iipsrv.identifiers[box.folio]}", width, height
-
-
-def physiologus_v2(
-    url: str, label: str, boxes: list[Any], iipsrv: Any, *, canvas_scale: int = 1, site: Any = None
-) -> tuple[dict, list[dict]]:
-    """Presentation 2.1 with ImageService2 services; canvases ``canvas_scale`` times the images (like
-    the Vatican's). With ``site``, each canvas's region is also published in an annotation list on it."""
-    base = url.rsplit("/", 1)[0]
-    canvases, regions = [], []
-    for k, box in enumerate(boxes):
-        service, width, height = _image_service(box, iipsrv)
-        canvas_id = f"{base}/canvas/{box.folio.stem}"
-        xywh = [v * canvas_scale for v in box.xywh]
-        canvas = {
-            "@id": canvas_id,
-            "@type": "sc:Canvas",
-            "label": box.folio.stem.split("_")[3],
-            "width": width * canvas_scale,
-            "height": height * canvas_scale,
-            "images": [
-                {
-                    "@type": "oa:Annotation",
-                    "motivation": "sc:painting",
-                    "on": canvas_id,
-                    "resource": {
-                        "@id": f"{service}/full/full/0/default.jpg",
-                        "@type": "dctypes:Image",
-                        "format": "image/jpeg",
-                        "width": width,
-                        "height": height,
-                        "service": {
-                            "@context": "http://iiif.io/api/image/2/context.json",
-                            "@id": service,
-                            "profile": "http://iiif.io/api/image/2/level1.json",
-                        },
-                    },
-                }
-            ],
-        }
-        if site is not None:
-            folder = base.removeprefix(f"{site.url}/")
-            annotation_list = site.write_json(
-                f"{folder}/list/{k}.json",
-                {
-                    "@context": "http://iiif.io/api/presentation/2/context.json",
-                    "@id": f"{base}/list/{k}.json",
-                    "@type": "sc:AnnotationList",
-                    "resources": [
-                        {
-                            "@id": f"{base}/annotation/{k}",
-                            "@type": "oa:Annotation",
-                            "motivation": "oa:tagging",
-                            "resource": {"@type": "oa:Tag", "chars": "illustration"},
-                            "on": f"{canvas_id}#xywh={','.join(str(v) for v in xywh)}",
-                        }
-                    ],
-                },
-            )
-            canvas["otherContent"] = [{"@id": annotation_list, "@type": "sc:AnnotationList"}]
-        canvases.append(canvas)
-        regions.append({"canvas": canvas_id, "xywh": xywh})
-    doc = {
-        "@context": "http://iiif.io/api/presentation/2/context.json",
-        "@id": url,
-        "@type": "sc:Manifest",
-        "label": label,
-        "sequences": [{"@type": "sc:Sequence", "canvases": canvases}],
-    }
-    return doc, regions
-
-
-def physiologus_v3(
-    url: str, label: str, boxes: list[Any], iipsrv: Any, *, tagging: bool = False
-) -> tuple[dict, list[dict]]:
-    """Presentation 3.0 with ImageService2 services (what iipsrv 1.1 offers), canvas = image; with
-    ``tagging``, each canvas's region is also an embedded tagging annotation."""
-    base = url.rsplit("/", 1)[0]
-    canvases, regions = [], []
-    for k, box in enumerate(boxes):
-        service, width, height = _image_service(box, iipsrv)
-        canvas_id = f"{base}/canvas/{box.folio.stem}"
-        x, y, w, h = box.xywh
-        body = {
-            "id": f"{service}/full/max/0/default.jpg",
-            "type": "Image",
-            "format": "image/jpeg",
-            "width": width,
-            "height": height,
-            "service": [
-                {"@id": service, "@type": "ImageService2", "profile": "http://iiif.io/api/image/2/level1.json"}
-            ],
-        }
-        canvas = {
-            "id": canvas_id,
-            "type": "Canvas",
-            "label": {"none": [box.folio.stem]},
-            "width": width,
-            "height": height,
-            "items": [
-                {
-                    "id": f"{canvas_id}/page",
-                    "type": "AnnotationPage",
-                    "items": [
-                        {
-                            "id": f"{canvas_id}/painting",
-                            "type": "Annotation",
-                            "motivation": "painting",
-                            "body": body,
-                            "target": canvas_id,
-                        }
-                    ],
-                }
-            ],
-        }
-        if tagging:
-            canvas["annotations"] = [
-                {
-                    "id": f"{canvas_id}/illustrations",
-                    "type": "AnnotationPage",
-                    "items": [
-                        {
-                            "id": f"{canvas_id}/illustration/{k}",
-                            "type": "Annotation",
-                            "motivation": "tagging",
-                            "body": {"type": "TextualBody", "value": "illustration", "purpose": "tagging"},
-                            "target": f"{canvas_id}#xywh={x},{y},{w},{h}",
-                        }
-                    ],
-                }
-            ]
-        canvases.append(canvas)
-        regions.append({"canvas": canvas_id, "xywh": [x, y, w, h]})
-    doc = {
-        "@context": "http://iiif.io/api/presentation/3/context.json",
-        "id": url,
-        "type": "Manifest",
-        "label": {"en": [label]},
-        "items": canvases,
-    }
-    return doc, regions
