@@ -67,3 +67,30 @@ for version in "${!MIRADOR_SHA256[@]}"; do
     fi
     rm -rf "$pack_dir"
 done
+
+# ---------------------------------------------------------------------------------------------------
+# ESLint for the viewer's browser scripts (tests/viewer/test_js_lint.py): the exact versions pinned in
+# tools/eslint/package.json, installed by `npm ci` from the committed tools/eslint/package-lock.json,
+# which checks every package against its sha512 integrity there; from the npm registry only (no CDN),
+# into tools/eslint/node_modules (ignored by git). Skipped when the pinned versions are installed;
+# skipped with a message when npm is absent or the install fails (the lint test then skips).
+ESLINT_DIR=tools/eslint
+eslint_ok() {
+    command -v node >/dev/null 2>&1 && node -e '
+        const dir = process.argv[1];
+        const pinned = require(dir + "/package.json").devDependencies;
+        for (const [name, version] of Object.entries(pinned)) {
+            if (require(dir + "/node_modules/" + name + "/package.json").version !== version) process.exit(1);
+        }' "$PWD/$ESLINT_DIR" >/dev/null 2>&1
+}
+if eslint_ok; then
+    :
+elif ! command -v npm >/dev/null 2>&1; then
+    echo "setup: npm not found, ESLint not installed; the JavaScript lint test will skip" >&2
+elif npm ci --prefix "$ESLINT_DIR" --engine-strict --ignore-scripts --no-audit --no-fund --silent >/dev/null 2>&1 &&
+    eslint_ok
+then
+    echo "setup: installed ESLint $(node -p 'require("./'"$ESLINT_DIR"'/package.json").devDependencies.eslint')" >&2
+else
+    echo "setup: could not install ESLint with npm ci in $ESLINT_DIR (npm registry, Node.js ^20.19 or newer); the JavaScript lint test will skip" >&2
+fi

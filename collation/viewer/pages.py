@@ -17,6 +17,7 @@ from collation.service.results import check_id
 from collation.service.schemas import SCORES, PairParam
 from collation.service.state import current_runtime, service_state
 from collation.service.urls import base_url
+from collation.viewer.browser import page_config
 from collation.viewer.data import matrix_data, pair_view
 from collation.viewer.imagespace import SCALES_BY_IMAGE, viewer_manifest, viewer_page
 from collation.viewer.matrix import MAX_SIDE, render_matrix_png
@@ -82,15 +83,14 @@ def view(cid: str) -> Response:
     if "link" in query:
         a, b, i, j = (int(v) for v in query["link"].split("-"))
         pair, focus = [a, b], [i, j]
-    config = {
-        "id": cid,
-        "api": base_url(),
-        "pair": pair,
-        "focus": focus,
-        "top": 3,
-        "mirador": {"version": MIRADOR_VERSIONS[query["mirador"]], "installed": installed},
-        "image_space_targets": MIRADOR_VERSIONS[query["mirador"]] in SCALES_BY_IMAGE,  # mirador#4533
-    }
+    config = page_config(
+        cid,
+        pair=pair,
+        focus=focus,
+        top=3,
+        mirador={"version": MIRADOR_VERSIONS[query["mirador"]], "installed": installed},
+        image_space_targets=MIRADOR_VERSIONS[query["mirador"]] in SCALES_BY_IMAGE,  # mirador#4533
+    )
     html = render_template(
         "viewer/view.html",
         cid=cid,
@@ -98,7 +98,7 @@ def view(cid: str) -> Response:
         mirador_src=url_for("viewer.static", filename=f"vendor/{name}"),
         mirador_installed=installed,
         mirador_version=MIRADOR_VERSIONS[query["mirador"]],
-        tokens_required=bool(runtime.settings.api_tokens),
+        tokens_required=config["tokens"],
     )
     return Response(html, mimetype="text/html")
 
@@ -108,13 +108,13 @@ def concordance_view(cid: str) -> Response:
     """The concordance page: a row per group of corresponding illustrations, a column per witness."""
     runtime = current_runtime()
     runtime.store.load_record(check_id(cid))  # 404 before rendering anything
-    config = {"id": cid, "api": base_url()}
+    config = page_config(cid)
     html = render_template(
         "viewer/concordance.html",
         cid=cid,
         config=config,
         view_url=url_for("viewer.view", cid=cid),
-        tokens_required=bool(runtime.settings.api_tokens),
+        tokens_required=config["tokens"],
     )
     return Response(html, mimetype="text/html")
 

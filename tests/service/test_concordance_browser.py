@@ -23,12 +23,16 @@ pytestmark = pytest.mark.slow
 TIMEOUT_MS = 20_000
 
 
-@pytest.fixture
-def url(tmp_path: Path) -> Iterator[str]:
+TOKEN = "s3cret"
+
+
+@pytest.fixture(params=[()], ids=["open"])
+def url(request: Any, tmp_path: Path) -> Iterator[str]:
+    """The collation page's URL on a service that asks for the tokens ``request.param`` (none: open)."""
     from werkzeug.serving import make_server
 
     store = write_collation(tmp_path / "data")
-    app = create_app(Settings.from_env({}, data_dir=store.root), TESTING=True)
+    app = create_app(Settings.from_env({}, data_dir=store.root, api_tokens=request.param), TESTING=True)
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, name="concordance-test-server", daemon=True)
     thread.start()
@@ -95,4 +99,38 @@ def test_concordance_page_lists_groups_sorts_and_takes_row_verdicts(page: Any, u
     page.click('td.member[data-manuscript="1"][data-index="2"] a')  # Mirador on B2 and its partner
     page.wait_for_url("**/view?link=1-*", timeout=TIMEOUT_MS)
     assert "link=1-0-2-2" in page.url or "link=1-2-2-1" in page.url
+    assert page.errors == []
+
+
+@pytest.mark.parametrize("url", [(TOKEN,)], ids=["tokens"], indirect=True)
+def test_a_verdict_without_a_token_asks_for_one_and_every_page_keeps_it(page: Any, url: str) -> None:
+    """One module (static/common.js) keeps the token, sends it and says what a 401 means: the verdict
+    refused, the token field opens and says so; with the token typed in, the verdict is stored; the
+    token is still there on a reload and on the workspace's pages (one browser storage for all)."""
+    page.goto(f"{url}/concordance/view")
+    page.wait_for_function("window.collationConcordance && window.collationConcordance.loaded", timeout=TIMEOUT_MS)
+    assert not page.locator("details.token").evaluate("d => d.open")
+    row = page.locator('#concordance tbody tr[data-group="0-0"]')
+    row.locator("select").select_option("none")
+    row.get_by_role("button", name="Apply to row").click()
+    asked = page.locator("#message.error", has_text='This needs a token: enter yours under "Token"')
+    asked.wait_for(timeout=TIMEOUT_MS)
+    assert page.locator("details.token").evaluate("d => d.open")
+    assert page.evaluate("document.activeElement.id") == "token"
+    assert page.evaluate("window.collationConcordance.doc.unmatched") == 0
+
+    page.locator("#token").fill(TOKEN)
+    page.locator("#token").press("Tab")  # the change is kept
+    requests: list[dict[str, str]] = []
+    page.on("request", lambda r: requests.append(r.headers) if r.method == "POST" else None)
+    row.get_by_role("button", name="Apply to row").click()
+    page.wait_for_function("window.collationConcordance.doc.unmatched === 2", timeout=TIMEOUT_MS)
+    assert page.inner_text("#message").startswith("none: 1 verdicts stored")
+    assert [h.get("authorization") for h in requests] == [f"Bearer {TOKEN}"]
+
+    page.reload()
+    assert page.locator("#token").input_value() == TOKEN
+    page.goto(url.split("/api/v1/")[0] + "/")  # the workspace: the same token, its box closed
+    assert page.locator("#token").input_value() == TOKEN
+    assert not page.locator("#token-box").evaluate("d => d.open")
     assert page.errors == []

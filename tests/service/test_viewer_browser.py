@@ -448,7 +448,7 @@ def test_matrix_of_p2_p3_shows_the_diagonal(collation: Served, screenshots: Path
         ).read_text()
     )
     truth = [pair for pair in truth if pair[0] < REGIONS and pair[1] < REGIONS]
-    path = FolderStore(collation.core.settings.data_dir).collation_dir(collation.cid) / "ground_truth" / "0-1.json"
+    path = FolderStore(collation.settings.data_dir).collation_dir(collation.cid) / "ground_truth" / "0-1.json"
     path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(truth))
 

@@ -118,8 +118,8 @@ def client(store: DataStore) -> Any:
 
 
 def page_config(html: str) -> dict[str, Any]:
-    start = html.index('<script id="viewer-config" type="application/json">') + len(
-        '<script id="viewer-config" type="application/json">'
+    start = html.index('<script id="config" type="application/json">') + len(
+        '<script id="config" type="application/json">'
     )
     return json.loads(html[start : html.index("</script>", start)])
 

@@ -11,16 +11,11 @@
 (function () {
   'use strict';
 
-  var config = JSON.parse(document.getElementById('concordance-config').textContent);
-  var root = config.api + '/collations/' + config.id;
-  var TOKEN_KEY = 'collation.token';
-  var VERDICTS = [['exact', 'exact copy'], ['partial', 'partial copy'],
-                  ['semantic', 'same subject (different composition)'], ['none', 'no match']];
+  var page = window.collationPage; // static/common.js: the config, the token, requests
+  var $ = page.$, el = page.el, message = page.message, api = page.api;
+  var links = page.config.links, VERDICTS = page.rules.verdicts; // the categories and their words
   var state = { doc: null, loaded: false, sort: null };
   window.collationConcordance = state; // for scripts and tests
-
-  var page = window.collationPage; // static/common.js
-  var $ = page.$, el = page.el, message = page.message, token = page.token, request = page.request;
 
   function fmt(value) { return typeof value === 'number' ? value.toFixed(2) : '–'; }
 
@@ -52,13 +47,14 @@
   function verdictNode(row) {
     var members = row.cells.filter(function (c) { return c; });
     if (members.length < 2) return el('td', { className: 'actions' });
-    var select = el('select', { 'aria-label': 'Verdict on the row' },
-      VERDICTS.map(function (v) { return el('option', { value: v[0], text: v[1] }); }));
+    var menu = el('select', { 'aria-label': 'Verdict on the row' }, VERDICTS.categories.map(function (cat) {
+      return el('option', { value: cat, text: VERDICTS.labels[cat] });
+    }));
     var button = el('button', { type: 'button', text: 'Apply to row' });
     button.addEventListener('click', function () {
-      assess(members.map(function (c) { return { manuscript: c.manuscript, index: c.index }; }), select.value);
+      assess(members.map(function (c) { return { manuscript: c.manuscript, index: c.index }; }), menu.value);
     });
-    return el('td', { className: 'actions' }, [select, button]);
+    return el('td', { className: 'actions' }, [menu, button]);
   }
 
   function render(doc) {
@@ -80,12 +76,12 @@
         [first].concat(row.cells.map(cellNode)).concat([verdictNode(row)])));
     });
     $('status').textContent = doc.matched + ' groups, ' + doc.unmatched + ' illustrations alone';
-    $('csv').href = root + '/concordance.csv?' + query();
+    $('csv').href = links.concordance_csv + '?' + query();
     state.loaded = true;
   }
 
   function load() {
-    return request(root + '/concordance?' + query()).then(function (doc) {
+    return api(links.concordance + '?' + query()).then(function (doc) {
       if (state.sort === null) {
         state.sort = doc.sort;
         doc.witnesses.filter(function (w) { return w.usable; }).forEach(function (w) {
@@ -97,37 +93,21 @@
   }
 
   function assess(members, verdict) {
-    var headers = { 'Content-Type': 'application/json' };
-    if (token()) headers.Authorization = 'Bearer ' + token();
-    return request(root + '/assessments/batch', { method: 'POST', headers: headers,
-                                                   body: JSON.stringify({ members: members, verdict: verdict }) })
+    return api(links.assessments_batch, { method: 'POST', body: JSON.stringify({ members: members, verdict: verdict }) })
       .then(function (doc) {
         message(verdict + ': ' + doc.items.length + ' verdicts stored. Concordance updated.');
         return load();
       })
-      .catch(function (error) {
-        if (error.status === 401) {
-          var details = document.querySelector('details.token');
-          if (details) details.open = true;
-          message('The service needs a bearer token for verdicts: enter it under "Token".', true);
-        } else {
-          message('The verdicts were not stored: ' + error.message, true);
-        }
-      });
+      .catch(page.failure('The verdicts were not stored: '));
   }
 
   function waitFinished() {
-    return request(root).then(function (doc) {
-      if (doc.status === 'finished') return load();
+    return api(links.status).then(function (doc) {
+      if (doc.status === page.rules.status.finished) return load();
       $('status').textContent = doc.status + (doc.progress ? ' · ' + doc.progress.stage : '');
-      if (doc.status === 'queued' || doc.status === 'running') window.setTimeout(waitFinished, 2000);
+      if (!page.isTerminal(doc.status)) window.setTimeout(waitFinished, 2000);
       return null;
-    }).catch(function (error) { message(error.message, true); });
-  }
-
-  if ($('token')) {
-    $('token').value = window.localStorage.getItem(TOKEN_KEY) || '';
-    $('token').addEventListener('change', function () { window.localStorage.setItem(TOKEN_KEY, token()); });
+    }).catch(page.failure(''));
   }
   $('sort').addEventListener('change', function (event) { state.sort = Number(event.target.value); load(); });
   $('score').addEventListener('change', load);

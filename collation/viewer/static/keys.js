@@ -1,11 +1,12 @@
 // Keyboard walking of the pair page's matches (view.html): j or ↓ the next candidate, k or ↑ the
-// previous one (in list order, each shown in Mirador as a click would), and the four verdicts on the
-// selected one: 1 exact (Confirm), 2 partial, 3 same subject, 4 no match (Reject). Keys typed in a
-// field are left alone. It works on the page's DOM only: a key does what a click on the same thing does.
+// previous one (in list order, each shown in Mirador as a click would), and the verdicts on the
+// selected one: 1, 2, ... the server's categories in order (1 exact copy: Confirm, ..., 4 no match:
+// Reject; the page's help says which). Keys typed in a field are left alone. It works on the page's
+// DOM only: a key does what a click on the same thing does.
 (function () {
   'use strict';
 
-  var VERDICTS = { 1: 'confirmed', 2: 'partial', 3: 'semantic', 4: 'rejected' };
+  var CATEGORIES = window.collationPage.rules.verdicts.categories; // static/common.js
 
   function candidates() { return Array.prototype.slice.call(document.querySelectorAll('#correspondences .candidate')); }
 
@@ -24,11 +25,11 @@
     if (target && (/^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName) || target.isContentEditable)) return;
     if (event.key === 'j' || event.key === 'ArrowDown') { event.preventDefault(); move(1); return; }
     if (event.key === 'k' || event.key === 'ArrowUp') { event.preventDefault(); move(-1); return; }
-    var verdict = VERDICTS[event.key];
+    var category = /^[1-9]$/.test(event.key) ? CATEGORIES[Number(event.key) - 1] : null;
     var selected = document.querySelector('#correspondences .candidate.selected');
-    if (verdict && selected) {
+    if (category && selected) {
       event.preventDefault();
-      var button = selected.querySelector('button[data-verdict="' + verdict + '"]');
+      var button = selected.querySelector('button[data-category="' + category + '"]');
       if (button) button.click();
     }
   });

@@ -6,13 +6,14 @@
 (function () {
   'use strict';
 
-  var el = window.collationPage.el;
+  var page = window.collationPage; // static/common.js
+  var el = page.el;
   var PAGES_AT_ONCE = 40; // pages shown at a time (the ones with regions first), then "Show more pages"
 
   function pageImage(canvas) {
     var image = canvas.images[0];
     if (!image) return null;
-    if (image.service_id) return image.service_id + '/full/!700,700/0/default.jpg';
+    if (image.service_id) return page.fill(page.config.images.page, { service: image.service_id });
     return image.static_url;
   }
 

@@ -11,10 +11,10 @@
 (function () {
   'use strict';
 
-  var config = JSON.parse(document.getElementById('viewer-config').textContent);
-  var root = config.api + '/collations/' + config.id;
+  var page = window.collationPage; // static/common.js: the config, the token, requests
+  var $ = page.$, el = page.el, message = page.message, api = page.api;
+  var config = page.config, links = config.links, rules = page.rules;
   var POLL_MS = 2000;
-  var TOKEN_KEY = 'collation.token';
   var WINDOW_IDS = ['collation-a', 'collation-b'];
 
   var state = {
@@ -31,9 +31,6 @@
   };
   window.collationViewer = state; // for scripts and tests
 
-  var page = window.collationPage; // static/common.js
-  var $ = page.$, el = page.el, message = page.message, token = page.token, request = page.request;
-
   function fmt(value, digits) { return typeof value === 'number' ? value.toFixed(digits) : '–'; }
 
   function pairParam() { return state.pair[0] + ',' + state.pair[1]; }
@@ -45,7 +42,7 @@
     var bar = $('progress');
     var p = doc.progress || {};
     var text = doc.status;
-    if (doc.status === 'queued' || doc.status === 'running') {
+    if (!page.isTerminal(doc.status)) {
       if (p.stage && p.stage !== doc.status) text += ' · ' + p.stage;
       text += ' ' + (p.done || 0) + '/' + (p.total || 0);
       bar.hidden = false;
@@ -60,7 +57,7 @@
   }
 
   function fillPairs(doc) {
-    var select = $('pair');
+    var menu = $('pair');
     var ms = doc.manuscripts || [];
     var label = function (m) { return (ms[m] && ms[m].label) || ('Manuscript ' + m); };
     var pairs = [];
@@ -71,24 +68,24 @@
       pairs.unshift(state.pair.slice());
     }
     var texts = pairs.map(function (p) { return label(p[0]) + ' ↔ ' + label(p[1]); });
-    if (select.getAttribute('data-texts') === texts.join('\n')) return; // labels arrive as manuscripts are read
-    select.setAttribute('data-texts', texts.join('\n'));
-    select.textContent = '';
+    if (menu.getAttribute('data-texts') === texts.join('\n')) return; // labels arrive as manuscripts are read
+    menu.setAttribute('data-texts', texts.join('\n'));
+    menu.textContent = '';
     pairs.forEach(function (p, k) {
       var option = el('option', { value: p[0] + ',' + p[1], text: texts[k] });
       option.selected = p[0] === state.pair[0] && p[1] === state.pair[1];
-      select.appendChild(option);
+      menu.appendChild(option);
     });
   }
 
   function poll() {
-    request(root).then(function (doc) {
+    api(links.status).then(function (doc) {
       state.status = doc;
       renderStatus(doc);
       fillPairs(doc);
-      if (doc.status === 'queued' || doc.status === 'running') {
+      if (!page.isTerminal(doc.status)) {
         setTimeout(poll, POLL_MS);
-      } else if (doc.status === 'finished') {
+      } else if (doc.status === rules.status.finished) {
         if (!state.loaded) loadPair();
       } else {
         var errors = (doc.errors || []).map(function (e) { return e.message || String(e); });
@@ -120,26 +117,32 @@
     return 'No. ' + index + (r && r.canvas_label ? ' · ' + r.canvas_label : '');
   }
 
-  var CATEGORY_TEXT = { exact: '✓ exact copy', partial: '✓ partial copy', semantic: '≈ same subject', none: '✕ no match' };
+  var VERDICTS = rules.verdicts; // categories, aliases, words, marks and buttons (collation/viewer/browser.py)
   // a match found transposed (option transpositions): the same words as the annotations' tagging body
-  var TRANSPOSITION_TEXT = { mirror: '⇆ mirrored copy', flip: '⇅ vertically mirrored copy',
-                             rot90: '↻ turned copy', rot180: '↻ turned copy', rot270: '↻ turned copy' };
+  var TRANSPOSITION_TEXT = rules.transpositions;
+
+  function has(map, key) { return !!key && Object.prototype.hasOwnProperty.call(map, key); }
 
   function candidateNode(source, c) {
     var verdict = c.assessment || null;
-    var category = c.category || (verdict === 'confirmed' ? 'exact' : verdict === 'rejected' ? 'none' : verdict);
-    var look = category ? (category === 'none' ? 'rejected' : 'confirmed') : '';
+    var category = c.category || page.category(verdict);
+    var look = category ? (page.isMatch(category) ? 'match' : 'no-match') : ''; // viewer.css
     var badges = [];
     if (c.cycle_consistent) badges.push(el('span', { className: 'badge cycle', text: '⟲ cycle-consistent' }));
-    if (TRANSPOSITION_TEXT[c.transposition]) {
+    if (has(TRANSPOSITION_TEXT, c.transposition)) {
       badges.push(el('span', { className: 'badge transposed', text: TRANSPOSITION_TEXT[c.transposition],
         title: 'S is highest with the counterpart transposed (' + c.transposition + ')' }));
     }
-    if (category) badges.push(el('span', { className: 'badge ' + look, text: CATEGORY_TEXT[category] || category }));
-    // Confirm and Reject send the first API's verdicts (aliases of exact and none)
-    var buttons = [['Confirm', 'confirmed', 'exact copy'], ['Partial', 'partial', 'partial copy'],
-                   ['Same subject', 'semantic', 'same subject, different composition'], ['Reject', 'rejected', 'no match']]
-      .map(function (b) { return el('button', { type: 'button', text: b[0], title: b[2], 'data-verdict': b[1] }); });
+    if (category) {
+      var words = has(VERDICTS.labels, category) ? VERDICTS.marks[category] + ' ' + VERDICTS.labels[category] : category;
+      badges.push(el('span', { className: 'badge ' + look, text: words }));
+    }
+    // one button per category, in the server's order (keys.js: 1, 2, 3, ...); a category with an alias
+    // is sent as it (Confirm and Reject: the first API's confirmed and rejected)
+    var buttons = VERDICTS.categories.map(function (cat) {
+      return el('button', { type: 'button', text: VERDICTS.buttons[cat], title: VERDICTS.labels[cat],
+                            'data-verdict': page.verdictOf(cat), 'data-category': cat });
+    });
     buttons.forEach(function (button) {
       button.addEventListener('click', function (event) {
         event.stopPropagation();
@@ -197,12 +200,12 @@
   }
 
   function refreshMatrix() {
-    $('matrix').src = root + '/matrix.png?pair=' + pairParam() + '&score=' + state.score + '&t=' + Date.now();
+    $('matrix').src = links.matrix + '?pair=' + pairParam() + '&score=' + state.score + '&t=' + Date.now();
   }
 
   function refreshList() {
-    var url = root + '/correspondences?pair=' + pairParam() + '&score=' + state.score + '&top=' + config.top;
-    return request(url).then(function (doc) {
+    var url = links.correspondences + '?pair=' + pairParam() + '&score=' + state.score + '&top=' + config.top;
+    return api(url).then(function (doc) {
       state.items = doc.items || [];
       renderList();
       refreshMatrix();
@@ -212,7 +215,7 @@
 
   function loadPair() {
     state.loaded = true;
-    request(root + '/view.json?pair=' + pairParam()).then(function (view) {
+    api(links.view_json + '?pair=' + pairParam()).then(function (view) {
       state.view = view;
       return refreshList();
     }).then(function (items) {
@@ -312,11 +315,11 @@
   function selectMatch(regionA, regionB) {
     var store = state.viewer.store;
     var actions = miradorActions();
-    var token = {};
-    state.selecting = token;
+    var ticket = {};
+    state.selecting = ticket;
     var unsubscribe = function () {};
     var attempt = function () {
-      if (state.selecting !== token) { unsubscribe(); return; }
+      if (state.selecting !== ticket) { unsubscribe(); return; }
       var onB = {};
       annotationsOn(regionB.canvas).forEach(function (a) { onB[annotationId(a)] = true; });
       var candidates = annotationsOn(regionA.canvas).filter(function (a) { return onB[a['imcol:counterpart']]; });
@@ -334,7 +337,7 @@
     };
     unsubscribe = store.subscribe(attempt);
     attempt();
-    setTimeout(function () { if (state.selecting === token) { state.selecting = null; unsubscribe(); } }, 30000);
+    setTimeout(function () { if (state.selecting === ticket) { state.selecting = null; unsubscribe(); } }, 30000);
   }
 
   function select(source, target, quiet) {
@@ -346,33 +349,18 @@
   // -- assessments -----------------------------------------------------------------------------
 
   function assess(source, target, verdict) {
-    var headers = { 'Content-Type': 'application/json' };
-    if (token()) headers.Authorization = 'Bearer ' + token();
     var body = { pair: state.pair.slice(), source: source, target: target, verdict: verdict };
-    return request(root + '/assessments', { method: 'POST', headers: headers, body: JSON.stringify(body) })
+    return api(links.assessments, { method: 'POST', body: JSON.stringify(body) })
       .then(function (item) {
         state.lastAssessment = item;
         message(verdict.charAt(0).toUpperCase() + verdict.slice(1) + ': No. ' + source + ' ↔ No. ' + target +
           '. Ranking updated.');
         return refreshList();
       })
-      .catch(function (error) {
-        if (error.status === 401) {
-          var details = document.querySelector('details.token');
-          if (details) details.open = true;
-          message('The service needs a bearer token for assessments: enter it under "Token".', true);
-        } else {
-          message('The assessment was not stored: ' + error.message, true);
-        }
-      });
+      .catch(page.failure('The assessment was not stored: '));
   }
 
   // -- wiring ----------------------------------------------------------------------------------
-
-  if ($('token')) { // shown only when the service asks for tokens (API_TOKENS)
-    $('token').value = window.localStorage.getItem(TOKEN_KEY) || '';
-    $('token').addEventListener('change', function () { window.localStorage.setItem(TOKEN_KEY, token()); });
-  }
   $('pair').addEventListener('change', function (event) {
     var params = new URLSearchParams(window.location.search);
     params.set('pair', event.target.value);

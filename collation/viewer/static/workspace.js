@@ -4,64 +4,41 @@
 (function () {
   'use strict';
 
-  var page = window.collationPage;
-  var $ = page.$, el = page.el, message = page.message;
-  var config = JSON.parse($('config').textContent);
-  var TOKEN_KEY = 'collation.token'; // shared with the pair page (viewer.js)
+  var page = window.collationPage; // static/common.js: the config, the token, requests
+  var $ = page.$, el = page.el, message = page.message, api = page.api, token = page.token;
+  var config = page.config, links = config.links, STATUS = page.rules.status;
+  var fail = page.failure('');
 
-  function token() {
-    try { return (window.localStorage.getItem(TOKEN_KEY) || '').trim(); } catch (e) { return ''; }
-  }
-  function headers(json) {
-    var h = json ? { 'Content-Type': 'application/json' } : {};
-    if (token()) h.Authorization = 'Bearer ' + token();
-    return h;
-  }
-  function api(path, options) {
-    options = options || {};
-    options.headers = headers(!!options.body);
-    return page.request(path.indexOf('http') === 0 ? path : config.api + path, options).catch(function (error) {
-      if (error.status === 401 && config.tokens) {
-        if ($('token-box')) { $('token-box').open = true; $('token').focus(); }
-        error.message = 'This needs a token: enter yours under "Token" (top right), then try again.';
-      }
-      throw error;
-    });
-  }
-  function fail(error) { message(error.message || String(error), true); }
   function when(stamp) { return stamp ? new Date(stamp).toLocaleString() : ''; }
   function percent(p) { return p && p.total ? Math.round(100 * p.done / p.total) + '%' : ''; }
+  function capital(text) { return text.charAt(0).toUpperCase() + text.slice(1); }
+  // the concordance is the first page of a collation of this many witnesses or more (the server's rule)
+  function manyWitnesses(count) { return count >= page.rules.concordance_witnesses; }
 
-  if ($('token')) {
-    $('token').value = token();
-    if (!token()) $('token-box').open = true;
-    $('token').addEventListener('change', function () {
-      try { window.localStorage.setItem(TOKEN_KEY, $('token').value.trim()); } catch (e) { /* private mode */ }
-      if (config.view === 'home') home(1);
-    });
-  }
+  if ($('token-box') && !token()) $('token-box').open = true;
+  page.onTokenChange(function () { if (config.view === 'home') home(1); });
 
   // -- Home ----------------------------------------------------------------------------------------
   function home(number) {
     var status = $('filter').value;
-    var query = '/collations?limit=20&page=' + number + (status ? '&status=' + status : '');
+    var query = links.collations + '?limit=20&page=' + number + (status ? '&status=' + status : '');
     api(query).then(function (doc) {
       var body = document.querySelector('#collations tbody');
       body.textContent = '';
       doc.items.forEach(function (item) {
         var names = item.witnesses.map(function (w) { return w.label || w.manifest; }).join(' · ');
-        var open = el('td', {}, [el('a', { href: '/collations/' + item.id, text: 'Follow' })]);
-        if (item.status === 'finished') {
+        var open = el('td', {}, [el('a', { href: page.fill(links.follow, { id: item.id }), text: 'Follow' })]);
+        if (item.status === STATUS.finished) {
           open.appendChild(document.createTextNode(' · '));
           open.appendChild(el('a', { href: item.links.view, text: 'Pairs' }));
-          if (item.witnesses.length >= 3) {
+          if (manyWitnesses(item.witnesses.length)) {
             open.appendChild(document.createTextNode(' · '));
             open.appendChild(el('a', { href: item.links.concordance_view, text: 'Concordance' }));
           }
         }
         body.appendChild(el('tr', { className: 'collation' }, [
           el('td', { text: when(item.created) }), el('td', { text: names }),
-          el('td', { text: item.status + ' ' + (item.status === 'running' ? percent(item.progress) : '') }), open,
+          el('td', { text: item.status + ' ' + (item.status === STATUS.running ? percent(item.progress) : '') }), open,
         ]));
       });
       var empty = doc.items.length === 0;
@@ -87,10 +64,11 @@
     var canvas = report.canvases[region.canvas_index];
     var image = canvas && canvas.images[0];
     if (!image || !image.service_id || !canvas.width || !canvas.height) return null;
-    var b = region.xywh, pct = [100 * b[0] / canvas.width, 100 * b[1] / canvas.height,
-      100 * b[2] / canvas.width, 100 * b[3] / canvas.height].map(function (v) { return v.toFixed(2); });
-    return el('img', { className: 'region-thumb', src: image.service_id + '/pct:' + pct.join(',') + '/!120,120/0/default.jpg', alt: 'Illustration ' + (region.index + 1) + ' of ' + (report.manifest.label || 'this witness'),
-      loading: 'lazy' });
+    var b = region.xywh, share = function (v, whole) { return (100 * v / whole).toFixed(2); };
+    var src = page.fill(config.images.region_thumbnail, { service: image.service_id, x: share(b[0], canvas.width),
+      y: share(b[1], canvas.height), w: share(b[2], canvas.width), h: share(b[3], canvas.height) });
+    return el('img', { className: 'region-thumb', src: src,
+      alt: 'Illustration ' + (region.index + 1) + ' of ' + (report.manifest.label || 'this witness'), loading: 'lazy' });
   }
   var SOURCES = {
     annotations: 'the manifest\u2019s own region annotations', detected: 'detected on the page images',
@@ -170,7 +148,7 @@
       return slot;
     });
     function inspectOne(url, attempt) {
-      return api('/inspect?manifest=' + encodeURIComponent(url)).catch(function (error) {
+      return api(links.inspect + '?manifest=' + encodeURIComponent(url)).catch(function (error) {
         if ((error.status === 429 || error.status === 503) && attempt < 5) {
           return new Promise(function (resolve) { setTimeout(resolve, 1000 * (attempt + 1)); })
             .then(function () { return inspectOne(url, attempt + 1); });
@@ -245,19 +223,19 @@
     urls.forEach(function (u, m) { if (corrected[u]) regions[String(m)] = corrected[u]; });
     var body = { manifests: urls, options: options() };
     if (Object.keys(regions).length) body.regions = regions;
-    api('/collations', { method: 'POST', body: JSON.stringify(body) })
-      .then(function (doc) { window.location.href = '/collations/' + doc.id; })
+    api(links.collations, { method: 'POST', body: JSON.stringify(body) })
+      .then(function (doc) { window.location.href = page.fill(links.follow, { id: doc.id }); })
       .catch(function (error) { $('start').disabled = false; fail(error); });
   }
 
   // -- Follow --------------------------------------------------------------------------------------
   var seen = null;
   function follow() {
-    api('/collations/' + config.cid).then(function (doc) {
+    api(links.status).then(function (doc) {
       var p = doc.progress || {};
-      $('state').textContent = doc.status === 'finished' ? 'Finished.' : doc.status === 'failed' ? 'Failed.' :
-        doc.status === 'cancelled' ? 'Cancelled.' : 'Stage: ' + (p.stage || doc.status) + ' — ' + (p.done || 0) +
-        ' of ' + (p.total || '?') + ' ' + percent(p);
+      var done = page.isTerminal(doc.status);
+      $('state').textContent = done ? capital(doc.status) + '.' : 'Stage: ' + (p.stage || doc.status) + ' — ' +
+        (p.done || 0) + ' of ' + (p.total || '?') + ' ' + percent(p);
       $('state').className = 'status ' + doc.status;
       $('progress').max = p.total || 1;
       $('progress').value = p.done || 0;
@@ -277,18 +255,17 @@
         list.appendChild(item);
       });
       doc.errors.forEach(function (e) { list.appendChild(el('li', { className: 'problem', text: e.message })); });
-      var done = doc.status === 'finished' || doc.status === 'failed' || doc.status === 'cancelled';
       $('cancel').hidden = done;
-      if (doc.status === 'finished') {
+      if (doc.status === STATUS.finished) {
         $('finish').hidden = false;
         $('eta').textContent = '';
-        var many = doc.manuscripts.length >= 3;
+        var many = manyWitnesses(doc.manuscripts.length);
         $('open').href = many ? doc.links.concordance_view : doc.links.view;
         $('open').textContent = many ? 'Open the concordance' : 'Open the matches (pairs and Mirador)';
         var exports = $('exports');
         exports.textContent = '';
-        [['Concordance (CSV spreadsheet)', doc.links.self + '/concordance.csv'],
-          ['Concordance (Excel workbook)', doc.links.self + '/concordance.xlsx'],
+        [['Concordance (CSV spreadsheet)', links.concordance_csv],
+          ['Concordance (Excel workbook)', links.concordance_xlsx],
           ['Annotations (JSON-LD)', doc.links.annotations]].concat(doc.links.manifests.map(function (u, i) {
           return ['Manifest of witness ' + (i + 1) + ' with its matches (IIIF)', u];
         })).forEach(function (pair) {
@@ -300,8 +277,8 @@
   }
   function cancel() {
     if (!window.confirm('Cancel this collation and delete it?')) return;
-    api('/collations/' + config.cid, { method: 'DELETE' })
-      .then(function () { window.location.href = '/'; }).catch(fail);
+    api(links.status, { method: 'DELETE' })
+      .then(function () { window.location.href = links.home; }).catch(fail);
   }
 
   if (config.view === 'home') { $('filter').addEventListener('change', function () { home(1); }); home(1); }
