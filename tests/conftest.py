@@ -5,8 +5,8 @@ comes from ``tests/builders.py`` (manifests, records, servers) and ``tests/synth
 
 The fast lane: every test that uses a fixture in ``STACK`` (directly or through other fixtures), or
 the object-store side of a ``folder``/``s3`` parametrization, is marked ``stack`` (a test that starts
-a component itself carries ``@pytest.mark.stack``); ``-m "not stack and
-not slow"`` runs the rest (see README.md, "The two commands"). With ``FAST_LANE=1`` in the
+a component itself carries ``@pytest.mark.stack``), every test in ``HEAVY`` ``heavy``; ``-m "not stack
+and not heavy and not slow"`` runs the rest (see README.md, "The two commands"). With ``FAST_LANE=1`` in the
 environment, starting any real component fails the test loudly (a check of the marking)."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ FAST_LANE = os.environ.get("FAST_LANE") == "1"
 STACK = frozenset(
     {
         "redis_server",  # a private redis-server, and all that needs it (settings, app, client, run_jobs, api)
-        "workers",  # `python -m collation.service worker` subprocesses
+        "workers",  # `python -m collation worker` subprocesses
         "iipsrv",  # iipsrv behind lighttpd
         "s3_server",  # SeaweedFS
         "browser",  # Chromium through Playwright
@@ -45,9 +45,53 @@ STACK_PARAMETERS = frozenset({"s3"})
 """Parameters that start one through ``request.getfixturevalue`` (``store_options``, the stores' ``store``)."""
 
 
+HEAVY = frozenset(
+    {
+        "tests/test_allocator.py::test_freed_memory_is_reused_without_page_faults",
+        "tests/test_architecture.py::test_the_engine_imports_with_torch_numpy_and_pillow_alone",
+        "tests/test_cascade.py::test_the_cascade_keeps_the_hard_copies_that_global_scores_lose",
+        "tests/test_checks.py::test_checks_survive_python_optimizations",
+        "tests/test_cli.py::test_installed_command_prints_no_traceback",
+        "tests/test_cli.py::test_match_writes_matrices_and_readable_correspondences",
+        "tests/test_detection.py::test_collate_match_detect_on_folders_of_folios",
+        "tests/test_detection.py::test_line_drawings_beside_script_on_composed_pages",
+        "tests/test_features.py::test_batching_same_size_images_changes_nothing",
+        "tests/test_features.py::test_bucketed_padded_frames_give_the_unpadded_features",
+        "tests/test_features.py::test_efficientnet_weights_are_the_shipped_imagenet_ones",
+        "tests/test_features.py::test_forward_passes_side_by_side_give_the_same_features",
+        "tests/test_features.py::test_resnet50_loads_from_a_weights_folder_and_is_stride_16",
+        "tests/test_features.py::test_square_features_for_s_features",
+        "tests/test_similarity.py::test_a_warped_restyled_copy_beats_unrelated_drawings",
+        "tests/test_similarity.py::test_another_seed_moves_scores_only_slightly",
+        "tests/test_similarity.py::test_manuscripts_of_different_padding_and_sizes",
+        "tests/test_similarity.py::test_s_features_decisions_are_the_same_in_every_dtype",
+        "tests/test_similarity.py::test_s_features_is_the_mean_same_location_cosine",
+        "tests/test_similarity.py::test_s_trans_beats_s_matching_under_a_geometric_change",
+        "tests/test_similarity.py::test_same_seed_same_scores_any_chunking_any_order",
+        "tests/test_similarity.py::test_score_decisions_are_the_same_in_every_dtype",
+        "tests/test_transpositions.py::test_collate_match_writes_the_winner",
+        "tests/test_transpositions.py::test_none_gives_exactly_the_old_scores",
+        "tests/test_transpositions.py::test_pairs_and_matrix_agree_and_check_their_inputs",
+        "tests/test_transpositions.py::test_partial_is_checked",
+        "tests/test_transpositions.py::test_partial_lets_a_half_scene_copy_win",
+        "tests/test_transpositions.py::test_pruned_transposed_scores_equal_the_full_ones_on_the_candidates",
+        "tests/test_transpositions.py::test_the_transposition_wins_and_is_reported",
+        "tests/test_transpositions.py::test_transposed_features_are_transposition_major",
+    }
+)
+"""Tests of the engine and the command line that start no component but compute for over 2 s on the
+2-core machine (``--durations``, the fast lane's own run): marked ``heavy``, left out of the fast lane."""
+
+HEAVY_FIXTURES = frozenset({"transposed", "matched"})
+"""Module fixtures that compute for over 8 s (tests/test_transpositions.py's transposed features,
+tests/test_cli.py's ``collate match`` run): the tests that use them are ``heavy`` too."""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    stack = pytest.mark.stack
+    stack, heavy = pytest.mark.stack, pytest.mark.heavy
     for item in items:
+        if item.nodeid.split("[", 1)[0] in HEAVY or HEAVY_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(heavy)
         params = getattr(getattr(item, "callspec", None), "params", {})
         if STACK.intersection(getattr(item, "fixturenames", ())) or STACK_PARAMETERS.intersection(
             str(v) for v in params.values()
