@@ -111,7 +111,7 @@ def _no_components_in_the_fast_lane() -> Iterator[None]:
     if not FAST_LANE:
         yield
         return
-    forbidden = ("redis-server", "lighttpd", "iipsrv", "weed", "chromium", "collation.service", "serve")
+    forbidden = ("redis-server", "lighttpd", "iipsrv", "weed", "chromium", "collation.service", "serve", "worker")
     real_init = subprocess.Popen.__init__
 
     def init(self: subprocess.Popen, args: Any, *rest: Any, **kwargs: Any) -> None:
