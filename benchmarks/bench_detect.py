@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from physiologus import data_dir, truth
 
+from collation.core.options import CollationOptions
 from collation.engine.detection import detect_illustrations, load_detector
 from collation.engine.illustrations import open_image
 
@@ -165,7 +166,7 @@ def collate_detected(root: Path, detector, backbone: str) -> dict:
             if hits:
                 index[hits[0]] = i
         truth_index.append(index)
-    result = run_collation(manuscripts, backbone=backbone, device="cpu")
+    result = run_collation(manuscripts, CollationOptions(backbone=backbone), device="cpu")
     pr = result.pairs[(0, 1)]
     gt = check_ground_truth(load_ground_truth(root / "ground_truth" / "P2-P3.json"), (15, 15), restrict=True)
     gt_detected = np.array(

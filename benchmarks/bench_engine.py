@@ -87,7 +87,7 @@ def run(
         pairs = pairs[torch.randperm(len(pairs), generator=torch.Generator().manual_seed(0))[:max_pairs]]
     score_pairs(feats0, feats1, pairs[:16])  # warm-up
     t = time.perf_counter()
-    scores = score_pairs(feats0, feats1, pairs)
+    scores, _ = score_pairs(feats0, feats1, pairs)
     if device == "cuda":
         torch.cuda.synchronize()
     score_s = time.perf_counter() - t

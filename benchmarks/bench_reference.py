@@ -187,7 +187,7 @@ def main() -> None:
         ref_s = reference_scores(r0, r1, pairs)
         figures["ref S_trans"].append(len(pairs) / (time.perf_counter() - t))
         t = time.perf_counter()
-        s = score_pairs(f0, f1, pairs).numpy()
+        s = score_pairs(f0, f1, pairs)[0].numpy()
         figures["S_trans"].append(len(pairs) / (time.perf_counter() - t))
         print(
             f"round {r}: "

@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from copies import DIFFICULTIES, make_pair
 
 from collation.core import defaults
+from collation.core.options import TRANSPOSITION_SETS
 from collation.engine.backbones import BACKBONES, load_backbone
 from collation.engine.candidates import UNSCORED, candidate_pairs, recall
 from collation.engine.cascade import cascade_pairs
@@ -43,14 +44,8 @@ from collation.engine.correspondences import mutual_best, normalize, propagate
 from collation.engine.evaluation import accuracy
 from collation.engine.features import extract_features, extract_square_features
 from collation.engine.illustrations import folder_illustrations
-from collation.engine.similarity import all_pairs, score_features_matrix, score_pairs
-from collation.engine.transpositions import (
-    TRANSPOSITION_SETS,
-    extract_transposed_features,
-    score_pairs_transposed,
-    transposed_global_scores,
-    transposition_names,
-)
+from collation.engine.similarity import all_pairs, score_pairs
+from collation.engine.transpositions import extract_transposed_features, transposed_global_scores, transposition_names
 
 
 def peak_rss_gb() -> float:
@@ -131,7 +126,9 @@ def main() -> None:
     stages["features"] = time.perf_counter() - t
     if args.s_features:
         square = [extract_square_features(ims, model, dtype=torch.float16) for ims in (images0, images1)]
-        print(line("S_features (every pair)", top1(score_features_matrix(*square), gt)))
+        every = all_pairs(n0, n1)
+        s_features = score_pairs(*square, every, similarity="s_features")[0].numpy().reshape(n0, n1)
+        print(line("S_features (every pair)", top1(s_features, gt)))
     del model
 
     for partial in {"off": [False], "on": [True], "both": [False, True]}[args.partial]:
@@ -140,7 +137,7 @@ def main() -> None:
             t = time.perf_counter()
             turns = len(transposition_names(widest))
             expanded = all_pairs(n0, turns * n1).numpy()
-            every_t = score_pairs(feats0, turned1, expanded, seed=defaults.SEED, partial=partial).numpy()
+            every_t = score_pairs(feats0, turned1, expanded, seed=defaults.SEED, partial=partial)[0].numpy()
             every_t = every_t.reshape(n0, turns, n1)
             stages[f"S_trans, every pair x {turns} transpositions{', partial' if partial else ''}"] = (
                 time.perf_counter() - t
@@ -168,7 +165,9 @@ def main() -> None:
             else:
                 t = time.perf_counter()
                 sparse = np.full((n0, n1), UNSCORED)
-                best, _ = score_pairs_transposed(feats0, sub, cascade, t_count, seed=defaults.SEED, partial=partial)
+                best, _ = score_pairs(
+                    feats0, sub, cascade, n_transpositions=t_count, seed=defaults.SEED, partial=partial
+                )
                 sparse[cascade[:, 0], cascade[:, 1]] = best.numpy()
                 stages[f"S_trans, cascade pairs, {title}"] = time.perf_counter() - t
                 print(line("pruned, cascade (default)", top1(sparse, gt)))

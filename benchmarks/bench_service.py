@@ -48,6 +48,7 @@ from copies import DIFFICULTIES, make_pair  # noqa: E402
 from collation.app import create_app  # noqa: E402
 from collation.cli.private_servers import free_port, start_redis, stop  # noqa: E402
 from collation.core import defaults  # noqa: E402
+from collation.core.options import CollationOptions  # noqa: E402
 from collation.core.settings import Settings  # noqa: E402
 from collation.engine.illustrations import folder_illustrations  # noqa: E402
 from collation.engine.pipeline import Manuscript, run_collation  # noqa: E402
@@ -131,7 +132,7 @@ def command(folders: list[Path], out: Path, candidates: int | None) -> tuple[flo
 def in_process(folders: list[Path], candidates: int | None) -> float:
     start = time.perf_counter()
     manuscripts = [Manuscript(f.name, folder_illustrations(f)) for f in folders]
-    run_collation(manuscripts, device="cpu", candidates=candidates)
+    run_collation(manuscripts, CollationOptions(candidates=candidates), device="cpu")
     return time.perf_counter() - start
 
 
@@ -193,7 +194,7 @@ def service(
             with open(log_path, "wb") as log:
                 processes.append(
                     subprocess.Popen(
-                        [sys.executable, "-m", "collation.service", "worker"],
+                        [sys.executable, "-m", "collation", "worker"],
                         env={**env, **own},
                         cwd=REPO,
                         stdout=log,

@@ -11,7 +11,7 @@ other manuscript's actual copies of the originals, distractors as above; no synt
 
 Every (original, copy, transposition) score is computed once, with the transposed features of the
 copies; the options "none", "mirror" and "all" are maxima over the first 1, 2 and 6 transpositions,
-which equals ``score_matrix_transposed`` exactly (RANSAC draws are keyed by the transposed index). The
+which equals ``score_pairs`` with ``n_transpositions`` exactly (RANSAC draws are keyed by the transposed index). The
 partial-copy variant is a second pass. Speed is timed separately per option on a sub-matrix.
 
 Candidate pruning with transpositions: the recall of the ground-truth pairs inside the candidate set
@@ -36,19 +36,16 @@ from PIL import Image, ImageEnhance, ImageFilter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from collation.core.options import TRANSPOSITION_NAMES as TRANSPOSITIONS
+from collation.core.options import TRANSPOSITION_SETS
 from collation.engine.backbones import load_backbone
 from collation.engine.candidates import candidate_pairs, recall
 from collation.engine.correspondences import collate
 from collation.engine.evaluation import accuracy
 from collation.engine.features import extract_features
 from collation.engine.illustrations import via_illustrations
-from collation.engine.transpositions import (
-    TRANSPOSITION_SETS,
-    TRANSPOSITIONS,
-    extract_transposed_features,
-    score_matrix_transposed,
-    transposed_global_scores,
-)
+from collation.engine.similarity import all_pairs, score_pairs
+from collation.engine.transpositions import extract_transposed_features, transposed_global_scores
 
 KINDS = ("plain", "mirror", "rot30", "rot90", "partial", "real")
 RECALL_K = (1, 2, 5)
@@ -170,7 +167,8 @@ def main() -> int:
                 for k in RECALL_K:
                     recalls.setdefault((kind, option, k), []).append(recall(candidate_pairs(best, k), gt))
             for partial in () if args.recall_only else (False, True):
-                s, _ = score_matrix_transposed(feats0, transposed, 1, partial=partial)  # (n0, T * n1)
+                every = all_pairs(len(feats0), len(transposed))
+                s = score_pairs(feats0, transposed, every, partial=partial)[0].numpy()  # (n0 * T * n1,)
                 s = s.reshape(len(feats0), t_all, len(columns))
                 for option in OPTIONS:
                     best = s[:, : len(TRANSPOSITION_SETS[option])].max(axis=1)
@@ -228,7 +226,8 @@ def main() -> int:
         rates = []
         for partial in (False, True):
             t0 = time.perf_counter()
-            score_matrix_transposed(rows, transposed, len(TRANSPOSITION_SETS[option]), partial=partial)
+            t = len(TRANSPOSITION_SETS[option])
+            score_pairs(rows, transposed, all_pairs(len(rows), len(columns)), n_transpositions=t, partial=partial)
             rates.append(len(rows) * len(columns) / (time.perf_counter() - t0))
         print(f"| {option} | {extraction:.1f} | {rates[0]:.1f} | {rates[1]:.1f} |")
     print(f"load average at the end: {os.getloadavg()}")

@@ -49,3 +49,18 @@ COSINE_TOLERANCE = {torch.float32: 1e-6, torch.bfloat16: 1e-2, torch.float16: 2e
 def tolerance(dtype: torch.dtype, table: dict[torch.dtype, float] = SCORE_TOLERANCE) -> float:
     """The grid's tolerance for values computed from ``dtype`` storage."""
     return table[dtype]
+
+
+def full_scores_transposed(feats0, feats1, n_transpositions: int = 1, **options):
+    """S ``(n0, n1)`` float64 and T ``(n0, n1)`` int8 of every pair, through the one scoring function
+    (``score_pairs`` over ``all_pairs``): the tests' score matrix."""
+    from collation.engine.similarity import all_pairs, score_pairs
+
+    n0, n1 = len(feats0), len(feats1) // n_transpositions
+    scores, winners = score_pairs(feats0, feats1, all_pairs(n0, n1), n_transpositions=n_transpositions, **options)
+    return scores.numpy().reshape(n0, n1), winners.numpy().reshape(n0, n1)
+
+
+def full_scores(feats0, feats1, **options):
+    """S ``(n0, n1)`` float64 of every pair (``full_scores_transposed`` with one transposition)."""
+    return full_scores_transposed(feats0, feats1, 1, **options)[0]

@@ -79,7 +79,7 @@ def drain(settings: Settings, max_jobs: int | None = None) -> None:
 
 
 class WorkerProcesses:
-    """``python -m collation.service worker`` subprocesses with the test's settings."""
+    """``python -m collation worker`` subprocesses with the test's settings."""
 
     def __init__(self, settings: Settings, log_dir: Path) -> None:
         inherited = {k: v for k, v in os.environ.items() if not k.startswith("COLLATION_")}

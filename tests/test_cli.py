@@ -14,7 +14,8 @@ from synthetic import drawing, restyled_copy
 
 from collation.cli.main import build_parser, main
 from collation.core.errors import InputError, OptionError
-from collation.engine.pipeline import check_options, run_collation
+from collation.core.options import CollationOptions
+from collation.engine.pipeline import run_collation
 
 
 @pytest.fixture(scope="module")
@@ -132,13 +133,13 @@ def test_every_subcommand_is_there():
 
 @pytest.fixture()
 def captured_run(monkeypatch):
-    """Replaces run_collation: records its keyword arguments, then stops the command."""
+    """Replaces run_collation: records its keyword arguments and the backbone option, then stops the command."""
     import collation.engine.pipeline
 
     calls: list[dict] = []
 
-    def fake(manuscripts, **kwargs):
-        calls.append(kwargs)
+    def fake(manuscripts, options, **kwargs):
+        calls.append({**kwargs, "backbone": options.backbone})
         raise InputError("stopped by the test")
 
     monkeypatch.setattr(collation.engine.pipeline, "run_collation", fake)
@@ -172,7 +173,7 @@ def test_a_bad_setting_ends_with_one_line(two_folders, tmp_path, monkeypatch, ca
     assert "COLLATION_DEVICE" in _error(capsys) and not captured_run
 
 
-def test_run_collation_checks_every_option_before_loading_a_backbone(two_folders):
+def test_every_option_is_checked_before_a_backbone_is_loaded(two_folders):
     from collation.engine.pipeline import Manuscript
 
     manuscripts = [Manuscript("A", []), Manuscript("B", [])]  # no images: work would fail much later
@@ -185,10 +186,13 @@ def test_run_collation_checks_every_option_before_loading_a_backbone(two_folders
         "propagation": "2-cycles",
         "orientation": "forward",
     }
-    assert check_options(**good) == {**good, "candidates": None}
-    assert check_options(**good, candidates=5)["candidates"] == 5
+    # the record names every option, but orientation, transpositions and partial only when set
+    recorded = {k: v for k, v in good.items() if k != "orientation"}
+    assert CollationOptions(**good, candidates=None).to_record() == {**recorded, "candidates": None}
+    assert CollationOptions(**{**good, "orientation": "both"}).to_record()["orientation"] == "both"
+    assert CollationOptions.parse({**good, "candidates": 5}).candidates == 5
     with pytest.raises(InputError, match="candidates"):
-        run_collation(manuscripts, candidates=0)
+        CollationOptions(candidates=0)
     for option, bad in (
         ("backbone", "vgg"),
         ("similarity", "s_cos"),
@@ -198,11 +202,11 @@ def test_run_collation_checks_every_option_before_loading_a_backbone(two_folders
         ("orientation", "up"),
     ):
         with pytest.raises(OptionError) as e:
-            run_collation(manuscripts, **{**good, option: bad})
+            CollationOptions.parse({**good, option: bad})
         assert e.value.option == option and "choose one of" in str(e.value)
     with pytest.raises(OptionError, match="device"):
         run_collation(manuscripts, device="tpu")
     with pytest.raises(InputError, match="seed"):
-        run_collation(manuscripts, seed="0")
+        CollationOptions(seed="0")
     with pytest.raises(InputError, match="three or more"):
-        run_collation(manuscripts, propagation="3-cycles")
+        run_collation(manuscripts, CollationOptions(propagation="3-cycles"))

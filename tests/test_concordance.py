@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from collation.core.errors import InputError
+from collation.core.options import CollationOptions
 from collation.engine.concordance import (
     CATEGORIES,
     PairEvidence,
@@ -178,7 +179,7 @@ def test_collate_match_writes_the_same_concordance_csv(tmp_path) -> None:
     scores = {(0, 1): diagonal(3, 3), (0, 2): diagonal(3, 2, -1), (1, 2): diagonal(3, 2, -1)}
     result = CollationResult(
         [witness("A", 3), witness("B", 3), witness("C", 2)],
-        {"similarity": "s_trans"},
+        CollationOptions(propagation="3-cycles"),
         collate(scores, propagation="3-cycles"),
     )
     table = list(csv.reader(io.StringIO((write_results(result, tmp_path) / "concordance.csv").read_text())))

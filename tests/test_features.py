@@ -89,7 +89,8 @@ def test_float16_storage_and_save_load_select_concat(backbone, tmp_path):
 
 def test_square_features_for_s_features(backbone):
     square = extract_square_features([drawing(0), drawing(1, (200, 300))], backbone)
-    assert square.shape == (2, 16 * 16, 112)
+    assert square.desc.shape == (2, 1, 16 * 16, 112) and square.scales == (16,) and square.mask.all()
+    assert torch.allclose(square.desc.float().norm(dim=-1), torch.ones(2, 1, 256), atol=1e-4)
 
 
 def test_efficientnet_weights_are_the_shipped_imagenet_ones(backbone):

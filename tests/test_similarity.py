@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
-from engine_grid import COSINE_TOLERANCE, device_dtype_grid, tolerance
+from engine_grid import COSINE_TOLERANCE, device_dtype_grid, full_scores, tolerance
 from synthetic import drawing, restyled_copy
 
 from collation.core.errors import DTypeError, IndexRangeError, InputError, OptionError, ShapeError
@@ -16,8 +16,6 @@ from collation.engine.similarity import (
     all_pairs,
     directional_scores,
     mutual_matches,
-    score_features_matrix,
-    score_matrix,
     score_pairs,
 )
 
@@ -42,15 +40,15 @@ def _margins(matrix: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("similarity", ["s_trans", "s_matching"])
 def test_a_warped_restyled_copy_beats_unrelated_drawings(originals, copies, similarity):
-    s = score_matrix(originals, copies, similarity=similarity)
+    s = full_scores(originals, copies, similarity=similarity)
     assert s.shape == (N, N) and (s >= 0).all() and (s <= 2).all()
     assert (s.argmax(axis=1) == np.arange(N)).all() and (s.argmax(axis=0) == np.arange(N)).all()
     assert _margins(s).min() > 0.3
 
 
 def test_s_trans_beats_s_matching_under_a_geometric_change(originals, copies):
-    trans = score_matrix(originals, copies, similarity="s_trans")
-    matching = score_matrix(originals, copies, similarity="s_matching")
+    trans = full_scores(originals, copies, similarity="s_trans")
+    matching = full_scores(originals, copies, similarity="s_matching")
     # Without a transform, matches displaced by the warp count less: the diagonal drops.
     assert (np.diag(trans) > np.diag(matching)).all()
 
@@ -58,54 +56,62 @@ def test_s_trans_beats_s_matching_under_a_geometric_change(originals, copies):
 def test_identical_images_score_almost_two(originals):
     # Every query cell finds itself at the query scale under the identity map; only cells of blank
     # paper, whose descriptors tie with their neighbours', may settle for a neighbour.
-    s = score_pairs(originals, originals, [[0, 0], [1, 1]])
+    s, _ = score_pairs(originals, originals, [[0, 0], [1, 1]])
     assert ((s > 1.97) & (s <= 2.0 + 1e-9)).all()
 
 
 def test_same_seed_same_scores_any_chunking_any_order(originals, copies):
     pairs = all_pairs(N, N)
-    full = score_pairs(originals, copies, pairs, seed=7)
-    again = score_pairs(originals, copies, pairs.flip(0), seed=7, batch_size=3).flip(0)
-    assert torch.equal(full, again)
-    swapped = score_pairs(copies, originals, pairs[:, [1, 0]], seed=7)
+    full, winners = score_pairs(originals, copies, pairs, seed=7)
+    again = score_pairs(originals, copies, pairs.flip(0), seed=7, batch_size=3)[0].flip(0)
+    assert torch.equal(full, again) and full.dtype == torch.float64
+    assert winners.dtype == torch.int8 and not winners.any()  # one transposition: as drawn
+    swapped, _ = score_pairs(copies, originals, pairs[:, [1, 0]], seed=7)
     assert torch.allclose(full, swapped, atol=1e-12, rtol=0)
 
 
 def test_another_seed_moves_scores_only_slightly(originals, copies):
-    a = score_matrix(originals, copies, seed=0)
-    b = score_matrix(originals, copies, seed=1)
+    a = full_scores(originals, copies, seed=0)
+    b = full_scores(originals, copies, seed=1)
     assert not np.array_equal(a, b)
     assert np.abs(a - b).max() < 0.1
 
 
 def test_manuscripts_of_different_padding_and_sizes(backbone, originals):
     tall = extract_features([drawing(9, (120, 300)), drawing(10, (300, 90))], backbone)
-    s = score_matrix(originals, tall)
+    s = full_scores(originals, tall)
     assert s.shape == (N, 2) and np.isfinite(s).all()
-    assert np.allclose(score_matrix(tall, originals), s.T, atol=1e-12)
+    assert np.allclose(full_scores(tall, originals), s.T, atol=1e-12)
 
 
 def test_s_features_is_the_mean_same_location_cosine(backbone):
     images = [drawing(k) for k in range(3)]
     square = extract_square_features(images, backbone)
-    s = score_features_matrix(square, extract_square_features([restyled_copy(im) for im in images], backbone))
+    assert square.desc.shape[:3] == (3, 1, 256) and square.scales == (16,) and square.mask.all()
+    copies = extract_square_features([restyled_copy(im) for im in images], backbone)
+    s = full_scores(square, copies, similarity="s_features")
     assert (s.argmax(axis=1) == np.arange(3)).all()
-    manual = (square[0] * square[1]).sum(-1).mean().item()
-    assert np.isclose(score_features_matrix(square, square)[0, 1], manual, atol=1e-6)
-    assert np.allclose(np.diag(score_features_matrix(square, square)), 1.0, atol=1e-4)
+    manual = (square.desc[0, 0] * square.desc[1, 0]).sum(-1).mean().item()
+    same = full_scores(square, square, similarity="s_features")
+    assert np.isclose(same[0, 1], manual, atol=1e-6)
+    assert np.allclose(np.diag(same), 1.0, atol=1e-4)
+    # A pair's S_features does not depend on the other pairs it is computed with.
+    pairs = torch.tensor([[2, 0], [0, 1], [2, 2]])
+    expected = [s[2, 0], s[0, 1], s[2, 2]]
+    assert np.allclose(score_pairs(square, copies, pairs, similarity="s_features")[0].numpy(), expected, atol=1e-12)
 
 
 def test_bad_requests_are_input_errors(originals):
     with pytest.raises(IndexRangeError, match="out of range"):
         score_pairs(originals, originals, [[0, N]])
-    with pytest.raises(InputError, match="s_trans or s_matching"):
+    with pytest.raises(InputError, match="square features"):
         score_pairs(originals, originals, [[0, 0]], similarity="s_features")
 
 
 @pytest.mark.parametrize(
     ("option", "value", "allowed"),
     [
-        ("similarity", "s_cosine", "s_trans, s_matching"),
+        ("similarity", "s_cosine", "s_trans, s_matching, s_features"),
         ("kernel", "gaussian", "reference, paper"),
     ],
 )
@@ -114,7 +120,7 @@ def test_unknown_options_of_score_pairs_name_the_allowed_values(originals, optio
         score_pairs(originals, originals, [[0, 0]], **{option: value})
     assert e.value.field == option
     with pytest.raises(OptionError, match=option):
-        score_matrix(originals, originals, **{option: value})
+        full_scores(originals, originals, **{option: value})
 
 
 def test_pairs_must_be_p_by_2_integers(originals):
@@ -125,7 +131,8 @@ def test_pairs_must_be_p_by_2_integers(originals):
         score_pairs(originals, originals, [[0, 1, 2]])
     with pytest.raises(DTypeError):
         score_pairs(originals, originals, [[0.0, 1.0]])
-    assert score_pairs(originals, originals, np.zeros((0, 2), np.int64)).shape == (0,)
+    scores, winners = score_pairs(originals, originals, np.zeros((0, 2), np.int64))
+    assert scores.shape == winners.shape == (0,)
     for bad in ({"seed": 1.5}, {"iterations": 0}, {"batch_size": 0}):
         with pytest.raises(InputError, match=next(iter(bad))):
             score_pairs(originals, originals, [[0, 0]], **bad)
@@ -149,8 +156,8 @@ def test_feature_sets_must_agree(originals):
     other = replace(originals, desc=originals.desc[..., :64])
     with pytest.raises(InputError, match="channels"):
         score_pairs(originals, other, [[0, 0]])
-    with pytest.raises(ShapeError, match="N is"):
-        score_features_matrix(torch.zeros(2, 16, 8), torch.zeros(2, 9, 8))
+    with pytest.raises(InputError, match="square features"):
+        score_pairs(originals, originals, [[0, 0]], similarity="s_features")
 
 
 # -- the device x dtype grid -------------------------------------------------------------------------
@@ -184,8 +191,8 @@ def test_mutual_nearest_neighbours_are_the_same_in_every_dtype(device, dtype):
 @device_dtype_grid
 @pytest.mark.parametrize("similarity", ["s_trans", "s_matching"])
 def test_score_decisions_are_the_same_in_every_dtype(originals, copies, device, dtype, similarity):
-    reference = score_matrix(originals, copies, similarity=similarity)
-    s = score_matrix(_on(originals, device, dtype), _on(copies, device, dtype), similarity=similarity)
+    reference = full_scores(originals, copies, similarity=similarity)
+    s = full_scores(_on(originals, device, dtype), _on(copies, device, dtype), similarity=similarity)
     assert s.dtype == np.float64 and s.shape == (N, N)
     assert (s.argmax(axis=1) == reference.argmax(axis=1)).all()
     assert (s.argmax(axis=0) == reference.argmax(axis=0)).all()
@@ -197,7 +204,7 @@ def test_s_features_decisions_are_the_same_in_every_dtype(backbone, device, dtyp
     images = [drawing(k) for k in range(3)]
     square0 = extract_square_features(images, backbone)
     square1 = extract_square_features([restyled_copy(im) for im in images], backbone)
-    reference = score_features_matrix(square0, square1)
-    s = score_features_matrix(square0.to(device, dtype), square1.to(device, dtype))
+    reference = full_scores(square0, square1, similarity="s_features")
+    s = full_scores(_on(square0, device, dtype), _on(square1, device, dtype), similarity="s_features")
     assert (s.argmax(axis=1) == reference.argmax(axis=1)).all()
     assert np.abs(s - reference).max() <= tolerance(dtype, COSINE_TOLERANCE)

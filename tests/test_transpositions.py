@@ -7,25 +7,23 @@ import json
 import numpy as np
 import pytest
 import torch
-from engine_grid import device_dtype_grid
+from engine_grid import device_dtype_grid, full_scores, full_scores_transposed
 from PIL import Image
 from synthetic import drawing, restyled_copy
 
 from collation.cli.main import main
 from collation.core.errors import InputError, OptionError
+from collation.core.options import TRANSPOSITION_NAMES as TRANSPOSITIONS
+from collation.core.options import TRANSPOSITION_SETS, CollationOptions
 from collation.engine.candidates import UNSCORED, global_scores, recall
-from collation.engine.cascade import cascade_pairs, pruned_score_matrix_transposed
+from collation.engine.cascade import cascade_pairs
 from collation.engine.features import extract_features
 from collation.engine.partial import matched_cells, partial_normalizer
-from collation.engine.pipeline import Manuscript, check_options, run_collation
-from collation.engine.similarity import score_matrix, score_pairs
+from collation.engine.pipeline import Manuscript, assemble, candidate_pairs, run_collation, score_candidates
+from collation.engine.similarity import score_pairs
 from collation.engine.transpositions import (
     INVERSES,
-    TRANSPOSITION_SETS,
-    TRANSPOSITIONS,
     extract_transposed_features,
-    score_matrix_transposed,
-    score_pairs_transposed,
     transpose_image,
     transposed_global_scores,
     transposition_names,
@@ -94,11 +92,11 @@ def test_transposed_features_are_transposition_major(originals, transposed, back
 
 def test_none_gives_exactly_the_old_scores(originals, transposed):
     plain = transposed.select(range(N))
-    old = score_matrix(originals, plain, seed=3)
-    s, t = score_matrix_transposed(originals, plain, 1, seed=3)
+    old = full_scores(originals, plain, seed=3)
+    s, t = full_scores_transposed(originals, plain, 1, seed=3)
     assert np.array_equal(s, old) and t.dtype == np.int8 and not t.any()
     # Index t * n + j keeps the draws of j as drawn for t = 0: the identity block of "all" is the old S.
-    every = score_matrix(originals, transposed, seed=3).reshape(N, len(TRANSPOSITIONS), N)
+    every = full_scores(originals, transposed, seed=3).reshape(N, len(TRANSPOSITIONS), N)
     assert np.array_equal(every[:, 0], old)
 
 
@@ -120,9 +118,9 @@ def test_the_transposition_wins_and_is_reported(originals, transposed, device, d
         transposed.query_scale,
         transposed.backbone,
     )
-    s_none, _ = score_matrix_transposed(f0, f1.select(range(N)), 1)
-    s_mirror, t_mirror = score_matrix_transposed(f0, f1.select(range(2 * N)), 2)
-    s_all, t_all = score_matrix_transposed(f0, f1, len(TRANSPOSITIONS))
+    s_none, _ = full_scores_transposed(f0, f1.select(range(N)), 1)
+    s_mirror, t_mirror = full_scores_transposed(f0, f1.select(range(2 * N)), 2)
+    s_all, t_all = full_scores_transposed(f0, f1, len(TRANSPOSITIONS))
     names = winner_names(t_all, "all")
     assert names[MIRRORED, MIRRORED] == "mirror" and t_mirror[MIRRORED, MIRRORED] == 1
     assert names[TURNED, TURNED] == "rot270"  # turning the copy back aligns it with the original
@@ -136,14 +134,14 @@ def test_the_transposition_wins_and_is_reported(originals, transposed, device, d
 
 def test_pairs_and_matrix_agree_and_check_their_inputs(originals, transposed):
     pairs = [[1, 1], [2, 2], [0, 3]]
-    s, t = score_pairs_transposed(originals, transposed, pairs, len(TRANSPOSITIONS), seed=0)
-    full, winners = score_matrix_transposed(originals, transposed, len(TRANSPOSITIONS), seed=0)
+    s, t = score_pairs(originals, transposed, pairs, n_transpositions=len(TRANSPOSITIONS), seed=0)
+    full, winners = full_scores_transposed(originals, transposed, len(TRANSPOSITIONS), seed=0)
     assert s.tolist() == [full[1, 1], full[2, 2], full[0, 3]]
     assert t.tolist() == [winners[1, 1], winners[2, 2], winners[0, 3]]
     with pytest.raises(InputError):
-        score_pairs_transposed(originals, transposed, pairs, 5)  # 24 illustrations are not 5 sets
+        score_pairs(originals, transposed, pairs, n_transpositions=5)  # 24 illustrations are not 5 sets
     with pytest.raises(InputError):
-        score_pairs_transposed(originals, transposed, [[0, N]], len(TRANSPOSITIONS))  # j beyond n1
+        score_pairs(originals, transposed, [[0, N]], n_transpositions=len(TRANSPOSITIONS))  # j beyond n1
 
 
 def test_global_scores_take_the_best_transposition(originals, transposed):
@@ -161,8 +159,10 @@ def test_global_scores_take_the_best_transposition(originals, transposed):
 @pytest.mark.parametrize("k", [2, 3])
 def test_pruned_transposed_scores_equal_the_full_ones_on_the_candidates(originals, transposed, k):
     t = len(TRANSPOSITIONS)
-    full_s, full_t = score_matrix_transposed(originals, transposed, t, seed=2)
-    s, winners, pairs = pruned_score_matrix_transposed(originals, transposed, t, k, seed=2)
+    full_s, full_t = full_scores_transposed(originals, transposed, t, seed=2)
+    options = CollationOptions(seed=2, candidates=k, transpositions="all")
+    pairs = candidate_pairs(originals, transposed, options)
+    s, winners = assemble((N, N), pairs, *score_candidates(originals, transposed, pairs, options))
     assert np.array_equal(pairs, cascade_pairs(originals, transposed, k, t, seed=2))
     # On these drawings (global scores 0.97-0.99) K = 1 misses the mirrored copy; K = 2 holds every true pair.
     assert recall(pairs, np.stack([np.arange(N)] * 2, axis=1)) == 1.0
@@ -177,8 +177,10 @@ def test_pruned_transposed_scores_equal_the_full_ones_on_the_candidates(original
     assert (s.argmax(axis=1) == np.arange(N)).all()
     names = winner_names(winners, "all")
     assert names[MIRRORED, MIRRORED] == "mirror" and names[TURNED, TURNED] == "rot270"
-    # k = None scores every pair: exactly score_matrix_transposed.
-    s_all, t_all, every = pruned_score_matrix_transposed(originals, transposed, t, None, seed=2)
+    # No candidates scores every pair: exactly full_scores_transposed.
+    every_pair = options.replace(candidates=None)
+    every = candidate_pairs(originals, transposed, every_pair)
+    s_all, t_all = assemble((N, N), every, *score_candidates(originals, transposed, every, every_pair))
     assert np.array_equal(s_all, full_s) and np.array_equal(t_all, full_t) and len(every) == N * N
 
 
@@ -196,8 +198,8 @@ def _half_scene_case(backbone):
 
 def test_partial_lets_a_half_scene_copy_win(backbone):
     scenes, copies = _half_scene_case(backbone)
-    plain = score_matrix(scenes, copies)
-    partial = score_matrix(scenes, copies, partial=True)
+    plain = full_scores(scenes, copies)
+    partial = full_scores(scenes, copies, partial=True)
     assert plain[0, 0] < plain[0, 1]  # S_trans: the full-size distractor wins
     assert partial[0, 0] > partial[0, 1] + 0.1  # partial: the half-scene copy wins
     assert ((partial >= 0) & (partial <= 2)).all()
@@ -227,35 +229,29 @@ def test_partial_is_checked(originals):
     with pytest.raises(InputError):
         score_pairs(originals, originals, [[0, 0]], similarity="s_matching", partial=True)
     assert torch.equal(
-        score_pairs(originals, originals, [[0, 1]], partial=False), score_pairs(originals, originals, [[0, 1]])
+        score_pairs(originals, originals, [[0, 1]], partial=False)[0], score_pairs(originals, originals, [[0, 1]])[0]
     )
 
 
 def test_collation_options_are_validated_and_recorded():
-    base = dict(
-        backbone="efficientnet-lite0",
-        similarity="s_trans",
-        seed=0,
-        kernel="reference",
-        normalization="max",
-        propagation="2-cycles",
-        orientation="forward",
-    )
-    assert "transpositions" not in check_options(**base) and "partial" not in check_options(**base)
-    options = check_options(**base, transpositions="mirror", partial=True)
-    assert options["transpositions"] == "mirror" and options["transposition_names"] == ["identity", "mirror"]
-    assert options["partial"] is True
+    plain = CollationOptions()
+    assert "transpositions" not in plain.to_record() and "partial" not in plain.to_record()
+    options = CollationOptions(transpositions="mirror", partial=True)
+    assert options.to_record()["transpositions"] == "mirror" and options.to_record()["partial"] is True
+    assert options.transposition_names == ("identity", "mirror") and options.n_transpositions == 2
     # Candidate pruning stays on with transpositions (docs/transpositions.md), and off when asked.
-    assert check_options(**base, transpositions="all", candidates=3)["candidates"] == 3
-    assert check_options(**base, transpositions="mirror", candidates=None)["candidates"] is None
+    assert CollationOptions(transpositions="all", candidates=3).pruned
+    assert not CollationOptions(transpositions="mirror", candidates=None).pruned
     with pytest.raises(OptionError):
-        check_options(**base, transpositions="both")
+        CollationOptions(transpositions="both")
     with pytest.raises(InputError):
-        check_options(**{**base, "similarity": "s_features"}, transpositions="mirror")
+        CollationOptions(similarity="s_features", transpositions="mirror")
     with pytest.raises(InputError):
-        check_options(**base, partial="no")
+        CollationOptions(partial="no")
     with pytest.raises(InputError):
-        run_collation([Manuscript("A", []), Manuscript("B", [])], transpositions="sideways")
+        CollationOptions.parse({"transpositions": "sideways"})
+    with pytest.raises(InputError):
+        run_collation([Manuscript("A", []), Manuscript("B", [])], CollationOptions(propagation="3-cycles"))
 
 
 def test_collate_match_writes_the_winner(tmp_path, capsys):

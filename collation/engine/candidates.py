@@ -20,32 +20,27 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from collation.core import defaults
 from collation.core.errors import InputError
-from collation.engine.checks import as_index_pairs, check_positive_int, check_shape
-from collation.engine.features import MultiScaleFeatures, Progress
-from collation.engine.similarity import score_pairs
+from collation.engine.checks import check_positive_int, check_shape
+from collation.engine.features import MultiScaleFeatures
 
 UNSCORED = -np.inf
 """S, N_S and P_S of a pair outside the candidate set: below every score, excluded from every statistic."""
 
 
-GEM_POWER = 3.0
-"""p of the generalized mean that pools the cells into a global descriptor (1: average, large: max)."""
-
-GRID = 2
-"""Regions per side of the global descriptor: 2 x 2 (measured against 1, 3 and 4: docs/candidates.md)."""
-
-
 def global_descriptors(
-    feats: MultiScaleFeatures, *, grid: int = GRID, power: float = GEM_POWER, chunk: int = 256
+    feats: MultiScaleFeatures, *, grid: int | None = None, power: float | None = None, chunk: int = 256
 ) -> torch.Tensor:
     """``(n, grid² C)`` float32 unit vectors: per region, GeM of the query-scale cells, centred, normalized.
 
     Region (r, c) holds the cells whose centre lies in row r and column c of a ``grid`` x ``grid``
-    division of the illustration's own frame. Centring subtracts the manuscript's mean of each
+    division of the illustration's own frame (``grid``: default ``defaults.CANDIDATES_GRID``; ``power``:
+    ``defaults.CANDIDATES_GEM_POWER``). Centring subtracts the manuscript's mean of each
     region's normalized descriptor (not done for a single illustration, which it would zero).
     """
-    check_positive_int("grid", grid)
+    grid = check_positive_int("grid", defaults.CANDIDATES_GRID if grid is None else grid)
+    power = defaults.CANDIDATES_GEM_POWER if power is None else power
     check_positive_int("chunk", chunk)
     q = feats.query_index
     channels = feats.desc.shape[3]
@@ -110,25 +105,3 @@ def recall(pairs: np.ndarray, ground_truth: np.ndarray) -> float:
         return 1.0
     found = {tuple(p) for p in np.asarray(pairs).reshape(-1, 2).tolist()}
     return len(gt & found) / len(gt)
-
-
-def sparse_score_matrix(
-    feats0: MultiScaleFeatures,
-    feats1: MultiScaleFeatures,
-    pairs: np.ndarray | torch.Tensor,
-    *,
-    progress: Progress | None = None,
-    **options,
-) -> np.ndarray:
-    """``(n0, n1)`` float64 S with the scores of ``pairs`` and ``UNSCORED`` elsewhere.
-
-    Args:
-        pairs: ``(P, 2)`` candidate pairs (``candidate_pairs``).
-        options: as ``score_pairs`` (similarity, seed, kernel, iterations, batch_size).
-    """
-    n0, n1 = len(feats0), len(feats1)
-    index = as_index_pairs("pairs", pairs, (n0, n1)).numpy()
-    out = np.full((n0, n1), UNSCORED)
-    if len(index):
-        out[index[:, 0], index[:, 1]] = score_pairs(feats0, feats1, index, progress=progress, **options).numpy()
-    return out

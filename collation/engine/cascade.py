@@ -10,8 +10,8 @@ or mirrored it puts the true partner of a third of the illustrations beyond the 
 
 1. **Wide**: each illustration's ``wide`` best partners by global score, in both directions.
 2. **Cheap local score** on those: S_trans itself on *coarse* maps (the query-scale map pooled 2 x 2,
-   about 10 cells on the long side) with 25 RANSAC hypotheses: a local, geometric score like the
-   final one, 20 to 30 times cheaper a pair (``coarse_features``, ``cheap_scores``).
+   about 10 cells on the long side) with 25 RANSAC hypotheses: ``score_pairs`` itself, a local,
+   geometric score like the final one, 20 to 30 times cheaper a pair (``coarse_features``, ``cheap_scores``).
 3. **Order corridor**: copyists follow the text, so the pairs that are mutual best matches of the
    cheap scores mark the diagonal along which the others lie. Every pair whose propagation factor
    (A.5: Π (1 + α exp(-d²/2σ²)) over those seeds) reaches ``corridor`` gets a cheap score too, even
@@ -20,7 +20,9 @@ or mirrored it puts the true partner of a third of the illustrations beyond the 
    cheap score normalized and propagated as P_S will be: the true partner of an illustration that
    only propagation can match is among them.
 
-S_trans then scores those candidates exactly as before; everything after (N_S, cycles, P_S) runs on the
+Every setting of the cascade is in ``collation.core.defaults`` (``CANDIDATES_*``), and all of them key
+the stored candidate sets (``collation.store.records.pair_key``). S_trans then scores those candidates
+exactly as before; everything after (N_S, cycles, P_S) runs on the
 sparse matrix (docs/candidates.md, "Unscored pairs"). With transpositions, the cheap score of a pair
 is its best over the transpositions of the second illustration, as S_trans's is.
 """
@@ -37,14 +39,8 @@ from collation.engine.candidates import UNSCORED, candidate_pairs
 from collation.engine.checks import check_positive_float, check_positive_int
 from collation.engine.correspondences import mutual_best, normalize, propagate
 from collation.engine.features import MultiScaleFeatures, Progress, cell_positions
-from collation.engine.similarity import all_pairs
-from collation.engine.transpositions import score_pairs_transposed, transposed_global_scores, transposition_count
-
-COARSE_FACTOR = 2
-"""Cells of the query-scale map pooled into one coarse cell, per side (20 -> 10 cells on the long side)."""
-
-CHEAP_ITERATIONS = 25
-"""RANSAC hypotheses of the cheap score (the final S_trans draws 100)."""
+from collation.engine.similarity import score_pairs, transposition_count
+from collation.engine.transpositions import transposed_global_scores
 
 CHEAP_BATCH = 256
 """Directional scores per RANSAC batch on coarse maps: their temporaries are 1/24 of a full map's
@@ -52,7 +48,7 @@ CHEAP_BATCH = 256
 overhead, which dominates on coarse maps, is paid 16 times less often (4-5x the pairs/s of 16)."""
 
 
-def coarse_features(feats: MultiScaleFeatures, factor: int = COARSE_FACTOR) -> MultiScaleFeatures:
+def coarse_features(feats: MultiScaleFeatures, factor: int = defaults.CANDIDATES_COARSE_FACTOR) -> MultiScaleFeatures:
     """One map per illustration: its query-scale map average-pooled ``factor`` x ``factor``, renormalized.
 
     A map of r x c cells becomes ceil(r / factor) x ceil(c / factor) (edge windows average what they
@@ -92,25 +88,25 @@ def cheap_scores(
     coarse0: MultiScaleFeatures,
     coarse1: MultiScaleFeatures,
     pairs: np.ndarray,
-    n_transpositions: int = 1,
+    n_transpositions: int,
     *,
-    seed: int = defaults.SEED,
-    partial: bool = defaults.PARTIAL,
+    seed: int,
+    partial: bool,
     progress: Progress | None = None,
 ) -> np.ndarray:
-    """``(P,)`` float64 S_trans of ``pairs`` on coarse maps with ``CHEAP_ITERATIONS`` hypotheses, each the
-    best over the ``n_transpositions`` transpositions of ``coarse1`` (transposition-major, T · n1)."""
+    """``(P,)`` float64: ``score_pairs`` (S_trans) on coarse maps with the cheap settings, each the best
+    over the ``n_transpositions`` transpositions of ``coarse1``."""
     if len(pairs) == 0:
         return np.zeros(0)
-    scores, _ = score_pairs_transposed(
+    scores, _ = score_pairs(
         coarse0,
         coarse1,
         pairs,
-        n_transpositions,
         seed=seed,
-        iterations=CHEAP_ITERATIONS,
-        batch_size=CHEAP_BATCH,
         partial=partial,
+        n_transpositions=n_transpositions,
+        iterations=defaults.CANDIDATES_CHEAP_ITERATIONS,
+        batch_size=CHEAP_BATCH,
         progress=progress,
     )
     return scores.numpy()
@@ -191,73 +187,3 @@ def select_candidates(cheap: np.ndarray, k: int) -> np.ndarray:
     normalized = normalize(cheap, defaults.NORMALIZATION)
     propagated = propagate(normalized, mutual_best(normalized))
     return np.unique(np.concatenate([_best(cheap, k), _best(propagated, k)]), axis=0).astype(np.int64)
-
-
-def pruned_score_matrix(
-    feats0: MultiScaleFeatures,
-    feats1: MultiScaleFeatures,
-    k: int | None,
-    *,
-    progress: Progress | None = None,
-    candidates_progress: Progress | None = None,
-    **options,
-) -> tuple[np.ndarray, np.ndarray]:
-    """S of a manuscript pair on its candidate set: the one call the pipeline needs.
-
-    Args:
-        k: candidates per illustration and direction (``cascade_pairs``), or None for every pair.
-        progress: of S_trans on the candidates; candidates_progress: of their cheap scores.
-        options: as ``score_pairs`` (similarity, seed, kernel, partial, ...).
-
-    Returns:
-        S ``(n0, n1)`` float64 (``UNSCORED`` outside the candidates) and the candidates ``(P, 2)``.
-    """
-    # One transposition: exactly ``score_pairs``'s scores (``transpositions.score_pairs_transposed``).
-    scores, _, pairs = pruned_score_matrix_transposed(
-        feats0, feats1, 1, k, progress=progress, candidates_progress=candidates_progress, **options
-    )
-    return scores, pairs
-
-
-def pruned_score_matrix_transposed(
-    feats0: MultiScaleFeatures,
-    transposed1: MultiScaleFeatures,
-    n_transpositions: int,
-    k: int | None,
-    *,
-    progress: Progress | None = None,
-    candidates_progress: Progress | None = None,
-    **score_options,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """S and T of a manuscript pair on its candidate set, every candidate under every transposition.
-
-    Args:
-        k: candidates per illustration and direction (``cascade_pairs`` over the transpositions), or
-            None for every pair.
-        progress: of S_trans on the candidates; candidates_progress: of their cheap scores.
-        score_options: as ``transpositions.score_pairs_transposed``.
-
-    Returns:
-        S ``(n0, n1)`` float64 (``UNSCORED`` outside the candidates), T ``(n0, n1)`` int8 (0 outside
-        the candidates) and the candidates ``(P, 2)`` int64, row-major.
-    """
-    t, n1 = transposition_count(transposed1, n_transpositions)
-    n0 = len(feats0)
-    if k is None:
-        pairs = all_pairs(n0, n1).numpy()
-    else:
-        pairs = cascade_pairs(
-            feats0,
-            transposed1,
-            k,
-            t,
-            seed=score_options.get("seed", defaults.SEED),
-            partial=score_options.get("partial", False),
-            progress=candidates_progress,
-        )
-    scores, winners = np.full((n0, n1), UNSCORED), np.zeros((n0, n1), dtype=np.int8)
-    if len(pairs):
-        s, w = score_pairs_transposed(feats0, transposed1, pairs, t, progress=progress, **score_options)
-        scores[pairs[:, 0], pairs[:, 1]] = s.numpy()
-        winners[pairs[:, 0], pairs[:, 1]] = w.numpy()
-    return scores, winners, pairs

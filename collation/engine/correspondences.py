@@ -14,11 +14,8 @@ import numpy as np
 
 from collation.core import defaults
 from collation.core.errors import InputError, ShapeError
+from collation.core.options import NORMALIZATIONS, ORIENTATIONS, PROPAGATIONS
 from collation.engine.checks import as_index_pairs, check_option, check_positive_float, check_shape
-
-NORMALIZATIONS = ("none", "softmax", "avg", "max", "softmax-avg", "softmax-max")
-PROPAGATIONS = ("none", "2-cycles", "3-cycles")
-ORIENTATIONS = ("forward", "backward", "both")
 
 
 def _matrix(name: str, matrix: np.ndarray) -> np.ndarray:

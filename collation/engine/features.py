@@ -27,7 +27,8 @@ from PIL import Image
 from collation.core import defaults
 from collation.core.atomic import atomic_writer
 from collation.core.errors import DTypeError, FeaturesFileError, IndexRangeError, InputError, ShapeError
-from collation.engine.backbones import BACKBONE_CHANNELS, BACKBONES, Backbone
+from collation.core.options import BACKBONES
+from collation.engine.backbones import BACKBONE_CHANNELS, Backbone
 from collation.engine.checks import check_dtype, check_option, check_positive_int, check_shape
 
 Progress = Callable[[int, int], None]
@@ -432,11 +433,13 @@ def extract_square_features(
     size: int = defaults.FEATURES_SIZE,
     dtype: torch.dtype = torch.float32,
     progress: Progress | None = None,
-) -> torch.Tensor:
+) -> MultiScaleFeatures:
     """Features for S_features: every image resized to ``size`` x ``size`` (aspect ratio broken, A.2).
 
     Returns:
-        ``(n, N, C)`` L2-normalized cells, N = (size / 16)².
+        MultiScaleFeatures with one square map per image: ``desc`` ``(n, 1, N, C)`` L2-normalized cells,
+        N = (size / 16)², at the one scale size / 16. Stored, loaded and scored (``score_pairs`` with
+        similarity s_features) like every other feature set.
     """
     _check_extraction(images, dtype)
     if check_positive_int("size", size) % defaults.PIXELS_PER_CELL:
@@ -449,7 +452,10 @@ def extract_square_features(
         out.append(l2_normalize(backbone(x).flatten(2).transpose(1, 2).float()).to(dtype))
         if progress:
             progress(min(start + 8, len(images)), len(images))
-    return torch.cat(out)
+    desc = torch.cat(out).unsqueeze(1)  # (n, 1, N, C)
+    pos = cell_positions(cells, cells).to(device).expand(len(images), 1, -1, -1).contiguous()
+    mask = torch.ones(desc.shape[:3], dtype=torch.bool, device=device)
+    return MultiScaleFeatures(desc, pos, mask, (cells,), cells, backbone.name)
 
 
 def image_digest(image: Image.Image) -> str:
@@ -468,8 +474,11 @@ def features_key(
     query_scale: int = defaults.QUERY_SCALE,
     dtype: torch.dtype = torch.float32,
 ) -> str:
-    """Key of a manuscript's cached features: its images' content, the backbone and every parameter."""
-    h = hashlib.sha256(f"{backbone}|{list(scales)}|{query_scale}|{dtype}|v1".encode())
+    """Key of a manuscript's cached features: its images' content, the backbone and every parameter that
+    changes them (the scales, the storage type, the frames' bucket and the normalization's epsilon)."""
+    h = hashlib.sha256(
+        f"{backbone}|{list(scales)}|{query_scale}|{dtype}|{defaults.FEATURES_BUCKET}|{defaults.L2_EPS}|v2".encode()
+    )
     for d in digests:
         h.update(d.encode())
     return h.hexdigest()[:32]

@@ -1,7 +1,16 @@
-"""The whole collation in one process: features, scores, correspondences, files on disk.
+"""A collation's stages, in order, as plain functions: one pipeline for the command line and the service.
 
-The command line calls ``run_collation`` then ``write_results``; the service runs the same steps as
-RQ jobs.
+The command line runs them in one process (``run_collation``); the service's jobs
+(``collation.jobs.steps``) run the same functions in the same order on the same data, one step each:
+
+    describe           images -> features, and the transposed features of a second manuscript   features step
+    candidate_pairs    a pair's features -> the pairs whose S is computed (the cascade)           plan step
+    score_candidates   features, pairs -> S of each pair and the transposition that won           chunk steps
+    assemble           the pairs' scores -> the (n0, n1) S and T of the manuscript pair            finalize step
+    correspond         S of every manuscript pair -> N_S, 2- and 3-cycles, P_S                     finalize step
+
+Every stage takes the collation's ``CollationOptions`` (``collation.core.options``), parsed once where
+the collation came in.
 """
 
 from __future__ import annotations
@@ -12,24 +21,151 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from PIL import Image
 
 from collation import __version__
 from collation.core import defaults
 from collation.core.atomic import write_bytes, write_json, write_npy
+from collation.core.correspondence import Correspondence, Side
 from collation.core.errors import InputError
-from collation.engine.backbones import BACKBONES, load_backbone, resolve_device
-from collation.engine.cascade import pruned_score_matrix, pruned_score_matrix_transposed
-from collation.engine.checks import check_integer, check_option, check_positive_int
+from collation.core.options import CollationOptions
+from collation.engine.backbones import Backbone, load_backbone, resolve_device
+from collation.engine.candidates import UNSCORED
+from collation.engine.cascade import cascade_pairs
 from collation.engine.concordance import PairEvidence, build_groups, concordance_csv
-from collation.engine.correspondences import NORMALIZATIONS, ORIENTATIONS, PROPAGATIONS, PairResult, collate
-from collation.engine.features import extract_features, extract_square_features
+from collation.engine.correspondences import PairResult, collate
+from collation.engine.features import MultiScaleFeatures, Progress, extract_features, extract_square_features
+from collation.engine.features import features_key as images_features_key
 from collation.engine.illustrations import Illustration
-from collation.engine.ransac import KERNELS
-from collation.engine.similarity import SIMILARITIES, check_partial, score_features_matrix
-from collation.engine.transpositions import extract_transposed_features, transposition_names, winner_names
+from collation.engine.similarity import all_pairs, score_pairs, transposition_count
+from collation.engine.transpositions import extract_transposed_features, winner_names
 
 Stage = Callable[[str, int, int], None]
 """Progress of a named stage: ``stage(name, done, total)``."""
+
+FEATURES_DTYPE = torch.float16
+"""Storage type of the descriptors: half the memory of float32 (scores are computed in float32)."""
+
+
+# --------------------------------------------------------------------------------------------------
+# The stages
+
+
+def describe(
+    images: Sequence[Image.Image],
+    backbone: Backbone,
+    options: CollationOptions,
+    *,
+    dtype: torch.dtype = FEATURES_DTYPE,
+    progress: Progress | None = None,
+) -> MultiScaleFeatures:
+    """The features of a manuscript's illustrations: multi-scale maps (B.3), or square maps for s_features."""
+    extract = extract_square_features if options.similarity == "s_features" else extract_features
+    return extract(images, backbone, dtype=dtype, progress=progress)
+
+
+def features_key(digests: Sequence[str], options: CollationOptions, *, dtype: torch.dtype = FEATURES_DTYPE) -> str:
+    """Key of the features ``describe`` gives for images of these content digests (a cache key)."""
+    if options.similarity == "s_features":
+        cells = defaults.FEATURES_SIZE // defaults.PIXELS_PER_CELL
+        return images_features_key(
+            digests, f"{options.backbone}|square", scales=(cells,), query_scale=cells, dtype=dtype
+        )
+    return images_features_key(digests, options.backbone, dtype=dtype)
+
+
+def describe_transposed(
+    images: Sequence[Image.Image],
+    backbone: Backbone,
+    options: CollationOptions,
+    plain: MultiScaleFeatures,
+    *,
+    dtype: torch.dtype = FEATURES_DTYPE,
+    progress: Progress | None = None,
+) -> MultiScaleFeatures:
+    """The features a manuscript is scored with as the second of a pair: ``plain`` itself, or with
+    transpositions ``T * n`` illustrations, transposition-major (``extract_transposed_features``)."""
+    if options.n_transpositions == 1:
+        return plain
+    return extract_transposed_features(
+        images, backbone, options.transpositions, plain=plain, dtype=dtype, progress=progress
+    )
+
+
+def candidate_pairs(
+    feats0: MultiScaleFeatures,
+    feats1: MultiScaleFeatures,
+    options: CollationOptions,
+    *,
+    progress: Progress | None = None,
+) -> np.ndarray:
+    """``(P, 2)`` int64 row-major pairs whose S is computed: the cascade's candidates (``options.candidates``
+    per illustration and direction), or every pair.
+
+    Args:
+        feats1: the second manuscript's features from ``describe_transposed``.
+    """
+    _, n1 = transposition_count(feats1, options.n_transpositions)
+    if not options.pruned:
+        return all_pairs(len(feats0), n1).numpy()
+    return cascade_pairs(
+        feats0,
+        feats1,
+        options.candidates,
+        options.n_transpositions,
+        seed=options.seed,
+        partial=options.partial,
+        progress=progress,
+    )
+
+
+def score_candidates(
+    feats0: MultiScaleFeatures,
+    feats1: MultiScaleFeatures,
+    pairs: np.ndarray,
+    options: CollationOptions,
+    *,
+    progress: Progress | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """S of ``pairs`` ``(P,)`` float64, each the best over the transpositions, and the winners ``(P,)`` int8."""
+    if len(pairs) == 0:
+        return np.zeros(0), np.zeros(0, dtype=np.int8)
+    scores, winners = score_pairs(
+        feats0,
+        feats1,
+        pairs,
+        similarity=options.similarity,
+        seed=options.seed,
+        kernel=options.kernel,
+        partial=options.partial,
+        n_transpositions=options.n_transpositions,
+        progress=progress,
+    )
+    return scores.numpy(), winners.numpy()
+
+
+def assemble(
+    shape: tuple[int, int], pairs: np.ndarray, scores: np.ndarray, winners: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """S ``(n0, n1)`` float64 with ``UNSCORED`` (-inf) outside ``pairs``, and T ``(n0, n1)`` int8 (0 there)."""
+    matrix, turned = np.full(shape, UNSCORED), np.zeros(shape, dtype=np.int8)
+    if len(pairs):
+        matrix[pairs[:, 0], pairs[:, 1]] = scores
+        turned[pairs[:, 0], pairs[:, 1]] = winners
+    return matrix, turned
+
+
+def correspond(
+    scores: dict[tuple[int, int], np.ndarray], options: CollationOptions
+) -> dict[tuple[int, int], PairResult]:
+    """N_S, cycles and P_S of every manuscript pair (``collation.engine.correspondences.collate``)."""
+    return collate(
+        scores, normalization=options.normalization, propagation=options.propagation, orientation=options.orientation
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# The whole collation in one process
 
 
 @dataclass
@@ -43,180 +179,67 @@ class Manuscript:
 @dataclass
 class CollationResult:
     manuscripts: list[Manuscript]
-    options: dict
+    options: CollationOptions
     pairs: dict[tuple[int, int], PairResult] = field(default_factory=dict)
     transposed: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
-    """T of each pair with transpositions: ``(n_a, n_b)`` int8 index into ``options["transposition_names"]``
+    """T of each pair with transpositions: ``(n_a, n_b)`` int8 index into ``options.transposition_names``
     of the transposition of b's illustration that gave S, 0 where the pair is unscored (docs/transpositions.md)."""
-
-
-def check_options(
-    *,
-    backbone: str,
-    similarity: str,
-    seed: int,
-    kernel: str,
-    normalization: str,
-    propagation: str,
-    orientation: str,
-    candidates: int | None = None,
-    transpositions: str = defaults.TRANSPOSITIONS,
-    partial: bool = defaults.PARTIAL,
-) -> dict:
-    """Every option of a collation checked against its allowed values, before any work is done.
-
-    Returns:
-        The options as a dict, as recorded in ``collation.json``.
-
-    Raises:
-        OptionError: naming the option and its allowed values. InputError: a seed that is not an integer.
-    """
-    for option, value, allowed in (
-        ("backbone", backbone, BACKBONES),
-        ("similarity", similarity, SIMILARITIES),
-        ("kernel", kernel, KERNELS),
-        ("normalization", normalization, NORMALIZATIONS),
-        ("propagation", propagation, PROPAGATIONS),
-        ("orientation", orientation, ORIENTATIONS),
-    ):
-        check_option(option, value, allowed)
-    check_integer("seed", seed)
-    if candidates is not None:
-        check_positive_int("candidates", candidates)
-    options = {
-        "backbone": backbone,
-        "similarity": similarity,
-        "seed": seed,
-        "kernel": kernel,
-        "normalization": normalization,
-        "propagation": propagation,
-        "orientation": orientation,
-        "candidates": candidates,
-    }
-    # Transposed and partial copies (docs/transpositions.md): S_trans and S_matching only; recorded
-    # only when used, so the records of plain collations stay as they were.
-    names = transposition_names(transpositions)
-    if check_partial(partial, similarity):
-        options["partial"] = True
-    if len(names) > 1:
-        if similarity == "s_features":
-            raise InputError("transpositions need similarity s_trans or s_matching", field="transpositions")
-        options.update(transpositions=transpositions, transposition_names=list(names))
-    return options
 
 
 def run_collation(
     manuscripts: Sequence[Manuscript],
+    options: CollationOptions | None = None,
     *,
-    backbone: str = defaults.BACKBONE,
-    similarity: str = defaults.SIMILARITY,
     device: str = "auto",
-    seed: int = defaults.SEED,
-    kernel: str = defaults.KERNEL,
-    normalization: str = defaults.NORMALIZATION,
-    propagation: str = defaults.PROPAGATION,
-    orientation: str = defaults.ORIENTATION,
-    transpositions: str = defaults.TRANSPOSITIONS,
-    partial: bool = defaults.PARTIAL,
     weights_dir: str | Path | None = None,
-    float16: bool = True,
-    candidates: int | None = defaults.CANDIDATES,
+    dtype: torch.dtype = FEATURES_DTYPE,
     progress: Stage | None = None,
 ) -> CollationResult:
-    """Collates two or more manuscripts: every pair of manuscripts gets S, N_S and P_S.
+    """Collates two or more manuscripts: every pair of manuscripts gets S, N_S and P_S, stage after stage.
 
-    Every option is checked (``check_options``, ``resolve_device``) before the backbone is loaded.
+    Everything is checked (the manuscripts, ``options.check_manuscripts``, the device) before the backbone
+    is loaded.
 
     Args:
-        transpositions: also score the second illustration of each pair transposed: "none", "mirror"
-            or "all" (``collation.engine.transpositions``); the winners go to ``result.transposed``.
-        partial: partial-copy S_trans (``collation.engine.partial``).
+        options: every option of the collation (default: ``CollationOptions()``).
         weights_dir: folder of the ResNet-50 weights, the caller's setting (``Settings.weights_dir``).
-        float16: store features in half precision (half the memory; scores computed in float32).
-        candidates: S_trans (or S_matching) only for each illustration's ``candidates`` best pairs by
-            global score, in both directions; None scores every pair (``collation.engine.candidates``,
-            docs/candidates.md). Unscored pairs hold -inf in S, N_S and P_S. Ignored by s_features.
-            With transpositions, a pair's global score is its best over the transpositions and every
-            candidate is scored under each of them (docs/transpositions.md).
+        dtype: storage type of the features.
     """
+    options = options or CollationOptions()
     if len(manuscripts) < 2:
         raise InputError("a collation needs two or more manuscripts", field="manuscripts")
     names = [m.name for m in manuscripts]
     if len(set(names)) != len(names):
         raise InputError(f"manuscript names must be unique: {names}", field="manuscripts")
-    options = check_options(
-        backbone=backbone,
-        similarity=similarity,
-        seed=seed,
-        kernel=kernel,
-        normalization=normalization,
-        propagation=propagation,
-        orientation=orientation,
-        candidates=candidates,
-        transpositions=transpositions,
-        partial=partial,
-    )
-    if propagation == "3-cycles" and len(manuscripts) < 3:
-        raise InputError("3-cycle propagation needs three or more manuscripts", field="propagation")
-    model = load_backbone(backbone, device=resolve_device(device), weights_dir=weights_dir)
+    options.check_manuscripts(len(manuscripts))
+    model = load_backbone(options.backbone, device=resolve_device(device), weights_dir=weights_dir)
 
-    def stage(name: str) -> Callable[[int, int], None] | None:
+    def stage(name: str) -> Progress | None:
         return (lambda done, total: progress(name, done, total)) if progress else None
 
-    dtype = torch.float16 if float16 else torch.float32
-    features = []
-    for m in manuscripts:
-        images = [ill.image for ill in m.illustrations]
-        if similarity == "s_features":
-            features.append(extract_square_features(images, model, dtype=dtype, progress=stage(f"features {m.name}")))
-        else:
-            features.append(extract_features(images, model, dtype=dtype, progress=stage(f"features {m.name}")))
-    turned = {}  # transposed features of every manuscript that is the second of a pair, once each
-    n_turned = len(transposition_names(transpositions))
-    if n_turned > 1:
-        for b, m in enumerate(manuscripts[1:], start=1):
-            turned[b] = extract_transposed_features(
-                [ill.image for ill in m.illustrations],
-                model,
-                transpositions,
-                plain=features[b],
-                dtype=dtype,
-                progress=stage(f"transposed features {m.name}"),
-            )
+    images = [[ill.image for ill in m.illustrations] for m in manuscripts]
+    plain = [
+        describe(im, model, options, dtype=dtype, progress=stage(f"features {m.name}"))
+        for im, m in zip(images, manuscripts, strict=True)
+    ]
+    second = {  # the features of every manuscript that is the second of a pair, once each
+        b: describe_transposed(
+            images[b], model, options, plain[b], dtype=dtype, progress=stage(f"transposed features {names[b]}")
+        )
+        for b in range(1, len(manuscripts))
+    }
     del model
     scores, transposed = {}, {}
     for a in range(len(manuscripts)):
         for b in range(a + 1, len(manuscripts)):
-            label = f"scores {names[a]}-{names[b]}"
-            if similarity == "s_features":
-                scores[(a, b)] = score_features_matrix(features[a], features[b])
-            elif turned:
-                scores[(a, b)], transposed[(a, b)], _ = pruned_score_matrix_transposed(
-                    features[a],
-                    turned[b],
-                    n_turned,
-                    options["candidates"],
-                    similarity=similarity,
-                    seed=seed,
-                    kernel=kernel,
-                    partial=partial,
-                    progress=stage(label),
-                    candidates_progress=stage(f"candidates {names[a]}-{names[b]}"),
-                )
-            else:
-                scores[(a, b)], _ = pruned_score_matrix(
-                    features[a],
-                    features[b],
-                    options["candidates"],
-                    similarity=similarity,
-                    seed=seed,
-                    kernel=kernel,
-                    partial=partial,
-                    progress=stage(label),
-                    candidates_progress=stage(f"candidates {names[a]}-{names[b]}"),
-                )
+            label = f"{names[a]}-{names[b]}"
+            pairs = candidate_pairs(plain[a], second[b], options, progress=stage(f"candidates {label}"))
+            s, t = score_candidates(plain[a], second[b], pairs, options, progress=stage(f"scores {label}"))
+            scores[(a, b)], turned = assemble((len(plain[a]), len(plain[b])), pairs, s, t)
+            if options.n_transpositions > 1:
+                transposed[(a, b)] = turned
     result = CollationResult(list(manuscripts), options, transposed=transposed)
-    result.pairs = collate(scores, normalization=normalization, propagation=propagation, orientation=orientation)
+    result.pairs = correspond(scores, options)
     return result
 
 
@@ -224,29 +247,48 @@ def pair_name(result: CollationResult, a: int, b: int) -> str:
     return f"{result.manuscripts[a].name}-{result.manuscripts[b].name}"
 
 
-def correspondences(result: CollationResult, a: int, b: int) -> list[dict]:
-    """For each illustration of manuscript a, its best match in b by P_S, with all three scores."""
-    pr = result.pairs[(a, b)]
-    two = {tuple(p) for p in pr.two_cycles.tolist()}
-    three = {tuple(p) for p in pr.three_cycles.tolist()}
-    rows = []
+def best_matches(result: CollationResult, a: int, b: int) -> list[Correspondence]:
+    """For each illustration of manuscript a, its best match in b by P_S, with all three scores, the
+    cycles it closes and, with transpositions, the transposition of the match that gave S
+    (docs/transpositions.md). An illustration's index is its position, so ``region`` is the position."""
+    pr, turned = result.pairs[(a, b)], result.transposed.get((a, b))
+    two, three = ({tuple(p) for p in cycles.tolist()} for cycles in (pr.two_cycles, pr.three_cycles))
+    names = None if turned is None else winner_names(turned, result.options.transpositions)
+    matches = []
     for i, j in enumerate(pr.P_S.argmax(axis=1).tolist() if pr.P_S.size else []):
-        rows.append(
-            {
-                "source": {"index": i, "id": result.manuscripts[a].illustrations[i].id},
-                "match": {"index": j, "id": result.manuscripts[b].illustrations[j].id},
-                "S": float(pr.S[i, j]),
-                "N_S": float(pr.N_S[i, j]),
-                "P_S": float(pr.P_S[i, j]),
-                "two_cycle": (i, j) in two,
-                "three_cycle": (i, j) in three,
-            }
+        cycles = frozenset(n for n, found in ((2, two), (3, three)) if (i, j) in found)
+        matches.append(
+            Correspondence(
+                source=Side(a, i, i),
+                target=Side(b, j, j),
+                S=float(pr.S[i, j]),
+                N_S=float(pr.N_S[i, j]),
+                P_S=float(pr.P_S[i, j]),
+                rank=1,
+                cycle_consistent=bool(cycles),
+                cycles=cycles,
+                transposition=None if names is None else str(names[i, j]),
+            )
         )
-    if (a, b) in result.transposed:  # which transposition of the match gave S (docs/transpositions.md)
-        names = winner_names(result.transposed[(a, b)], result.options["transpositions"])
-        for row in rows:
-            row["transposition"] = str(names[row["source"]["index"], row["match"]["index"]])
-    return rows
+    return matches
+
+
+def match_row(result: CollationResult, c: Correspondence) -> dict:
+    """A correspondence as ``correspondences.json`` writes it: ``index`` is the illustration's position."""
+
+    def end(side: Side) -> dict:
+        return {"index": side.position, "id": result.manuscripts[side.manuscript].illustrations[side.position].id}
+
+    row = {"source": end(c.source), "match": end(c.target), "S": c.S, "N_S": c.N_S, "P_S": c.P_S}
+    row.update(two_cycle=2 in c.cycles, three_cycle=3 in c.cycles)
+    if c.transposition is not None:
+        row["transposition"] = c.transposition
+    return row
+
+
+def correspondences(result: CollationResult, a: int, b: int) -> list[dict]:
+    """For each illustration of manuscript a, its best match in b by P_S, as ``correspondences.json`` lists it."""
+    return [match_row(result, c) for c in best_matches(result, a, b)]
 
 
 def concordance_rows(result: CollationResult) -> list[dict]:
@@ -291,6 +333,14 @@ def concordance_rows(result: CollationResult) -> list[dict]:
     return rows
 
 
+def recorded_options(options: CollationOptions) -> dict:
+    """The options as ``collation.json`` records them: as a stored record does, with the transpositions' names."""
+    recorded = options.to_record()
+    if options.n_transpositions > 1:
+        recorded["transposition_names"] = list(options.transposition_names)
+    return recorded
+
+
 def write_results(result: CollationResult, out_dir: str | Path) -> Path:
     """Writes each pair's matrices as .npy under ``A-B/``, ``collation.json``, ``correspondences.json`` and
     ``concordance.csv`` (one row per group of corresponding illustrations, one column group per manuscript)."""
@@ -307,7 +357,7 @@ def write_results(result: CollationResult, out_dir: str | Path) -> Path:
         out / "collation.json",
         {
             "software": {"name": "image-collation", "version": __version__},
-            "options": result.options,
+            "options": recorded_options(result.options),
             "torch": torch.__version__,
             "manuscripts": [
                 {
@@ -325,8 +375,8 @@ def write_results(result: CollationResult, out_dir: str | Path) -> Path:
     write_json(
         out / "correspondences.json",
         {
-            "similarity": result.options["similarity"],
-            **({"transposition_names": result.options["transposition_names"]} if result.transposed else {}),
+            "similarity": result.options.similarity,
+            **({"transposition_names": list(result.options.transposition_names)} if result.transposed else {}),
             "pairs": [
                 {
                     "pair": [result.manuscripts[a].name, result.manuscripts[b].name],

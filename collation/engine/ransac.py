@@ -13,6 +13,7 @@ import torch
 
 from collation.core import defaults
 from collation.core.errors import InputError, ShapeError
+from collation.core.options import KERNELS
 from collation.engine.checks import (
     check_dtype,
     check_integer,
@@ -23,9 +24,6 @@ from collation.engine.checks import (
 )
 
 _MASK32 = 0xFFFFFFFF
-
-KERNELS = ("reference", "paper")
-"""Final Gaussian of S_trans: "reference" exp(−e²/tol²) as the authors' code, "paper" exp(−e²/2tol²) (B.13)."""
 
 
 def hash32(x: torch.Tensor) -> torch.Tensor:

@@ -6,7 +6,8 @@ finds the mutual nearest neighbours of every query cell at every target scale (B
 a Gaussian of their residual (under a RANSAC affine map for S_trans, in place for S_matching), keeps
 the best match per query cell and divides by the query's cell count. S = S1 + S2 (B.6).
 
-Batches hold pairs and both directions together; nothing loops over pairs in Python.
+Batches hold pairs and both directions together; nothing loops over pairs in Python. ``score_pairs`` is
+the one scoring function: every caller (the pipeline's stages, the cascade's cheap score) goes through it.
 
 Longer than 400 lines because the batched S_trans path (one packed product per target, mutual
 matches by reductions, RANSAC per batch) and the pair-level API that drives it are read together;
@@ -22,9 +23,9 @@ import torch
 
 from collation.core import defaults
 from collation.core.errors import InputError
+from collation.core.options import KERNELS, SIMILARITIES
 from collation.engine.checks import (
     as_index_pairs,
-    check_dtype,
     check_flag,
     check_integer,
     check_option,
@@ -33,13 +34,7 @@ from collation.engine.checks import (
 )
 from collation.engine.features import MultiScaleFeatures, Progress
 from collation.engine.partial import partial_normalizer
-from collation.engine.ransac import KERNELS, cell_scores, compact_matches, ransac_scores, uniform_draws
-
-SIMILARITIES = ("s_trans", "s_matching", "s_features")
-"""Every similarity of A.2; ``score_pairs`` computes the first two, ``score_features_matrix`` the third."""
-
-PAIR_SIMILARITIES = ("s_trans", "s_matching")
-"""The similarities ``score_pairs`` computes from multi-scale features."""
+from collation.engine.ransac import cell_scores, compact_matches, ransac_scores, uniform_draws
 
 
 def mutual_matches(target: torch.Tensor, query: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -289,136 +284,125 @@ def score_pairs(
     similarity: str = defaults.SIMILARITY,
     seed: int = defaults.SEED,
     kernel: str = defaults.KERNEL,
+    partial: bool = defaults.PARTIAL,
+    n_transpositions: int = 1,
     iterations: int = defaults.RANSAC_ITERATIONS,
     batch_size: int | None = None,
     progress: Progress | None = None,
-    partial: bool = defaults.PARTIAL,
-) -> torch.Tensor:
-    """Symmetric scores S = S1 + S2 of the pairs (i, j): illustration i of ``feats0``, j of ``feats1``.
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """S of the pairs (i, j), illustration i of ``feats0`` and j of ``feats1``: the one scoring function.
 
-    RANSAC samples depend only on the seed and the (target, query) indices of each directional
-    score, so a pair's score is the same whatever the batch or chunk it is computed in, and
-    ``score_pairs(feats1, feats0, pairs[:, [1, 0]])`` gives the same scores.
+    S_trans and S_matching are symmetric, S = S1 + S2 (B.6). RANSAC samples depend only on the seed and
+    the (target, query) indices of each directional score, so a pair's score is the same whatever the
+    batch, chunk or worker it is computed in, and ``score_pairs(feats1, feats0, pairs[:, [1, 0]])`` gives
+    the same scores. With ``n_transpositions`` T > 1, ``feats1`` holds T transpositions of n1
+    illustrations (transposition-major, ``extract_transposed_features``): each pair is scored under
+    every one and the best is kept, the first of equal maxima (as drawn wins a tie). The cascade's
+    cheap score is this function on coarse maps with fewer hypotheses (``collation.engine.cascade``).
 
     Args:
-        feats0: n0 illustrations; feats1: n1 illustrations of the same backbone, scales and device.
+        feats0: n0 illustrations; feats1: T * n1 illustrations of the same backbone, scales and device.
+            For s_features both are square maps (``extract_square_features``).
         pairs: ``(P, 2)`` integer indices, (i, j) with 0 <= i < n0 and 0 <= j < n1.
-        similarity: one of ``PAIR_SIMILARITIES``, "s_trans" or "s_matching" (S_features needs square
-            features: see ``score_features_matrix``).
+        similarity: "s_trans", "s_matching" or "s_features" (``SIMILARITIES``).
         kernel: final Gaussian of S_trans, one of ``KERNELS``.
+        partial: S_trans divided by the matched area's query cells (``collation.engine.partial``).
         iterations: RANSAC hypotheses per directional score.
         batch_size: directional scores per RANSAC batch (default ``defaults.RANSAC_BATCH``).
-        partial: S_trans divided by the matched area's query cells (``collation.engine.partial``).
 
     Returns:
-        ``(P,)`` float64 on the CPU, in [0, 2].
+        scores ``(P,)`` float64 on the CPU, in [0, 2] (S_features in [-1, 1]), and winners ``(P,)`` int8,
+        the index of the transposition that gave each score (0 with one transposition).
     """
-    if similarity == "s_features":
-        raise InputError(
-            "score_pairs computes s_trans or s_matching; s_features needs square features (score_features_matrix)",
-            field="similarity",
-        )
-    check_option("similarity", similarity, PAIR_SIMILARITIES)
+    check_option("similarity", similarity, SIMILARITIES)
     check_option("kernel", kernel, KERNELS)
     check_integer("seed", seed)
     check_positive_int("iterations", iterations)
-    check_partial(partial, similarity)
+    check_flag("partial", partial)
+    if partial and similarity != "s_trans":
+        raise InputError(f"partial needs similarity s_trans, not {similarity!r}", field="partial")
     if feats0.backbone != feats1.backbone or feats0.scales != feats1.scales:
         raise InputError("the two feature sets come from different backbones or scales")
     if feats0.desc.shape[3] != feats1.desc.shape[3] or feats0.desc.device != feats1.desc.device:
         raise InputError("the two feature sets differ in channels or device", field="features")
-    pairs = as_index_pairs("pairs", pairs, (len(feats0), len(feats1)), feats0.desc.device)
+    t, n1 = transposition_count(feats1, n_transpositions)
+    pairs = as_index_pairs("pairs", pairs, (len(feats0), n1), feats0.desc.device)
     batch_size = check_positive_int("batch_size", defaults.RANSAC_BATCH if batch_size is None else batch_size)
-    ransac_seed = seed if similarity == "s_trans" else None
+    if t > 1:  # every pair once per transposition of j, transposition-major like feats1
+        offsets = (torch.arange(t, device=pairs.device) * n1).repeat_interleave(len(pairs))
+        pairs = pairs.repeat(t, 1)
+        pairs[:, 1] += offsets
+    if similarity == "s_features":
+        scores = _features_scores(feats0, feats1, pairs)
+    else:
+        scores = _symmetric_scores(
+            feats0,
+            feats1,
+            pairs,
+            seed=seed if similarity == "s_trans" else None,
+            kernel=kernel,
+            iterations=iterations,
+            batch_size=batch_size,
+            progress=progress,
+            partial=partial,
+        )
+    scores = scores.view(t, -1)
+    winners = scores.argmax(dim=0)
+    return scores.gather(0, winners.view(1, -1)).squeeze(0), winners.to(torch.int8)
+
+
+def _symmetric_scores(
+    feats0: MultiScaleFeatures, feats1: MultiScaleFeatures, pairs: torch.Tensor, progress: Progress | None, **options
+) -> torch.Tensor:
+    """``(P,)`` float64 S1 + S2 of ``pairs``: the draws of the reverse direction are keyed by (j, i)."""
     total = 2 * len(pairs)
 
     def stage(offset: int) -> Progress | None:
         return (lambda done, _: progress(offset + done, total)) if progress else None
 
-    # Draws are keyed by (target, query): the reverse direction's keys are (j, i).
-    s1 = directional_pairs(
-        feats0,
-        feats1,
-        pairs,
-        seed=ransac_seed,
-        kernel=kernel,
-        iterations=iterations,
-        batch_size=batch_size,
-        progress=stage(0),
-        partial=partial,
-    )
-    s2 = directional_pairs(
-        feats1,
-        feats0,
-        pairs[:, [1, 0]],
-        seed=ransac_seed,
-        kernel=kernel,
-        iterations=iterations,
-        batch_size=batch_size,
-        progress=stage(len(pairs)),
-        partial=partial,
-    )
+    s1 = directional_pairs(feats0, feats1, pairs, progress=stage(0), **options)
+    s2 = directional_pairs(feats1, feats0, pairs[:, [1, 0]], progress=stage(len(pairs)), **options)
     return (s1 + s2).double().cpu()
 
 
-def check_partial(partial: object, similarity: str) -> bool:
-    """The partial-copy flag: a bool, and only for S_trans (it needs the RANSAC map)."""
-    check_flag("partial", partial)
-    if partial and similarity != "s_trans":
-        raise InputError(f"partial needs similarity s_trans, not {similarity!r}", field="partial")
-    return bool(partial)
+def _features_scores(square0: MultiScaleFeatures, square1: MultiScaleFeatures, pairs: torch.Tensor) -> torch.Tensor:
+    """``(P,)`` float64 S_features (A.2): the mean over cells of the cosine of same-location features.
+
+    A block of pairs becomes one matrix product of the distinct illustrations it holds (a row-major block
+    of every pair holds a few rows and every column), so no pair's features are copied.
+    """
+    cells = square0.desc.shape[2]
+    if square0.scales != (square0.query_scale,) or square1.desc.shape[2] != cells:
+        raise InputError("s_features needs square features (extract_square_features)", field="similarity")
+    flat0, flat1 = square0.desc[:, 0].flatten(1), square1.desc[:, 0].flatten(1)  # (n, N C)
+    out = torch.empty(len(pairs), dtype=torch.float64)
+    for start in range(0, len(pairs), FEATURES_PAIRS_PER_PRODUCT):
+        block = pairs[start : start + FEATURES_PAIRS_PER_PRODUCT]
+        rows, i = torch.unique(block[:, 0], return_inverse=True)
+        cols, j = torch.unique(block[:, 1], return_inverse=True)
+        products = flat0[rows].float() @ flat1[cols].float().T  # (r, c)
+        out[start : start + len(block)] = (products[i, j] / cells).double().cpu()
+    return out
+
+
+FEATURES_PAIRS_PER_PRODUCT = 65536
+"""Pairs of one S_features product: at most 816 x 405 distinct illustrations' products, a few MB."""
+
+
+def transposition_count(feats1: MultiScaleFeatures, n_transpositions: int) -> tuple[int, int]:
+    """(T, n1) of a transposition-major set of ``T * n1`` illustrations.
+
+    Raises:
+        InputError: ``n_transpositions`` is not a positive integer or does not divide the set.
+    """
+    t = check_positive_int("n_transpositions", n_transpositions)
+    if len(feats1) % t:
+        raise InputError(
+            f"{len(feats1)} transposed illustrations are not {t} transpositions of a set", field="n_transpositions"
+        )
+    return t, len(feats1) // t
 
 
 def all_pairs(n0: int, n1: int) -> torch.Tensor:
     """``(n0 * n1, 2)`` row-major indices of every pair."""
     return torch.cartesian_prod(torch.arange(n0), torch.arange(n1)).view(-1, 2)
-
-
-def score_matrix(
-    feats0: MultiScaleFeatures,
-    feats1: MultiScaleFeatures,
-    *,
-    similarity: str = defaults.SIMILARITY,
-    seed: int = defaults.SEED,
-    kernel: str = defaults.KERNEL,
-    batch_size: int | None = None,
-    progress: Progress | None = None,
-    partial: bool = defaults.PARTIAL,
-) -> np.ndarray:
-    """The ``(n0, n1)`` float64 score matrix S of two manuscripts, computed in memory-bounded batches.
-
-    Arguments and checks as ``score_pairs``.
-    """
-    n0, n1 = len(feats0), len(feats1)
-    scores = score_pairs(
-        feats0,
-        feats1,
-        all_pairs(n0, n1),
-        similarity=similarity,
-        seed=seed,
-        kernel=kernel,
-        batch_size=batch_size,
-        progress=progress,
-        partial=partial,
-    )
-    return scores.numpy().reshape(n0, n1)
-
-
-def score_features_matrix(square0: torch.Tensor, square1: torch.Tensor, *, block: int = 256) -> np.ndarray:
-    """S_features (A.2): mean over cells of the cosine of same-location features.
-
-    Args:
-        square0: ``(n0, N, C)`` and square1 ``(n1, N, C)`` L2-normalized cells of square resizes.
-
-    Returns:
-        ``(n0, n1)`` float64.
-    """
-    dims = check_shape("square0", square0, ("n0", "N", "C"))
-    check_shape("square1", square1, ("n1", "N", "C"), dims)
-    check_dtype("square0", square0, "floating")
-    check_dtype("square1", square1, "floating")
-    check_positive_int("block", block)
-    n0, cells, _ = square0.shape
-    flat1 = square1.float().flatten(1)
-    rows = [square0[s : s + block].float().flatten(1) @ flat1.T for s in range(0, n0, block)]
-    return (torch.cat(rows) / cells).double().cpu().numpy()

@@ -21,26 +21,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import torch
 from PIL import Image
 
 from collation.core.errors import InputError
+from collation.core.options import TRANSPOSITION_NAMES, TRANSPOSITION_SETS
 from collation.engine.backbones import Backbone
 from collation.engine.candidates import global_scores
-from collation.engine.checks import as_index_pairs, check_option, check_positive_int
+from collation.engine.checks import check_option
 from collation.engine.features import MultiScaleFeatures, Progress, extract_features
-from collation.engine.similarity import all_pairs, score_pairs
-
-TRANSPOSITIONS = ("identity", "mirror", "rot90", "rot180", "rot270", "flip")
-"""Every transposition, by index (the values of T): as drawn; horizontal mirror; turned 90°, 180°,
-270° counter-clockwise; vertical mirror. Each is applied to the second illustration of a pair."""
-
-TRANSPOSITION_SETS = {
-    "none": TRANSPOSITIONS[:1],
-    "mirror": TRANSPOSITIONS[:2],
-    "all": TRANSPOSITIONS,
-}
-"""The values of the ``transpositions`` option and the transpositions each one scores."""
+from collation.engine.similarity import transposition_count
 
 INVERSES = {
     "identity": "identity",
@@ -72,8 +61,8 @@ def transposition_names(option: str) -> tuple[str, ...]:
 
 
 def transpose_image(image: Image.Image, name: str) -> Image.Image:
-    """``image`` transposed by ``name``, one of ``TRANSPOSITIONS`` (exact: pixels are only moved)."""
-    check_option("transposition", name, TRANSPOSITIONS)
+    """``image`` transposed by ``name``, one of ``TRANSPOSITION_NAMES`` (exact: pixels are only moved)."""
+    check_option("transposition", name, TRANSPOSITION_NAMES)
     return image if name == "identity" else image.transpose(_PIL_METHODS[name])
 
 
@@ -107,65 +96,6 @@ def extract_transposed_features(
         return plain
     turned = [transpose_image(image, name) for name in names[1:] for image in images]
     return MultiScaleFeatures.concat([plain, extract_features(turned, backbone, progress=progress, **extract_options)])
-
-
-def transposition_count(transposed1: MultiScaleFeatures, n_transpositions: int) -> tuple[int, int]:
-    """(T, n1) of a transposition-major set of ``T * n1`` illustrations.
-
-    Raises:
-        InputError: ``n_transpositions`` is not a positive integer or does not divide the set.
-    """
-    t = check_positive_int("n_transpositions", n_transpositions)
-    if len(transposed1) % t:
-        raise InputError(
-            f"{len(transposed1)} transposed illustrations are not {t} transpositions of a set", field="n_transpositions"
-        )
-    return t, len(transposed1) // t
-
-
-def score_pairs_transposed(
-    feats0: MultiScaleFeatures,
-    transposed1: MultiScaleFeatures,
-    pairs: torch.Tensor | np.ndarray | list,
-    n_transpositions: int,
-    **score_options,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Best S over the transpositions of the second illustration, and which transposition won.
-
-    Args:
-        feats0: n0 illustrations as drawn.
-        transposed1: ``(T * n1)`` illustrations from ``extract_transposed_features``.
-        pairs: ``(P, 2)`` indices (i, j), 0 <= i < n0, 0 <= j < n1.
-        n_transpositions: T.
-        score_options: passed to ``score_pairs`` (similarity, seed, kernel, partial, ...).
-
-    Returns:
-        scores ``(P,)`` float64 in [0, 2] and winner ``(P,)`` int8, an index into the option's names.
-    """
-    t, n1 = transposition_count(transposed1, n_transpositions)
-    pairs = as_index_pairs("pairs", pairs, (len(feats0), n1))
-    offsets = (torch.arange(t) * n1).repeat_interleave(len(pairs))
-    expanded = pairs.cpu().repeat(t, 1)
-    expanded[:, 1] += offsets
-    scores = score_pairs(feats0, transposed1, expanded, **score_options).view(t, -1)
-    winner = scores.argmax(dim=0)  # the first of equal maxima: as drawn wins a tie
-    return scores.gather(0, winner.view(1, -1)).squeeze(0), winner.to(torch.int8)
-
-
-def score_matrix_transposed(
-    feats0: MultiScaleFeatures,
-    transposed1: MultiScaleFeatures,
-    n_transpositions: int,
-    **score_options,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The ``(n0, n1)`` float64 S, best over transpositions, and the ``(n0, n1)`` int8 winners T.
-
-    Arguments as ``score_pairs_transposed``.
-    """
-    t = check_positive_int("n_transpositions", n_transpositions)
-    n0, n1 = len(feats0), len(transposed1) // t
-    scores, winner = score_pairs_transposed(feats0, transposed1, all_pairs(n0, n1), t, **score_options)
-    return scores.numpy().reshape(n0, n1), winner.numpy().reshape(n0, n1)
 
 
 def transposed_global_scores(

@@ -10,19 +10,20 @@ index, into the option's transposition names, of the transposition of b's region
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
 
 import numpy as np
 
+from collation.core.options import CollationOptions
 from collation.store.datastore import DataStore
 
 
 def compute_results(
     scores: dict[tuple[int, int], np.ndarray],
-    options: dict[str, Any],
+    options: CollationOptions,
     winners: dict[tuple[int, int], np.ndarray] | None = None,
 ) -> dict:
-    """Normalizes, finds cycles and propagates over every pair (``collation.engine.correspondences.collate``).
+    """Normalizes, finds cycles and propagates over every pair (``collation.engine.pipeline.correspond``).
 
     Args:
         winners: T of each pair scored with transpositions, stored beside S as ``T``.
@@ -30,9 +31,9 @@ def compute_results(
     Returns:
         ``{(a, b): arrays}`` ready for ``DataStore.save_results``.
     """
-    from collation.engine.correspondences import collate
+    from collation.engine.pipeline import correspond
 
-    results = collate(scores, normalization=options["normalization"], propagation=options["propagation"])
+    results = correspond(scores, options)
     out = {
         pair: {
             "S": r.S,
@@ -50,8 +51,13 @@ def compute_results(
     return out
 
 
-def apply_assessments(store: DataStore, cid: str) -> list[tuple[int, int]]:
-    """Recomputes P_S of every assessed pair from its stored N_S and seeds; returns those pairs.
+def apply_assessments(
+    store: DataStore, cid: str, pairs: Iterable[tuple[int, int]] | None = None
+) -> list[tuple[int, int]]:
+    """Recomputes P_S of the assessed manuscript pairs from their stored N_S and seeds; returns those pairs.
+
+    ``pairs``: only these manuscript pairs (a < b), those a new verdict is about: a verdict reads and
+    writes the results of its own pair, never the others'. None: every assessed pair (``finalize``).
 
     Pairs with a verdict of a match category (``exact``, ``partial``, ``semantic``; ``confirmed`` is
     ``exact``) are added to the automatic seeds: the propagation is a prior on the order of the text,
@@ -68,6 +74,9 @@ def apply_assessments(store: DataStore, cid: str) -> list[tuple[int, int]]:
         if a > b:
             a, b, i, j = b, a, j, i
         verdicts.setdefault((a, b), {})[(i, j)] = item["verdict"]  # the latest verdict wins
+    if pairs is not None:
+        wanted = set(pairs)
+        verdicts = {pair: v for pair, v in verdicts.items() if pair in wanted}
     changed = []
     for (a, b), by_region in verdicts.items():
         res = store.load_results(cid, a, b)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from collation.core.errors import CollationError
+from collation.core.options import CollationOptions
 from collation.store.datastore import DataStore
 
 if TYPE_CHECKING:
@@ -130,12 +131,15 @@ def read_manuscript(
     except CollationError as exc:  # the manifest (or its region annotations) could not be read
         doc["errors"].append({"message": exc.message})
         return doc, None
-    return _document(doc, found, store, record["options"]["backbone"]), found.manifest.raw
+    return _document(doc, found, store, CollationOptions.from_record(record["options"])), found.manifest.raw
 
 
-def _document(doc: dict[str, Any], found: ManuscriptRegions, store: DataStore, backbone: str) -> dict[str, Any]:
+def _document(
+    doc: dict[str, Any], found: ManuscriptRegions, store: DataStore, options: CollationOptions
+) -> dict[str, Any]:
     """Fills ``doc`` from what was read, storing each region image by its content digest."""
-    from collation.engine.features import features_key, image_digest
+    from collation.engine.features import image_digest
+    from collation.engine.pipeline import features_key
 
     manifest = found.manifest
     doc.update(
@@ -153,5 +157,5 @@ def _document(doc: dict[str, Any], found: ManuscriptRegions, store: DataStore, b
         kept.append({**region.to_dict(), "digest": key})
     doc["regions"] = kept
     if kept:
-        doc["features_key"] = features_key([r["digest"] for r in kept], backbone)
+        doc["features_key"] = features_key([r["digest"] for r in kept], options)
     return doc

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
+from collation.core.options import CollationOptions
 from collation.store.records import CollationStatus, chunk_count, feature_keys, is_terminal, pair_key, usable
 from collation.store.stepnames import Step
 
@@ -76,10 +77,10 @@ def usable_manuscripts(docs: Sequence[dict | None], failures: Mapping[Step, str]
     return [m for m, doc in enumerate(docs) if usable(doc) and Step.features(m) not in failures]
 
 
-def pairs_to_score(options: dict[str, Any], key: str, n0: int, n1: int, pair_count: PairCount | None) -> int | None:
+def pairs_to_score(options: CollationOptions, key: str, n0: int, n1: int, pair_count: PairCount | None) -> int | None:
     """Pairs that a manuscript pair's chunks score: all n0 x n1 without pruning, else its stored
     candidate pairs (None while they are not computed; ``pair_count`` None: every pair)."""
-    if options.get("candidates") is None or pair_count is None:
+    if not options.pruned or pair_count is None:
         return n0 * n1
     return pair_count(key)
 
@@ -108,7 +109,8 @@ def next_steps(
     """
     if is_terminal(record["status"]):
         return Plan(record["status"])
-    preparing = _manuscript_steps(record["options"], docs, failures, have_features)
+    options = CollationOptions.from_record(record["options"])
+    preparing = _manuscript_steps(options, docs, failures, have_features)
     if preparing:
         return Plan("preparing", (*preparing, Planned(Step.plan(), tuple(p.step for p in preparing))))
 
@@ -120,10 +122,10 @@ def next_steps(
     chunk_pairs = int(record["chunk_pairs"])
     missing_candidates = False
     for a, b in combinations(ready, 2):
-        key = pair_key(record["options"], docs[a]["features_key"], docs[b]["features_key"])
+        key = pair_key(options, docs[a]["features_key"], docs[b]["features_key"])
         if have_scores(key):
             continue
-        count = pairs_to_score(record["options"], key, len(docs[a]["regions"]), len(docs[b]["regions"]), pair_count)
+        count = pairs_to_score(options, key, len(docs[a]["regions"]), len(docs[b]["regions"]), pair_count)
         if count is None:
             missing_candidates = True
             continue
@@ -144,7 +146,7 @@ def next_steps(
 
 
 def _manuscript_steps(
-    options: dict[str, Any], docs: Sequence[dict | None], failures: Mapping[Step, str], have_features: HaveFeatures
+    options: CollationOptions, docs: Sequence[dict | None], failures: Mapping[Step, str], have_features: HaveFeatures
 ) -> list[Planned]:
     """Prepare and describe the manuscripts that are not ready, unless their step failed for good.
 
@@ -160,7 +162,7 @@ def _manuscript_steps(
     return steps
 
 
-def _described(options: dict[str, Any], m: int, doc: dict, have_features: HaveFeatures) -> bool:
+def _described(options: CollationOptions, m: int, doc: dict, have_features: HaveFeatures) -> bool:
     """Whether every feature set of manuscript ``m`` is stored (``feature_keys``)."""
     return all(have_features(key) for key in feature_keys(options, m, doc["features_key"]))
 
@@ -176,12 +178,13 @@ def scoring_progress(
     """(done, total): region pairs whose scores are in the store, over all pairs to score (a pair's
     candidate pairs when pruned; all n0 x n1 until they are computed)."""
     ready = usable_manuscripts(docs, failures)
+    options = CollationOptions.from_record(record["options"])
     chunk_pairs = int(record["chunk_pairs"])
     done = total = 0
     for a, b in combinations(ready, 2):
         n0, n1 = len(docs[a]["regions"]), len(docs[b]["regions"])
-        key = pair_key(record["options"], docs[a]["features_key"], docs[b]["features_key"])
-        count = pairs_to_score(record["options"], key, n0, n1, pair_count)
+        key = pair_key(options, docs[a]["features_key"], docs[b]["features_key"])
+        count = pairs_to_score(options, key, n0, n1, pair_count)
         count = n0 * n1 if count is None else count
         total += count
         if have_scores(key):

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import logging
 from itertools import combinations
-from typing import TYPE_CHECKING
 
 import numpy as np
+from rq import get_current_job
 
 from collation.core.errors import CollationError, UnsafeURLError
+from collation.core.options import CollationOptions
 from collation.jobs.planning import usable_manuscripts
 from collation.jobs.runtime import Runtime
 from collation.jobs.scheduling import Scheduler, update_scoring_progress
@@ -28,12 +29,8 @@ from collation.store.records import (
     is_terminal,
     pair_key,
     second_features_key,
-    transposition_option,
 )
 from collation.store.transitions import AlreadyEnded, finish, set_progress
-
-if TYPE_CHECKING:
-    from rq.job import Job
 
 log = logging.getLogger("collation.jobs")
 
@@ -103,14 +100,11 @@ def store_candidates(runtime: Runtime, record: dict) -> int:
     manuscript (docs/transpositions.md). Nothing to do without pruning, or for a pair whose scores or
     candidates are stored already.
     """
-    from collation.engine.cascade import cascade_pairs
-    from collation.engine.transpositions import transposition_names
+    from collation.engine.pipeline import candidate_pairs
 
-    options = record["options"]
-    k = options.get("candidates")
-    if k is None:
+    options = CollationOptions.from_record(record["options"])
+    if not options.pruned:
         return 0
-    n_transpositions = len(transposition_names(transposition_option(options)))
     store, cid = runtime.store, record["id"]
     docs = [store.load_manuscript(cid, m) for m in range(len(record["request"]["manifests"]))]
     computed = 0
@@ -121,24 +115,16 @@ def store_candidates(runtime: Runtime, record: dict) -> int:
             continue
         if not (store.has_features(key0) and store.has_features(key1)):
             continue  # planned again once they are there
-        pairs = cascade_pairs(
-            runtime.features(key0),
-            runtime.features(key1),
-            int(k),
-            n_transpositions,
-            seed=options["seed"],
-            partial=bool(options.get("partial", False)),
-        )
-        store.save_pairs(key, pairs)
+        store.save_pairs(key, candidate_pairs(runtime.features(key0), runtime.features(key1), options))
         computed += 1
     return computed
 
 
-def finalize(runtime: Runtime, cid: str, job: Job | None = None) -> str:
+def finalize(runtime: Runtime, cid: str) -> str:
     """Assembles the pair score matrices, normalizes, finds cycles, propagates and writes the results.
 
-    If a chunk is missing (a step Redis lost), it asks the scheduler to plan again once ``job`` (the
-    RQ job running this step; None when called inline) ended. A finalize left running from before
+    If a chunk is missing (a step Redis lost), it asks the scheduler to plan again once the RQ job
+    running this step (none when called inline) ended. A finalize left running from before
     the collation was deleted and asked for again finds manuscripts not yet prepared: it does nothing
     (the new collation's own steps are enqueued).
     """
@@ -160,11 +146,11 @@ def finalize(runtime: Runtime, cid: str, job: Job | None = None) -> str:
                 if assembled[1] is not None:
                     winners[(a, b)] = assembled[1]
     if len(scores) < len(ready) * (len(ready) - 1) // 2:
-        Scheduler(runtime).replan_after(cid, job)
+        Scheduler(runtime).replan_after(cid, get_current_job())
         return "waiting for missing chunks"
 
     set_progress(store, cid, "finalizing", 0, 1)
-    for (a, b), arrays in compute_results(scores, record["options"], winners).items():
+    for (a, b), arrays in compute_results(scores, CollationOptions.from_record(record["options"]), winners).items():
         live_record(store, cid)
         store.save_results(cid, a, b, **arrays)
     apply_assessments(store, cid)
@@ -231,37 +217,36 @@ def extract_features(runtime: Runtime, cid: str, m: int) -> str:
     under every transposition of the option, in one batched call that reuses its plain features
     (``extract_transposed_features``), stored under ``transposed_features_key``.
     """
-    from collation.engine.features import extract_features as extract
-    from collation.engine.transpositions import extract_transposed_features
+    from collation.engine.pipeline import describe, describe_transposed
 
     store = runtime.store
     record = live_record(store, cid)
     doc = store.load_manuscript(cid, m)
     if not doc or not doc["regions"]:
         return "nothing to describe"
-    options, key = record["options"], doc["features_key"]
+    options, key = CollationOptions.from_record(record["options"]), doc["features_key"]
     keys = feature_keys(options, m, key)
     if all(store.has_features(k) for k in keys):
         return "cached"
     n = len(record["request"]["manifests"])
     set_progress(store, cid, "features", _count_features(store, options, cid, n), n)
     images = [store.load_image(region["digest"]) for region in doc["regions"]]
-    backbone = runtime.backbone(options["backbone"])
+    backbone = runtime.backbone(options.backbone)
     if store.has_features(key):
         feats = runtime.features(key)
     else:
-        feats = extract(images, backbone)
+        feats = describe(images, backbone, options)
         live_record(store, cid)
         store.save_features(key, feats)
     for turned_key in keys[1:]:
-        turned = extract_transposed_features(images, backbone, transposition_option(options), plain=feats)
+        turned = describe_transposed(images, backbone, options, feats)
         live_record(store, cid)
         store.save_features(turned_key, turned)
     set_progress(store, cid, "features", _count_features(store, options, cid, n), n)
     return f"{len(images)} regions described" + (" and transposed" if len(keys) > 1 else "")
 
 
-def _count_features(store: DataStore, options: dict, cid: str, n: int) -> int:
+def _count_features(store: DataStore, options: CollationOptions, cid: str, n: int) -> int:
     docs = [store.load_manuscript(cid, m) for m in range(n)]
     return sum(
         bool(d and d["regions"] and all(store.has_features(k) for k in feature_keys(options, m, d["features_key"])))
@@ -280,16 +265,15 @@ def score_chunk(runtime: Runtime, cid: str, a: int, b: int, k: int) -> str:
     Pair scores do not depend on chunking (``score_pairs`` draws RANSAC samples from a hash of the
     pair), so any worker can score any chunk, and a retried chunk gives the same numbers.
     """
-    from collation.engine.transpositions import score_pairs_transposed, transposition_names
+    from collation.engine.pipeline import score_candidates
 
     store = runtime.store
     record = live_record(store, cid)
     doc0, doc1 = store.load_manuscript(cid, a), store.load_manuscript(cid, b)
-    options, chunk_pairs = record["options"], int(record["chunk_pairs"])
+    options, chunk_pairs = CollationOptions.from_record(record["options"]), int(record["chunk_pairs"])
     key = pair_key(options, doc0["features_key"], doc1["features_key"])
     if store.has_chunk(key, chunk_pairs, k) or store.has_scores(key):
         return "cached"
-    n_transpositions = len(transposition_names(transposition_option(options)))
     feats0 = runtime.features(doc0["features_key"])
     feats1 = runtime.features(second_features_key(options, doc1["features_key"]))
     pairs = _scored_pairs(store, options, key, len(doc0["regions"]), len(doc1["regions"]))
@@ -300,32 +284,22 @@ def score_chunk(runtime: Runtime, cid: str, a: int, b: int, k: int) -> str:
     scores, winners = [], []
     for start in range(0, len(pairs), step):
         live_record(store, cid)
-        best, winner = score_pairs_transposed(
-            feats0,
-            feats1,
-            pairs[start : start + step],
-            n_transpositions,
-            similarity=options["similarity"],
-            seed=options["seed"],
-            kernel=options["kernel"],
-            partial=bool(options.get("partial", False)),
-        )
-        scores.append(np.asarray(best, dtype=np.float64))
-        winners.append(np.asarray(winner, dtype=np.int8))
+        best, winner = score_candidates(feats0, feats1, pairs[start : start + step], options)
+        scores.append(best)
+        winners.append(winner)
     # with transpositions the winners go first: a chunk whose scores are there has its winners
-    store.save_chunk(
-        key, chunk_pairs, k, np.concatenate(scores), np.concatenate(winners) if n_transpositions > 1 else None
-    )
+    transposed = options.n_transpositions > 1
+    store.save_chunk(key, chunk_pairs, k, np.concatenate(scores), np.concatenate(winners) if transposed else None)
     update_scoring_progress(store, cid)
-    return f"{len(pairs)} pairs scored" + (f" under {n_transpositions} transpositions" if n_transpositions > 1 else "")
+    return f"{len(pairs)} pairs scored" + (f" under {options.n_transpositions} transpositions" if transposed else "")
 
 
-def _scored_pairs(store: DataStore, options: dict, key: str, n0: int, n1: int) -> np.ndarray | None:
+def _scored_pairs(store: DataStore, options: CollationOptions, key: str, n0: int, n1: int) -> np.ndarray | None:
     """``(P, 2)`` pairs the chunks of a pair score, row-major: all, or the stored candidates (None: missing)."""
     from collation.engine.similarity import all_pairs
 
-    if options.get("candidates") is None:
-        return np.asarray(all_pairs(n0, n1))
+    if not options.pruned:
+        return all_pairs(n0, n1).numpy()
     return store.load_pairs(key)
 
 
@@ -337,9 +311,9 @@ def assemble_scores(
 
     With the ``candidates`` option, pairs outside the candidate set hold ``UNSCORED`` (-inf) and T 0.
     """
-    from collation.engine.candidates import UNSCORED
+    from collation.engine.pipeline import assemble
 
-    options = record["options"]
+    options = CollationOptions.from_record(record["options"])
     transposed = second_features_key(options, doc1["features_key"]) != doc1["features_key"]
     key = pair_key(options, doc0["features_key"], doc1["features_key"])
     matrix = store.load_scores(key)
@@ -356,17 +330,15 @@ def assemble_scores(
     parts, winner_parts = [], []
     for k in range(chunk_count(len(pairs), chunk_pairs)):
         part = store.load_chunk(key, chunk_pairs, k)
-        winner_part = store.load_chunk(key, chunk_pairs, k, winners=True) if transposed else None
-        if part is None or (transposed and winner_part is None):
+        if part is None:
+            return None
+        winner_part = store.load_chunk(key, chunk_pairs, k, winners=True) if transposed else np.zeros(len(part))
+        if winner_part is None:
             return None
         parts.append(part)
         winner_parts.append(winner_part)
-    matrix = np.full((n0, n1), UNSCORED, dtype=np.float64)
-    matrix[pairs[:, 0], pairs[:, 1]] = np.concatenate(parts)  # row-major pairs: every cell without pruning
-    winners = None
-    if transposed:
-        winners = np.zeros((n0, n1), dtype=np.int8)
-        winners[pairs[:, 0], pairs[:, 1]] = np.concatenate(winner_parts)
+    matrix, turned = assemble((n0, n1), pairs, np.concatenate(parts), np.concatenate(winner_parts).astype(np.int8))
+    winners = turned if transposed else None
     store.save_scores(key, matrix, winners)  # the winners before the matrix, whose presence means both
     store.drop_chunks(key, chunk_pairs)
     return matrix, winners

@@ -1,8 +1,9 @@
 """The RQ entry points: what the scheduler enqueues (by dotted path), thin wrappers of ``steps``.
 
 RQ calls a job function by name with plain arguments (a collation id and small integers), so each
-entry point takes the runtime the worker made current (``collation.jobs.runtime.activate``) and passes
-it to the plain function of ``collation.jobs.steps`` that does the work. A collation deleted or
+entry point (``entry_point`` of a step) takes the runtime the worker made current
+(``collation.jobs.runtime.activate``) and passes it to the plain function of ``collation.jobs.steps``
+that does the work. A collation deleted or
 cancelled meanwhile is not a failed job: the entry point returns ``"gone"``, unless the collation
 is missing because this worker's data store is not the API's (``collation.store.sharing``): then the
 job fails, and the API's next sweep ends the collation with the reason.
@@ -15,11 +16,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from rq import get_current_job
-
 from collation.core.errors import CollationError
 from collation.jobs import steps
-from collation.jobs.runtime import current
+from collation.jobs.runtime import Runtime, current
 from collation.store import sharing, writable
 from collation.store.datastore import CollationNotFound
 
@@ -30,64 +29,50 @@ class StoreNotShared(CollationError):
     """This worker's data store is not the API's (``collation.store.sharing``): its job fails."""
 
 
-def _quietly_gone(func: Callable[..., str]) -> Callable[..., str]:
-    """Turns ``steps.Gone`` (and ``CollationNotFound``: the collation was deleted while the step wrote
-    into it) into a normal return: a cancelled collation is not a failed job. A data store that
-    cannot be written is remembered (``store.writable``) before the job fails (and is retried)."""
+def entry_point(step: Callable[..., str]) -> Callable[..., str]:
+    """The RQ entry point of a step of ``collation.jobs.steps``: called by name with the collation id and
+    small integers, it runs ``step`` with the runtime the worker made current.
 
-    def gone_or_foreign(cid: str) -> str:
-        runtime = current()
+    ``steps.Gone`` (and ``CollationNotFound``: the collation was deleted while the step wrote into it)
+    become a normal return: a cancelled collation is not a failed job. A data store that cannot be
+    written is remembered (``store.writable``) before the job fails (and is retried).
+    """
+
+    def gone_or_foreign(runtime: Runtime, cid: str) -> str:
         problem = None if runtime.store.exists(cid) else sharing.mismatch(runtime.store, runtime.redis)
         if problem is not None:  # not deleted: this worker looks into another store than the API's
             sharing.report(runtime.redis, cid, problem)
             raise StoreNotShared(problem) from None
-        log.info("Collation %s: gone, %s stops", cid, func.__name__)
+        log.info("Collation %s: gone, %s stops", cid, step.__name__)
         return "gone"
 
-    @functools.wraps(func)
-    def wrapper(cid: str, *args: Any) -> str:
+    @functools.wraps(step)
+    def run(cid: str, *args: Any) -> str:
+        runtime = current()
         try:
             try:
-                return func(cid, *args)
+                return step(runtime, cid, *args)
             except (steps.Gone, CollationNotFound):
-                return gone_or_foreign(cid)  # asks the store, which may fail too
+                return gone_or_foreign(runtime, cid)  # asks the store, which may fail too
         except OSError as exc:
             if writable.is_store_error(exc):  # every status says so until a probe finds the disk writable
-                writable.remember(current().redis, writable.describe(exc))
-                log.error("Collation %s: %s: %s", cid, func.__name__, writable.describe(exc))
+                writable.remember(runtime.redis, writable.describe(exc))
+                log.error("Collation %s: %s: %s", cid, step.__name__, writable.describe(exc))
             raise
 
-    return wrapper
+    return run
 
 
-@_quietly_gone
-def prepare_manuscript(cid: str, m: int) -> str:
-    """Step ``prepare-<m>`` (io): ``steps.prepare_manuscript``."""
-    return steps.prepare_manuscript(current(), cid, m)
-
-
-@_quietly_gone
-def extract_features(cid: str, m: int) -> str:
-    """Step ``features-<m>`` (compute): ``steps.extract_features``."""
-    return steps.extract_features(current(), cid, m)
-
-
-@_quietly_gone
-def plan(cid: str) -> str:
-    """Step ``plan`` (io): ``steps.plan``."""
-    return steps.plan(current(), cid)
-
-
-@_quietly_gone
-def score_chunk(cid: str, a: int, b: int, k: int) -> str:
-    """Step ``chunk-<a>-<b>-<k>`` (compute): ``steps.score_chunk``."""
-    return steps.score_chunk(current(), cid, a, b, k)
-
-
-@_quietly_gone
-def finalize(cid: str) -> str:
-    """Step ``finalize`` (io): ``steps.finalize``, re-planning after this job when chunks are missing."""
-    return steps.finalize(current(), cid, get_current_job())
+prepare_manuscript = entry_point(steps.prepare_manuscript)
+"""Step ``prepare-<m>`` (io)."""
+extract_features = entry_point(steps.extract_features)
+"""Step ``features-<m>`` (compute)."""
+plan = entry_point(steps.plan)
+"""Step ``plan`` (io)."""
+score_chunk = entry_point(steps.score_chunk)
+"""Step ``chunk-<a>-<b>-<k>`` (compute)."""
+finalize = entry_point(steps.finalize)
+"""Step ``finalize`` (io)."""
 
 
 def send_callback(cid: str, url: str, payload: dict) -> str:

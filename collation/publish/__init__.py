@@ -14,16 +14,26 @@ Two layers from the same correspondences (see ``docs/annotations.md``):
 Everything here is pure: plain data in, JSON-ready dicts out. Inputs::
 
     manuscripts: Sequence[tuple[Manifest, Sequence[Region]]]   # one entry per manuscript
-    correspondences: Sequence[dict]  # {"source": {"manuscript": a, "index": i},
-                                     #  "target": {"manuscript": b, "index": j},
-                                     #  "S": float, "N_S": float, "P_S": float, "rank": int,
-                                     #  "cycle_consistent": bool, "status": "proposed|confirmed|rejected",
-                                     #  "transposition": optional, "mirror" etc.: adds a tagging body
-                                     #  "mirrored copy" / "turned copy" (TRANSPOSITION_LABELS),
-                                     #  "id": optional link id (default: position in the list)}
+    correspondences: Sequence[Correspondence]                  # collation.core.correspondence
 
-``index`` is a position in that manuscript's ``regions`` sequence. URLs come from a ``UrlScheme``
-(format strings or callables), so the service chooses where it serves each document.
+    Correspondence(
+        source=Side(manuscript=a, position=i, region=ri),  # region: optional, checked when given
+        target=Side(manuscript=b, position=j, region=rj),
+        S=0.87, N_S=1.91, P_S=2.34,     # NaN or inf (the default: unknown) are left out
+        rank=1,                          # optional
+        cycle_consistent=True,           # imcol:mutualBest
+        status="proposed",               # proposed | confirmed | rejected
+        verdict="partial",               # optional expert category: exact | partial | semantic | none
+        transposition="mirror",          # optional: adds a tagging body "mirrored copy" / "turned copy"
+                                         # (TRANSPOSITION_LABELS); None or "identity": as drawn
+        link_id="0-1-3-5",               # optional link id (default: position in the list)
+    )
+
+``position`` is a position in that manuscript's ``regions`` sequence; ``region``, when given, must be
+the ``Region.index`` of the region there (annotations name the region by ``Region.index``). A bad
+entry raises ``InputError`` naming it (``correspondences[k].target.position``, ``...status``). URLs
+come from a ``UrlScheme`` (format strings or callables), so the service chooses where it serves each
+document.
 
 API::
 
@@ -37,6 +47,6 @@ API::
 
 ``canvas_number`` is 1-based: the canvas's position in its manifest plus one.
 
-Modules: ``parts`` (vocabulary, ``UrlScheme``, inputs), ``viewer`` (viewer layer, derived
+Modules: ``parts`` (vocabulary, ``UrlScheme``, inputs), ``viewer_layer`` (viewer layer, derived
 manifests), ``canonical`` (link collection, paging, assessments).
 """

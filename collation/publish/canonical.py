@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from collation.core.correspondence import Correspondence
 from collation.core.errors import InputError
 from collation.iiif.model import Manifest
 from collation.iiif.regions import Region
@@ -47,10 +48,10 @@ def _link_annotation(link: Link, urls: UrlScheme, method: str | None, created: s
     if created:
         annotation["created"] = created
     annotation["creator"] = software_agent(method)
-    tag = transposition_body(link.data)  # a transposed copy: region B and the words that say so
+    tag = transposition_body(link.correspondence)  # a transposed copy: region B and the words that say so
     annotation["body"] = [specific_resource(b), tag] if tag else specific_resource(b)
     annotation["target"] = specific_resource(a)
-    annotation.update(score_properties(link.data))
+    annotation.update(score_properties(link.correspondence))
     if method:
         annotation["imcol:method"] = method
     return annotation
@@ -104,7 +105,7 @@ def paginate(
 
 def build_link_collection(
     manuscripts: Sequence[tuple[Manifest, Sequence[Region]]],
-    correspondences: Sequence[dict[str, Any]],
+    correspondences: Sequence[Correspondence],
     *,
     urls: UrlScheme,
     page_size: int = 100,

@@ -2,8 +2,9 @@
 the correspondences read and checked once (``Link`` between two ``End``s), and the annotation
 parts written alike in every layer (scores, region targets, the software agent).
 
-``read_links(manuscripts, correspondences)`` takes the inputs described in
-``collation.publish`` and raises ``InputError`` naming the faulty entry.
+``read_links(manuscripts, correspondences)`` takes the inputs described in ``collation.publish``
+(``collation.core.correspondence.Correspondence`` objects) and raises ``InputError`` naming the
+faulty entry.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from collation import __version__
+from collation.core.correspondence import STATUSES, Correspondence, Side
 from collation.core.errors import InputError
 from collation.iiif.model import Canvas, Manifest
 from collation.iiif.regions import Region
@@ -50,7 +52,6 @@ IMCOL_CONTEXT: dict[str, Any] = {
 """The JSON-LD context of the extension terms; serve it at ``UrlScheme.context`` and list that URL
 before the IIIF context. Documented in docs/annotations.md."""
 
-STATUSES = ("proposed", "confirmed", "rejected")
 VERDICTS = ("exact", "partial", "semantic", "none")
 """Expert verdicts (body value of ``assessing`` annotations, ``imcol:verdict`` of links): exact copy,
 partial copy, same subject (different composition), no match."""
@@ -69,7 +70,7 @@ TRANSPOSITION_LABELS = {
     "rot270": "turned copy",
     "flip": "vertically mirrored copy",
 }
-"""What a correspondence's ``transposition`` (``collation.engine.transpositions.TRANSPOSITIONS``: the one that
+"""What a correspondence's ``transposition`` (``collation.core.options.TRANSPOSITION_NAMES``: the one that
 made the match) is called in its annotations' tagging body; None (as drawn) adds no body. Each name
 reads the same either way round (a mirror's inverse is a mirror, a turn's a turn), so both ends of
 a link carry the same words."""
@@ -106,7 +107,7 @@ class UrlScheme:
 
 @dataclass(frozen=True)
 class End:
-    """One side of a correspondence: a region of a canvas of a manuscript."""
+    """One side of a correspondence, resolved: a region of a canvas of a manuscript."""
 
     manuscript: int
     manifest: Manifest
@@ -116,27 +117,35 @@ class End:
 
 @dataclass(frozen=True)
 class Link:
-    """A correspondence between two regions, with its scores and status (``data``)."""
+    """A correspondence between two regions, resolved, with its scores and status."""
 
     key: str  # link id as used in URLs
     a: End  # source side
     b: End  # target side
-    data: dict[str, Any]
+    correspondence: Correspondence
 
 
 # -- inputs --------------------------------------------------------------------------------------
 
 
-def read_end(value: Any, manuscripts: Sequence[tuple[Manifest, Sequence[Region]]], name: str) -> End:
-    if not isinstance(value, dict):
-        raise InputError(f"{name}: expected {{'manuscript': m, 'index': i}}", field=name)
-    m, i = value.get("manuscript"), value.get("index")
+def read_end(side: Any, manuscripts: Sequence[tuple[Manifest, Sequence[Region]]], name: str) -> End:
+    """The ``End`` a ``Side`` names: its position checked against the manuscript's regions, and its
+    region index, when given, against the region at that position."""
+    if not isinstance(side, Side):
+        raise InputError(f"{name}: expected a Side(manuscript, position), not {side!r}", field=name)
+    m, i = side.manuscript, side.position
     if not isinstance(m, int) or isinstance(m, bool) or not 0 <= m < len(manuscripts):
         raise InputError(f"{name}.manuscript: {m!r} is not a manuscript index", field=f"{name}.manuscript")
     manifest, regions = manuscripts[m]
     if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < len(regions):
-        raise InputError(f"{name}.index: {i!r} is not a region index of manuscript {m}", field=f"{name}.index")
+        raise InputError(f"{name}.position: {i!r} is not a region position in manuscript {m}", field=f"{name}.position")
     region = regions[i]
+    if side.region is not None and side.region != region.index:
+        raise InputError(
+            f"{name}.region: {side.region!r} is not the index of the region at position {i} of manuscript {m} "
+            f"({region.index})",
+            field=f"{name}.region",
+        )
     canvas = manifest.canvas(region.canvas_id)
     if canvas is None:
         raise InputError(f"{name}: region {i} is on {region.canvas_id}, not a canvas of manuscript {m}", field=name)
@@ -144,27 +153,26 @@ def read_end(value: Any, manuscripts: Sequence[tuple[Manifest, Sequence[Region]]
 
 
 def read_links(
-    manuscripts: Sequence[tuple[Manifest, Sequence[Region]]], correspondences: Sequence[dict[str, Any]]
+    manuscripts: Sequence[tuple[Manifest, Sequence[Region]]], correspondences: Sequence[Correspondence]
 ) -> list[Link]:
     links = []
     for k, c in enumerate(correspondences):
         name = f"correspondences[{k}]"
-        if not isinstance(c, dict):
-            raise InputError(f"{name}: expected an object", field=name)
-        status = c.get("status", "proposed")
-        if status not in STATUSES:
-            raise InputError(f"{name}.status: {status!r} is not one of {STATUSES}", field=f"{name}.status")
-        if c.get("transposition", "identity") not in TRANSPOSITION_LABELS:
+        if not isinstance(c, Correspondence):
+            raise InputError(f"{name}: expected a Correspondence, not {type(c).__name__}", field=name)
+        if c.status not in STATUSES:
+            raise InputError(f"{name}.status: {c.status!r} is not one of {STATUSES}", field=f"{name}.status")
+        if c.transposition is not None and c.transposition not in TRANSPOSITION_LABELS:
             raise InputError(
-                f"{name}.transposition: {c['transposition']!r} is not one of {tuple(TRANSPOSITION_LABELS)}",
+                f"{name}.transposition: {c.transposition!r} is not one of {tuple(TRANSPOSITION_LABELS)}",
                 field=f"{name}.transposition",
             )
-        key = str(c.get("id", k))
+        key = c.link_id if c.link_id is not None else str(k)
         links.append(
             Link(
                 key,
-                read_end(c.get("source"), manuscripts, f"{name}.source"),
-                read_end(c.get("target"), manuscripts, f"{name}.target"),
+                read_end(c.source, manuscripts, f"{name}.source"),
+                read_end(c.target, manuscripts, f"{name}.target"),
                 c,
             )
         )
@@ -177,34 +185,33 @@ def finite_number(value: Any) -> float | None:
     return float(value)
 
 
-def score_properties(data: dict[str, Any]) -> dict[str, Any]:
-    """The ``imcol:`` properties of a correspondence (non-finite or missing numbers are left out)."""
+def score_properties(c: Correspondence) -> dict[str, Any]:
+    """The ``imcol:`` properties of a correspondence (non-finite numbers are left out)."""
     out: dict[str, Any] = {}
-    for key, term in (("S", "rawScore"), ("N_S", "normalizedScore"), ("P_S", "propagatedScore")):
-        number = finite_number(data.get(key))
+    for value, term in ((c.S, "rawScore"), (c.N_S, "normalizedScore"), (c.P_S, "propagatedScore")):
+        number = finite_number(value)
         if number is not None:
             out[f"imcol:{term}"] = round(number, 6)
-    rank = data.get("rank")
-    if isinstance(rank, int) and not isinstance(rank, bool):
-        out["imcol:rank"] = rank
-    if isinstance(data.get("cycle_consistent"), bool):
-        out["imcol:mutualBest"] = data["cycle_consistent"]
-    out["imcol:status"] = data.get("status", "proposed")
-    if data.get("verdict") in VERDICTS:
-        out["imcol:verdict"] = data["verdict"]
+    if isinstance(c.rank, int) and not isinstance(c.rank, bool):
+        out["imcol:rank"] = c.rank
+    if isinstance(c.cycle_consistent, bool):
+        out["imcol:mutualBest"] = c.cycle_consistent
+    out["imcol:status"] = c.status
+    if c.verdict in VERDICTS:
+        out["imcol:verdict"] = c.verdict
     return out
 
 
-def transposition_label(data: dict[str, Any]) -> str | None:
+def transposition_label(c: Correspondence) -> str | None:
     """The words for a correspondence whose match is transposed ("mirrored copy", "turned copy",
-    "vertically mirrored copy": ``TRANSPOSITION_LABELS``); None for one as drawn or without the field."""
-    return TRANSPOSITION_LABELS.get(data.get("transposition", "identity"))
+    "vertically mirrored copy": ``TRANSPOSITION_LABELS``); None for one as drawn or without a transposition."""
+    return TRANSPOSITION_LABELS.get(c.transposition) if c.transposition is not None else None
 
 
-def transposition_body(data: dict[str, Any], version: int = 3) -> dict[str, Any] | None:
+def transposition_body(c: Correspondence, version: int = 3) -> dict[str, Any] | None:
     """The tagging body naming a transposed copy (a TextualBody, or an ``oa:Tag`` in Presentation 2.1),
     or None when the match is as drawn."""
-    label = transposition_label(data)
+    label = transposition_label(c)
     if label is None:
         return None
     if version == 2:

@@ -16,6 +16,7 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
+from collation.core.correspondence import Correspondence
 from collation.core.errors import InputError
 from collation.iiif.geometry import canvas_to_image
 from collation.iiif.model import Manifest, label_text
@@ -62,25 +63,24 @@ def _region_image_url(end: End) -> str | None:
 
 
 def _summary_html(link: Link, mine: End, other: End, urls: UrlScheme) -> str:
-    data = link.data
-    rank = data.get("rank")
-    head = f"Match {rank}" if isinstance(rank, int) and not isinstance(rank, bool) else "Match"
+    c = link.correspondence
+    head = f"Match {c.rank}" if isinstance(c.rank, int) and not isinstance(c.rank, bool) else "Match"
     where = (
         f"{html.escape(manifest_label(other.manifest, other.manuscript))}, "
         f"{html.escape(other.canvas.label)} (illustration {other.region.index})"
     )
     numbers = []
-    for key, name, digits in (("S", "score", 3), ("N_S", "normalized", 2), ("P_S", "propagated", 2)):
-        value = finite_number(data.get(key))
+    for score, name, digits in ((c.S, "score", 3), (c.N_S, "normalized", 2), (c.P_S, "propagated", 2)):
+        value = finite_number(score)
         if value is not None:
             numbers.append(f"{name} {value:.{digits}f}")
-    if data.get("cycle_consistent") is True:
+    if c.cycle_consistent is True:
         numbers.append("mutual best")
-    if transposition_label(data):
-        numbers.append(transposition_label(data))
-    numbers.append(html.escape(str(data.get("status", "proposed"))))
-    if data.get("verdict") in VERDICT_LABELS:
-        numbers.append(f"expert: {VERDICT_LABELS[data['verdict']]}")
+    if transposition_label(c):
+        numbers.append(transposition_label(c))
+    numbers.append(html.escape(str(c.status)))
+    if c.verdict in VERDICT_LABELS:
+        numbers.append(f"expert: {VERDICT_LABELS[c.verdict]}")
     links = []
     image_url = _region_image_url(other)
     if image_url:
@@ -116,19 +116,19 @@ def _display_v3(link: Link, mine: End, other: End, urls: UrlScheme, created: str
             "value": _summary_html(link, mine, other, urls),
         }
     ]
-    tag = transposition_body(link.data)
+    tag = transposition_body(link.correspondence)
     if tag:  # "mirrored copy": a body of its own, which viewers show as a tag
         annotation["body"].append(tag)
     annotation["target"] = specific_resource(mine)
     annotation["imcol:correspondence"] = urls.render("link", link=link.key)
     annotation["imcol:counterpart"] = urls.render("display", link=link.key, side=other_side)
-    annotation.update(score_properties(link.data))
+    annotation.update(score_properties(link.correspondence))
     return annotation
 
 
 def _display_v2(link: Link, mine: End, other: End, urls: UrlScheme, created: str | None) -> dict[str, Any]:
     side, other_side = ("a", "b") if mine is link.a else ("b", "a")
-    tag = transposition_body(link.data, version=2)
+    tag = transposition_body(link.correspondence, version=2)
     annotation: dict[str, Any] = {
         "@id": urls.render("display", link=link.key, side=side),
         "@type": "oa:Annotation",
@@ -148,7 +148,7 @@ def _display_v2(link: Link, mine: End, other: End, urls: UrlScheme, created: str
         annotation["created"] = created
     annotation["imcol:correspondence"] = urls.render("link", link=link.key)
     annotation["imcol:counterpart"] = urls.render("display", link=link.key, side=other_side)
-    annotation.update(score_properties(link.data))
+    annotation.update(score_properties(link.correspondence))
     return annotation
 
 
@@ -243,7 +243,7 @@ def _display_items(
 def build_annotation_pages(
     manuscript: int,
     manuscripts: Sequence[tuple[Manifest, Sequence[Region]]],
-    correspondences: Sequence[dict[str, Any]],
+    correspondences: Sequence[Correspondence],
     *,
     urls: UrlScheme,
     created: str | None = None,
@@ -262,7 +262,7 @@ def build_annotation_page(
     manuscript: int,
     canvas_number: int,
     manuscripts: Sequence[tuple[Manifest, Sequence[Region]]],
-    correspondences: Sequence[dict[str, Any]],
+    correspondences: Sequence[Correspondence],
     *,
     urls: UrlScheme,
     created: str | None = None,
@@ -294,7 +294,7 @@ def _with_suffix(label: Any, suffix: str, version: int) -> Any:
 def build_derived_manifest(
     manuscript: int,
     manuscripts: Sequence[tuple[Manifest, Sequence[Region]]],
-    correspondences: Sequence[dict[str, Any]],
+    correspondences: Sequence[Correspondence],
     *,
     urls: UrlScheme,
     label_suffix: str = " (image collation)",

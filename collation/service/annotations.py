@@ -20,6 +20,9 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any
 
+from collation.core import defaults
+from collation.core.correspondence import Correspondence, Side, positions
+from collation.core.options import CollationOptions
 from collation.engine.concordance import MATCH_CATEGORIES
 from collation.iiif.manifests import Manifest, parse_manifest
 from collation.iiif.regions import Region
@@ -41,16 +44,22 @@ def context_document() -> dict[str, Any]:
     return IMCOL_CONTEXT
 
 
-def _method(options: dict[str, Any]) -> str:
-    # transpositions and partial are named only when set, as in the record
+def _method(options: CollationOptions) -> str:
+    """The method as the annotations name it; options at their defaults other than the main ones are
+    left out (as in the record), so the names of plain collations stay as they were."""
     extras = "".join(
-        f"+{name}({options[name]})" if name == "transpositions" else f"+{name}"
-        for name in ("transpositions", "partial")
-        if options.get(name)
+        f"+{name}" if name == "partial" else f"+{name}({value})"
+        for name, value in (
+            ("transpositions", options.transpositions if options.n_transpositions > 1 else None),
+            ("partial", options.partial),
+            ("kernel", options.kernel if options.kernel != defaults.KERNEL else None),
+        )
+        if value
     )
+    orientation = f",{options.orientation}" if options.orientation != defaults.ORIENTATION else ""
     return (
-        f"{options['backbone']}+{options['similarity']}(seed={options['seed']}){extras}"
-        f"+norm({options['normalization']})+prop({options['propagation']})"
+        f"{options.backbone}+{options.similarity}(seed={options.seed}){extras}"
+        f"+norm({options.normalization})+prop({options.propagation}{orientation})"
     )
 
 
@@ -70,64 +79,56 @@ def _manuscripts(store: DataStore, record: dict) -> list[tuple[Manifest, list[Re
     return out
 
 
-def correspondence_list(store: DataStore, record: dict, top: int = TOP) -> list[dict[str, Any]]:
+def correspondence_list(store: DataStore, record: dict, top: int = TOP) -> list[Correspondence]:
     """The correspondences shown in the annotation layers, best ranks first (see the module docstring)."""
     cid = record["id"]
-    candidates: list[tuple[int, int, dict[str, Any]]] = []
+    candidates: list[tuple[int, int, Correspondence]] = []
     for a, b in combinations(record.get("usable", []), 2):
         res = pair_results(store, record, a, b)
         verdicts = assessment_categories(store, cid, a, b)
-        rows, cols = res["regions0"], res["regions1"]
         for forward in (True, False):
             p_s = res["P_S"] if forward else res["P_S"].T
             for r, order in enumerate(top_candidates(p_s, top)):
                 for rank, c in enumerate(order, start=1):
                     i, j = (r, c) if forward else (c, r)
-                    candidates.append((rank, len(candidates), _entry(a, b, i, j, rank, res, rows, cols, verdicts)))
+                    candidates.append((rank, len(candidates), pair_correspondence(res, a, b, i, j, rank, verdicts)))
+        rows, cols = positions(res["regions0"]), positions(res["regions1"])  # region index -> position
         for (ri, ci), verdict in verdicts.items():
-            if verdict in MATCH_CATEGORIES:
-                i = next((k for k, x in enumerate(rows) if x["index"] == ri), None)
-                j = next((k for k, x in enumerate(cols) if x["index"] == ci), None)
-                if i is not None and j is not None:
-                    candidates.append((10**9, len(candidates), _entry(a, b, i, j, None, res, rows, cols, verdicts)))
+            if verdict in MATCH_CATEGORIES and ri in rows and ci in cols:
+                entry = pair_correspondence(res, a, b, rows[ri], cols[ci], None, verdicts)
+                candidates.append((10**9, len(candidates), entry))
     seen: set[tuple[int, int, int, int]] = set()
     out = []
     for _rank, _order, entry in sorted(candidates, key=lambda t: (t[0], t[1])):
-        key = (
-            entry["source"]["manuscript"],
-            entry["source"]["index"],
-            entry["target"]["manuscript"],
-            entry["target"]["index"],
-        )
-        if key not in seen:
-            seen.add(key)
+        if entry.key not in seen:
+            seen.add(entry.key)
             out.append(entry)
     return out
 
 
-def _entry(
-    a: int, b: int, i: int, j: int, rank: int | None, res: dict, rows: list, cols: list, verdicts: dict
-) -> dict[str, Any]:
-    ri, cj = rows[i]["index"], cols[j]["index"]
-    entry = {
-        "id": f"{a}-{b}-{ri}-{cj}",
-        "source": {"manuscript": a, "index": i},
-        "target": {"manuscript": b, "index": j},
-        "S": float(res["S"][i, j]),
-        "N_S": float(res["N_S"][i, j]),
-        "P_S": float(res["P_S"][i, j]),
-        "cycle_consistent": (i, j) in res["cycles"],
-        "status": "proposed",
-    }
-    if res["transpositions"] is not None:  # of region j of b, as the correspondence reads (source a)
-        entry["transposition"] = str(res["transpositions"][i, j])
+def pair_correspondence(
+    res: dict, a: int, b: int, i: int, j: int, rank: int | None, verdicts: dict[tuple[int, int], str]
+) -> Correspondence:
+    """Row ``i`` (a position in ``a``) and column ``j`` (in ``b``) of a pair's results
+    (``results.pair_results``) as a ``Correspondence``; ``verdicts`` are the categories by
+    (region index in a, region index in b), as ``results.assessment_categories`` gives them."""
+    ri, cj = res["regions0"][i]["index"], res["regions1"][j]["index"]
     verdict = verdicts.get((ri, cj))
-    if verdict is not None:
-        entry["status"] = "confirmed" if verdict in MATCH_CATEGORIES else "rejected"
-        entry["verdict"] = verdict
-    if rank is not None:
-        entry["rank"] = rank
-    return entry
+    status = "proposed" if verdict is None else "confirmed" if verdict in MATCH_CATEGORIES else "rejected"
+    return Correspondence(
+        source=Side(a, i, ri),
+        target=Side(b, j, cj),
+        S=float(res["S"][i, j]),
+        N_S=float(res["N_S"][i, j]),
+        P_S=float(res["P_S"][i, j]),
+        rank=rank,
+        cycle_consistent=(i, j) in res["cycles"],
+        status=status,
+        verdict=verdict,
+        # of region j of b, as the correspondence reads (source a)
+        transposition=None if res["transpositions"] is None else str(res["transpositions"][i, j]),
+        link_id=f"{a}-{b}-{ri}-{cj}",
+    )
 
 
 def _prepared(store: DataStore, cache: DocumentCache, cid: str, base: str) -> tuple[dict, list, list, UrlScheme]:
@@ -149,7 +150,7 @@ def collection(
         corrs,
         urls=urls,
         page_size=page_size,
-        method=_method(record["options"]),
+        method=_method(CollationOptions.from_record(record["options"])),
         created=record.get("ended"),
         label=f"Image collation {cid}: correspondences",
     )

@@ -11,6 +11,7 @@ from typing import Any
 
 from redis import Redis
 
+from collation.core.correspondence import Correspondence
 from collation.core.errors import InputError
 from collation.engine.concordance import verdict_category
 from collation.jobs.finishing import apply_assessments
@@ -18,11 +19,13 @@ from collation.jobs.runtime import Runtime
 from collation.jobs.scheduling import Scheduler
 from collation.publish.canonical import build_assessment
 from collation.service import urls
+from collation.service.annotations import pair_correspondence
 from collation.service.problems import Unavailable
 from collation.service.results import (
     SCORE_ARRAYS,
     assessment_items,
     check_id,
+    check_pair,
     finished_record,
     pair_results,
     top_candidates,
@@ -152,37 +155,42 @@ def correspondences(
     record = finished_record(store, cid)
     a, b = pair
     res = pair_results(store, record, a, b)
-    verdicts = assessment_items(store, cid, a, b)
+    assessed = assessment_items(store, cid, a, b)
+    categories = {key: verdict_category(item["verdict"]) for key, item in assessed.items()}
     matrix = res[SCORE_ARRAYS[score]]
     items = []
     for r, (region, order) in enumerate(zip(res["regions0"], top_candidates(matrix, top), strict=True)):
-        candidates = []
-        for rank, c in enumerate(order, start=1):
-            if min_score is not None and not matrix[r, c] >= min_score:
-                continue
-            other = res["regions1"][c]
-            candidate = {
-                **_region(other),
-                "S": float(res["S"][r, c]),
-                "N_S": float(res["N_S"][r, c]),
-                "P_S": float(res["P_S"][r, c]),
-                "rank": rank,
-                "cycle_consistent": (r, c) in res["cycles"],
-            }
-            if res["transpositions"] is not None:  # which transposition of the candidate gave S
-                candidate["transposition"] = str(res["transpositions"][r, c])
-            assessed = verdicts.get((region["index"], other["index"]))
-            if assessed:
-                candidate["assessment"] = assessed["verdict"]  # as the expert gave it (aliases included)
-                candidate["category"] = verdict_category(assessed["verdict"])
-            candidates.append(candidate)
-        items.append({"source": _region(region), "candidates": candidates})
+        found = [
+            pair_correspondence(res, a, b, r, c, rank, categories)
+            for rank, c in enumerate(order, start=1)
+            if min_score is None or matrix[r, c] >= min_score
+        ]
+        items.append({"source": _region(region), "candidates": [_candidate(c, res, assessed) for c in found]})
     doc = {"id": cid, "pair": [a, b], "score": score, "top": top, "items": items}
     if res["transposition_names"] is not None:
         doc["transposition_names"] = res["transposition_names"]
     if min_score is not None:
         doc["min_score"] = min_score
     return doc
+
+
+def _candidate(c: Correspondence, res: dict[str, Any], assessed: dict[tuple[int, int], dict]) -> dict[str, Any]:
+    """A candidate of the correspondences document: the target region, the scores, and which
+    transposition gave S and the expert's verdict (as given, aliases included, and its category)."""
+    candidate = {
+        **_region(res["regions1"][c.target.position]),
+        "S": c.S,
+        "N_S": c.N_S,
+        "P_S": c.P_S,
+        "rank": c.rank,
+        "cycle_consistent": c.cycle_consistent,
+    }
+    if c.transposition is not None:
+        candidate["transposition"] = c.transposition
+    if c.verdict is not None:
+        candidate["assessment"] = assessed[(c.source.region, c.target.region)]["verdict"]
+        candidate["category"] = c.verdict
+    return candidate
 
 
 # --------------------------------------------------------------------------------------------------
@@ -218,10 +226,11 @@ def add_batch(store: DataStore, cid: str, body: dict[str, Any], base: str) -> di
 def _check_regions(
     store: DataStore, record: dict, a: int, b: int, i: int, j: int, pair_field: str, fields: tuple[str, str]
 ) -> None:
-    """Raises the 400 problem naming ``fields`` when region i of a or region j of b does not exist."""
-    res = pair_results(store, record, a, b, field=pair_field)
-    for name, m, regions, value in ((fields[0], a, res["regions0"], i), (fields[1], b, res["regions1"], j)):
-        if value not in {r["index"] for r in regions}:
+    """Raises the 400 problem naming ``fields`` when region i of a or region j of b does not exist: it
+    reads the two manuscripts' region lists, not the pair's scores."""
+    check_pair(record, a, b, field=pair_field)
+    for name, m, value in ((fields[0], a, i), (fields[1], b, j)):
+        if value not in {r["index"] for r in store.load_manuscript(record["id"], m)["regions"]}:
             raise InputError(f"manuscript {m} has no region {value}", field=name)
 
 
@@ -245,7 +254,7 @@ def _store(store: DataStore, cid: str, pairs: list[tuple[int, int, int, int]], b
                 }
             )
         store.save_assessments(cid, items + added)
-        apply_assessments(store, cid)
+        apply_assessments(store, cid, {(min(a, b), max(a, b)) for a, b, _, _ in pairs})
     return added
 
 

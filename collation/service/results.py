@@ -12,11 +12,12 @@ from typing import Any
 import numpy as np
 
 from collation.core.errors import InputError
+from collation.core.options import CollationOptions
 from collation.engine.concordance import verdict_category
-from collation.engine.transpositions import INVERSES, transposition_names
+from collation.engine.transpositions import INVERSES
 from collation.service.problems import Conflict
 from collation.store.datastore import CollationNotFound, DataStore
-from collation.store.records import CollationStatus, transposition_option
+from collation.store.records import CollationStatus
 
 ID_CHARS = frozenset("0123456789abcdef")
 
@@ -48,6 +49,17 @@ def finished_record(store: DataStore, cid: str) -> dict:
     return record
 
 
+def check_pair(record: dict, a: int, b: int, field: str = "pair") -> None:
+    """Raises ``InputError`` (400, naming ``field``) for a manuscript that does not exist, ``Conflict``
+    (409) for one that could not be read."""
+    n = len(record["request"]["manifests"])
+    for m in (a, b):
+        if m >= n:
+            raise InputError(f"manuscript {m} does not exist: this collation has {n} (0..{n - 1})", field=field)
+        if m not in record.get("usable", []):
+            raise Conflict(f"manuscript {m} could not be read, so it has no correspondences", field=field)
+
+
 def pair_results(store: DataStore, record: dict, a: int, b: int, field: str = "pair") -> dict[str, Any]:
     """Scores of manuscripts ``a`` and ``b`` oriented as asked (rows a, columns b) with their regions.
 
@@ -62,12 +74,8 @@ def pair_results(store: DataStore, record: dict, a: int, b: int, field: str = "p
         InputError: a manuscript that does not exist (400, naming ``field``).
         Conflict: a manuscript that could not be read, or missing results (409).
     """
-    cid, n = record["id"], len(record["request"]["manifests"])
-    for m in (a, b):
-        if m >= n:
-            raise InputError(f"manuscript {m} does not exist: this collation has {n} (0..{n - 1})", field=field)
-        if m not in record.get("usable", []):
-            raise Conflict(f"manuscript {m} could not be read, so it has no correspondences", field=field)
+    cid = record["id"]
+    check_pair(record, a, b, field)
     lo, hi = min(a, b), max(a, b)
     res = store.load_results(cid, lo, hi)
     if res is None:
@@ -76,7 +84,7 @@ def pair_results(store: DataStore, record: dict, a: int, b: int, field: str = "p
     cycles = {tuple(p) for name in ("two_cycles", "three_cycles") for p in res[name].reshape(-1, 2).tolist()}
     names, transposed = None, None
     if "T" in res:
-        names = list(transposition_names(transposition_option(record["options"])))
+        names = list(CollationOptions.from_record(record["options"]).transposition_names)
         labels = [INVERSES[name] for name in names] if a > b else names
         transposed = np.array(labels)[res["T"].astype(np.int64)]
     if a > b:

@@ -12,23 +12,12 @@ from urllib.parse import urlsplit
 
 from marshmallow import Schema, ValidationError, fields, validate, validates, validates_schema
 
-from collation.core import defaults
+from collation.core import options
+from collation.core.errors import InputError
 
-SIMILARITIES = ("s_trans", "s_matching")
-"""Similarities the service computes in chunks of pairs (``collation.engine.similarity.score_pairs``)."""
-
-NORMALIZATIONS = ("none", "softmax", "avg", "max", "softmax-avg", "softmax-max")
-"""``collation.engine.correspondences.NORMALIZATIONS``, repeated so that the API process needs no engine import."""
-PROPAGATIONS = ("2-cycles", "3-cycles", "none")
 SCORES = ("raw", "normalized", "propagated")
 VERDICTS = ("exact", "partial", "semantic", "none", "confirmed", "rejected")
 """``collation.engine.concordance.VERDICTS``: the categories, then the first API's aliases of exact and none."""
-
-TRANSPOSITIONS = ("none", "mirror", "all")
-"""The values of ``collation.engine.transpositions.TRANSPOSITION_SETS`` (docs/transpositions.md)."""
-
-BACKBONES = ("efficientnet-lite0", "resnet50-conv4")
-"""The names of ``collation.engine.features.BACKBONES``, repeated so that the API process needs no torch."""
 
 MAX_BODY_DEPTH = 32
 """Nesting of a request body beyond which it is refused (the deepest valid body has 5 levels)."""
@@ -107,27 +96,32 @@ class StrictBoolean(fields.Field):
         return value
 
 
+def _one_of(option: str) -> validate.OneOf:
+    return validate.OneOf(options.CHOICES[option])
+
+
 class OptionsSchema(Schema):
-    backbone = fields.String()
-    similarity = fields.String(validate=validate.OneOf(SIMILARITIES))
-    normalization = fields.String(validate=validate.OneOf(NORMALIZATIONS))
-    propagation = fields.String(validate=validate.OneOf(PROPAGATIONS))
-    seed = fields.Integer(strict=True, validate=validate.Range(min=0, max=2**31 - 1))
-    candidates = fields.Integer(strict=True, allow_none=True, validate=validate.Range(min=1, max=100_000))
-    transpositions = fields.String(validate=validate.OneOf(TRANSPOSITIONS))
+    """The options of ``collation.core.options.CollationOptions``: its value lists, its rules."""
+
+    backbone = fields.String(validate=_one_of("backbone"))
+    similarity = fields.String(validate=_one_of("similarity"))
+    kernel = fields.String(validate=_one_of("kernel"))
+    normalization = fields.String(validate=_one_of("normalization"))
+    propagation = fields.String(validate=_one_of("propagation"))
+    orientation = fields.String(validate=_one_of("orientation"))
+    seed = fields.Integer(strict=True, validate=validate.Range(min=0, max=options.MAX_SEED))
+    candidates = fields.Integer(
+        strict=True, allow_none=True, validate=validate.Range(min=1, max=options.MAX_CANDIDATES)
+    )
+    transpositions = fields.String(validate=_one_of("transpositions"))
     partial = StrictBoolean()
 
-    @validates("backbone")
-    def _known_backbone(self, value: str, **kwargs: Any) -> None:
-        if value not in BACKBONES:
-            raise ValidationError(f"must be one of: {', '.join(BACKBONES)}")
-
     @validates_schema(skip_on_field_errors=True)
-    def _partial_needs_s_trans(self, data: dict[str, Any], **kwargs: Any) -> None:
-        # Only S_trans has a transform whose matched area can divide the score (docs/transpositions.md);
-        # transpositions go with both similarities the service computes.
-        if data.get("partial") and data.get("similarity", defaults.SIMILARITY) != "s_trans":
-            raise ValidationError("partial copies need similarity s_trans", "partial")
+    def _rules(self, data: dict[str, Any], **kwargs: Any) -> None:
+        try:
+            options.CollationOptions.parse(data)
+        except InputError as exc:  # a rule between options: the field it names
+            raise ValidationError(exc.message, exc.field) from None
 
 
 class CanvasRef(fields.Field):
@@ -201,8 +195,10 @@ class CollationRequestSchema(Schema):
                 raise ValidationError(
                     f"key {key!r} is not the index of a manifest (0..{len(manifests) - 1})", "regions"
                 )
-        if (data.get("options") or {}).get("propagation") == "3-cycles" and len(manifests) < 3:
-            raise ValidationError("3-cycles needs three or more manifests", "options.propagation")
+        try:
+            options.CollationOptions.parse(data.get("options")).check_manuscripts(len(manifests))
+        except InputError as exc:
+            raise ValidationError(exc.message, f"options.{exc.field}") from None
 
 
 class AssessmentSchema(Schema):

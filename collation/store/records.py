@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from collation.core import defaults
+from collation.core.options import CollationOptions
 from collation.core.settings import Settings
 from collation.store.codecs import digest
 from collation.store.datastore import transposed_features_key
@@ -34,7 +35,6 @@ __all__ = [
     "pair_key",
     "resolve_options",
     "second_features_key",
-    "transposition_option",
     "usable",
 ]
 
@@ -75,39 +75,14 @@ def now(clock: Callable[[], dt.datetime] | None = None) -> str:
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-NO_TRANSPOSITIONS = "none"
-"""The ``transpositions`` value of a record that does not name one (every record made before the option)."""
-
-
 def resolve_options(options: dict[str, Any] | None, settings: Settings) -> dict[str, Any]:
-    """Fills the options a request left out with the defaults, so equal collations get equal ids.
+    """A request's options as its record stores them (``CollationOptions.to_record``): the ones it left
+    out filled with the defaults (the deployment's backbone), so equal collations get equal ids.
 
-    ``transpositions`` and ``partial`` are recorded only when they change the scores (not "none",
-    true), as ``collation.engine.pipeline.check_options`` does: plain collations keep the records and the
-    ids they had before these options existed.
+    Raises:
+        InputError: an option outside its rules, naming the field.
     """
-    options = dict(options or {})
-    resolved = {
-        "backbone": options.get("backbone") or settings.backbone,
-        "similarity": options.get("similarity") or defaults.SIMILARITY,
-        "normalization": options.get("normalization") or defaults.NORMALIZATION,
-        "propagation": options.get("propagation") or defaults.PROPAGATION,
-        "seed": int(options["seed"]) if options.get("seed") is not None else defaults.SEED,
-        "kernel": defaults.KERNEL,
-        # an explicit null scores every pair; left out: the engine's default
-        "candidates": options.get("candidates", defaults.CANDIDATES),
-    }
-    value = options.get("transpositions") or defaults.TRANSPOSITIONS
-    if value != NO_TRANSPOSITIONS:
-        resolved["transpositions"] = value
-    if options.get("partial", defaults.PARTIAL):
-        resolved["partial"] = True
-    return resolved
-
-
-def transposition_option(options: dict[str, Any]) -> str:
-    """The ``transpositions`` option of resolved options: "none", "mirror" or "all"."""
-    return options.get("transpositions", NO_TRANSPOSITIONS)
+    return CollationOptions.parse(options, backbone=settings.backbone).to_record()
 
 
 def collation_id(manifests: Sequence[str], regions: dict | None, options: dict[str, Any]) -> str:
@@ -127,11 +102,21 @@ def new_record(
         "ended": None,
         "request": request,
         "options": options,
-        "chunk_pairs": int(settings.chunk_pairs),
+        "chunk_pairs": chunk_pairs(CollationOptions.from_record(options), settings),
         "status": CollationStatus.QUEUED.value,
         "progress": {"stage": "queued", "done": 0, "total": len(request["manifests"])},
         "errors": [],
     }
+
+
+S_FEATURES_CHUNK_PAIRS = 1 << 20
+"""Pairs of one scoring job with s_features: a matrix product, thousands of pairs a millisecond."""
+
+
+def chunk_pairs(options: CollationOptions, settings: Settings) -> int:
+    """Pairs of one scoring job: ``settings.chunk_pairs`` (about 10 s of S_trans), or for s_features
+    every pair of most manuscript pairs (``S_FEATURES_CHUNK_PAIRS``)."""
+    return S_FEATURES_CHUNK_PAIRS if options.similarity == "s_features" else int(settings.chunk_pairs)
 
 
 def usable(doc: dict | None) -> bool:
@@ -143,44 +128,49 @@ def usable(doc: dict | None) -> bool:
 # Keys of cached work
 
 
-# collation.engine.cascade; absent: global top-k
-CANDIDATE_METHOD = f"cascade-{defaults.CANDIDATES_WIDE}-{defaults.CANDIDATES_CORRIDOR}"
+def cascade_settings() -> dict[str, Any]:
+    """Every setting that changes which candidate pairs the cascade chooses (``defaults.CASCADE_SETTINGS``),
+    read when called: a candidate set chosen under other settings is never reused as if it were these'."""
+    return {name: getattr(defaults, name) for name in defaults.CASCADE_SETTINGS}
 
 
-def pair_key(options: dict[str, Any], features0: str, features1: str) -> str:
-    """Key of a pair's score matrix: both feature sets (in order) and every scoring parameter.
+def pair_key(options: CollationOptions, features0: str, features1: str) -> str:
+    """Key of a pair's score matrix (and candidate set): both feature sets (in order) and every
+    parameter that changes its content.
 
-    ``candidates`` (pruning) enters the key only when set, so full matrices keep the keys they had
-    before pruning existed, and a full matrix and a pruned one never share a key. With it goes the
-    version of the candidate method (``CANDIDATE_METHOD``): a candidate set chosen by an older method
-    is not reused as if it were the new one's.
+    ``candidates`` (pruning) enters the key only when it prunes, and with it every setting of the
+    cascade (``cascade_settings``), so a full matrix and a pruned one never share a key and a candidate
+    set chosen under other settings is never reused. ``transpositions`` and ``partial`` enter when set.
     """
-    parts = {
+    parts: dict[str, Any] = {
         "f0": features0,
         "f1": features1,
-        "similarity": options["similarity"],
-        "seed": options["seed"],
-        "kernel": options["kernel"],
+        "similarity": options.similarity,
+        "seed": options.seed,
+        "kernel": options.kernel,
         "iterations": defaults.RANSAC_ITERATIONS,
-        "v": 1,
+        "tolerance": defaults.RANSAC_TOLERANCE,
+        "v": 2,
     }
-    if options.get("candidates") is not None:
-        parts["candidates"] = int(options["candidates"])
-        parts["candidate_method"] = CANDIDATE_METHOD
-    for name in ("transpositions", "partial"):  # like candidates: in the key only when set
-        if name in options:
-            parts[name] = options[name]
+    if options.pruned:
+        parts["candidates"] = options.candidates
+        parts["cascade"] = cascade_settings()
+    stored = options.to_record()
+    for name in ("transpositions", "partial"):
+        if name in stored:
+            parts[name] = stored[name]
     return digest(parts)
 
 
-def second_features_key(options: dict[str, Any], features_key: str) -> str:
+def second_features_key(options: CollationOptions, features_key: str) -> str:
     """Key of the features a pair scores its second manuscript with: the plain ones, or with
     transpositions the transposition-major ones (``collation.engine.transpositions``)."""
-    option = transposition_option(options)
-    return features_key if option == NO_TRANSPOSITIONS else transposed_features_key(features_key, option)
+    if options.n_transpositions == 1:
+        return features_key
+    return transposed_features_key(features_key, options.transpositions)
 
 
-def feature_keys(options: dict[str, Any], m: int, features_key: str) -> list[str]:
+def feature_keys(options: CollationOptions, m: int, features_key: str) -> list[str]:
     """The feature sets the features step of manuscript ``m`` stores: the plain ones and, with
     transpositions, the transposed ones of every manuscript that can be the second of a pair (m > 0)."""
     second = second_features_key(options, features_key)

@@ -2,7 +2,7 @@
 deleted while their jobs write, a worker that loses Redis for 10 s, a worker killed with SIGKILL at
 each stage, a data directory that cannot be written.
 
-Real Redis on a private port, real worker subprocesses (``python -m collation.service worker``), the
+Real Redis on a private port, real worker subprocesses (``python -m collation worker``), the
 synthetic manuscripts of ``tests/conftest.py`` on a loopback site. Each test is bounded.
 """
 

@@ -4,6 +4,7 @@ and derived manifests; every Presentation 3 document validates against the offic
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from builders import v2_canvas, v2_manifest, v2_service, v3_canvas, v3_image_body, v3_manifest
 from iiif_helpers import validator_root
 
+from collation.core.correspondence import Correspondence, Side
 from collation.core.errors import InputError
 from collation.iiif.manifests import parse_manifest
 from collation.iiif.regions import Region
@@ -77,34 +79,34 @@ def manuscripts() -> list[tuple[Any, list[Region]]]:
     return [(a, regions_a), (b, regions_b)]
 
 
-CORRESPONDENCES: list[dict[str, Any]] = [
-    {
-        "source": {"manuscript": 0, "index": 0},
-        "target": {"manuscript": 1, "index": 1},
-        "S": 0.87,
-        "N_S": 1.91,
-        "P_S": 2.34,
-        "rank": 1,
-        "cycle_consistent": True,
-        "status": "proposed",
-    },
-    {
-        "source": {"manuscript": 1, "index": 0},
-        "target": {"manuscript": 0, "index": 1},
-        "S": 0.5,
-        "N_S": float("nan"),
-        "rank": 2,
-        "cycle_consistent": False,
-        "status": "confirmed",
-        "id": "x9",
-    },
-    {
-        "source": {"manuscript": 1, "index": 1},
-        "target": {"manuscript": 0, "index": 0},
-        "S": 0.86,
-        "rank": 1,
-        "status": "proposed",
-    },  # the first pair seen from the other side
+CORRESPONDENCES: list[Correspondence] = [
+    Correspondence(
+        source=Side(manuscript=0, position=0),
+        target=Side(manuscript=1, position=1),
+        S=0.87,
+        N_S=1.91,
+        P_S=2.34,
+        rank=1,
+        cycle_consistent=True,
+        status="proposed",
+    ),
+    Correspondence(
+        source=Side(manuscript=1, position=0),
+        target=Side(manuscript=0, position=1),
+        S=0.5,
+        N_S=float("nan"),
+        rank=2,
+        cycle_consistent=False,
+        status="confirmed",
+        link_id="x9",
+    ),
+    Correspondence(
+        source=Side(manuscript=1, position=1),
+        target=Side(manuscript=0, position=0),
+        S=0.86,
+        rank=1,
+        status="proposed",
+    ),  # the first pair seen from the other side
 ]
 
 
@@ -220,9 +222,9 @@ def test_canonical_links(schema: Any) -> None:
 
 def test_transposed_copies_get_a_body_that_says_so(schema: Any) -> None:
     turned = [
-        {**CORRESPONDENCES[0], "transposition": "mirror"},
-        {**CORRESPONDENCES[1], "transposition": "rot90"},
-        {**CORRESPONDENCES[2], "transposition": "mirror"},
+        replace(CORRESPONDENCES[0], transposition="mirror"),
+        replace(CORRESPONDENCES[1], transposition="rot90"),
+        replace(CORRESPONDENCES[2], transposition="mirror"),
     ]
     _, pages = build_link_collection(manuscripts(), turned, urls=URLS)
     valid(schema, pages[0])
@@ -238,23 +240,23 @@ def test_transposed_copies_get_a_body_that_says_so(schema: Any) -> None:
     assert "mirrored copy" in body[0]["value"]
     listing = build_annotation_pages(1, manuscripts(), turned, urls=URLS)[1]
     assert listing["resources"][0]["resource"][1] == {"@type": "oa:Tag", "chars": "turned copy"}
-    flipped = build_annotation_pages(0, manuscripts(), [{**CORRESPONDENCES[0], "transposition": "flip"}], urls=URLS)
+    flipped = build_annotation_pages(0, manuscripts(), [replace(CORRESPONDENCES[0], transposition="flip")], urls=URLS)
     assert flipped[1]["items"][0]["body"][1]["value"] == "vertically mirrored copy"
     # as drawn (and without the field, as in plain collations): no body is added
-    for same in ([{**CORRESPONDENCES[0], "transposition": "identity"}], CORRESPONDENCES[:1]):
+    for same in ([replace(CORRESPONDENCES[0], transposition="identity")], CORRESPONDENCES[:1]):
         _, plain = build_link_collection(manuscripts(), same, urls=URLS)
         assert plain[0]["items"][0]["body"]["type"] == "SpecificResource"
         item = build_annotation_pages(0, manuscripts(), same, urls=URLS)[1]["items"][0]
         assert len(item["body"]) == 1 and "copy" not in item["body"][0]["value"]
     with pytest.raises(InputError) as info:
-        build_link_collection(manuscripts(), [{**CORRESPONDENCES[0], "transposition": "rot45"}], urls=URLS)
+        build_link_collection(manuscripts(), [replace(CORRESPONDENCES[0], transposition="rot45")], urls=URLS)
     assert info.value.field == "correspondences[0].transposition"
 
 
 def test_transposition_labels_cover_the_engine_s_names() -> None:
-    from collation.engine.transpositions import TRANSPOSITIONS
+    from collation.core.options import TRANSPOSITION_NAMES
 
-    assert tuple(TRANSPOSITION_LABELS) == TRANSPOSITIONS and TRANSPOSITION_LABELS["identity"] is None
+    assert tuple(TRANSPOSITION_LABELS) == TRANSPOSITION_NAMES and TRANSPOSITION_LABELS["identity"] is None
 
 
 def test_empty_collection_is_valid(schema: Any) -> None:
@@ -311,17 +313,35 @@ def test_url_scheme_accepts_callables() -> None:
 @pytest.mark.parametrize(
     ("change", "field"),
     [
-        ({"source": {"manuscript": 5, "index": 0}}, "correspondences[0].source.manuscript"),
-        ({"target": {"manuscript": 1, "index": 9}}, "correspondences[0].target.index"),
+        ({"source": Side(manuscript=5, position=0)}, "correspondences[0].source.manuscript"),
+        ({"target": Side(manuscript=1, position=9)}, "correspondences[0].target.position"),
+        ({"target": Side(manuscript=1, position=-1)}, "correspondences[0].target.position"),
+        ({"target": Side(manuscript=1, position=1, region=0)}, "correspondences[0].target.region"),
         ({"source": "A0"}, "correspondences[0].source"),
         ({"status": "maybe"}, "correspondences[0].status"),
     ],
 )
 def test_bad_correspondences(change: dict[str, Any], field: str) -> None:
-    bad = [{**CORRESPONDENCES[0], **change}]
+    bad = [replace(CORRESPONDENCES[0], **change)]
     with pytest.raises(InputError) as info:
         build_annotation_pages(0, manuscripts(), bad, urls=URLS)
     assert info.value.field == field
+
+
+def test_correspondences_are_typed() -> None:
+    """A dict of the old shape is refused, naming its place in the list."""
+    old = {"source": {"manuscript": 0, "index": 0}, "target": {"manuscript": 1, "index": 1}, "status": "proposed"}
+    with pytest.raises(InputError) as info:
+        build_link_collection(manuscripts(), [CORRESPONDENCES[0], old], urls=URLS)  # type: ignore[list-item]
+    assert info.value.field == "correspondences[1]"
+
+
+def test_a_region_index_that_agrees_with_the_position_is_accepted() -> None:
+    """Region 1 of B is at position 1: naming both gives the same annotations as the position alone."""
+    named = [replace(CORRESPONDENCES[0], source=Side(0, 0, region=0), target=Side(1, 1, region=1))]
+    assert build_link_collection(manuscripts(), named, urls=URLS) == build_link_collection(
+        manuscripts(), CORRESPONDENCES[:1], urls=URLS
+    )
 
 
 def test_documented_in_docs() -> None:

@@ -11,6 +11,7 @@ from builders import v2_canvas, v2_manifest, v2_service, v3_canvas, v3_image_bod
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from collation.core.correspondence import Correspondence, Side
 from collation.core.errors import CollationError
 from collation.iiif.geometry import canvas_to_image, parse_xywh
 from collation.iiif.info import parse_info
@@ -150,7 +151,7 @@ def exercise(doc: Any) -> None:
             canvas_to_image(region.xywh, canvas)
     correspondences = []
     if len(regions) >= 2:
-        correspondences = [{"source": {"manuscript": 0, "index": 0}, "target": {"manuscript": 0, "index": 1}}]
+        correspondences = [Correspondence(source=Side(0, 0), target=Side(0, 1))]
     build_derived_manifest(0, [(manifest, regions)], correspondences, urls=UrlScheme(base="https://c.example/api"))
 
 

@@ -3,6 +3,7 @@ contract. Every response is checked against ``openapi.yaml`` by the ``api`` fixt
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -11,7 +12,6 @@ from openapi_spec_validator import validate as validate_spec
 
 from collation.app import create_app
 from collation.core.settings import Settings
-from collation.engine import correspondences, features, similarity
 from collation.service import schemas
 from collation.service.state import service_state
 
@@ -65,11 +65,23 @@ def test_openapi_yaml_is_served(api: Any) -> None:
     assert yaml.safe_load(r.get_data(as_text=True))["openapi"].startswith("3.1")
 
 
-def test_option_names_match_the_engine() -> None:
-    assert tuple(features.BACKBONES) == schemas.BACKBONES
-    assert set(schemas.NORMALIZATIONS) == set(correspondences.NORMALIZATIONS)
-    assert set(schemas.PROPAGATIONS) == set(correspondences.PROPAGATIONS)
-    assert set(schemas.SIMILARITIES) <= set(similarity.SIMILARITIES)
+def test_the_api_takes_every_option_of_the_command_line() -> None:
+    """One list of options and values (``collation.core.options``): the API's schema, the command line
+    and the engine take theirs from it."""
+    from collation.cli.main import OPTION_FLAGS, build_parser
+    from collation.core import options
+    from collation.engine import backbones
+
+    fields = schemas.OptionsSchema().fields
+    assert set(fields) == {f.name for f in dataclasses.fields(options.CollationOptions)}
+    assert set(OPTION_FLAGS) | {"candidates"} == set(fields)
+    for name, allowed in options.CHOICES.items():
+        assert fields[name].validate.choices == allowed, name
+    match = build_parser()._subparsers._group_actions[0].choices["match"]
+    flags = {action.dest: action for action in match._actions}
+    for name, allowed in options.CHOICES.items():
+        assert tuple(flags[name].choices) == allowed, name
+    assert set(backbones.BACKBONE_CHANNELS) == set(options.BACKBONES)
 
 
 # -- POST /collations ----------------------------------------------------------------------------
@@ -109,7 +121,9 @@ def test_status_of_a_queued_collation(api: Any, synthetic: Any) -> None:
         ({"manifests": ["http://127.0.0.1/a.json", "ftp://127.0.0.1/b.json"]}, "manifests.1"),
         ({"manifests": ["http://127.0.0.1/a.json", "not a url"]}, "manifests.1"),
         ({"manifests": ["http://h/a", "http://h/b"], "options": {"backbone": "vgg"}}, "options.backbone"),
-        ({"manifests": ["http://h/a", "http://h/b"], "options": {"similarity": "s_features"}}, "options.similarity"),
+        ({"manifests": ["http://h/a", "http://h/b"], "options": {"similarity": "s_feature"}}, "options.similarity"),
+        ({"manifests": ["http://h/a", "http://h/b"], "options": {"kernel": "gauss"}}, "options.kernel"),
+        ({"manifests": ["http://h/a", "http://h/b"], "options": {"orientation": "up"}}, "options.orientation"),
         ({"manifests": ["http://h/a", "http://h/b"], "options": {"normalization": "z"}}, "options.normalization"),
         ({"manifests": ["http://h/a", "http://h/b"], "options": {"propagation": "3-cycles"}}, "options.propagation"),
         ({"manifests": ["http://h/a", "http://h/b"], "options": {"seed": -1}}, "options.seed"),

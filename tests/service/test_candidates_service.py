@@ -11,10 +11,10 @@ import pytest
 from builders import record
 
 from collation.core import defaults
+from collation.core.options import CollationOptions
 from collation.core.settings import Settings
 from collation.jobs.planning import Plan, Planned, next_steps, scoring_progress
 from collation.service.results import top_candidates
-from collation.store.codecs import digest
 from collation.store.folder import FolderStore
 from collation.store.records import collation_id, pair_key, resolve_options
 from collation.store.stepnames import Step
@@ -61,21 +61,41 @@ def test_the_option_resolves_to_the_default_null_or_an_integer() -> None:
 
 def test_pair_keys_of_full_and_pruned_matrices_never_mix() -> None:
     settings = Settings()
-    full = resolve_options({"candidates": None}, settings)
-    before = digest(
-        {
-            "f0": "a",
-            "f1": "b",
-            "similarity": full["similarity"],
-            "seed": full["seed"],
-            "kernel": full["kernel"],
-            "iterations": defaults.RANSAC_ITERATIONS,
-            "v": 1,
-        }
-    )
-    assert pair_key(full, "a", "b") == before  # full matrices keep the keys they had
-    keys = {pair_key(resolve_options({"candidates": k}, settings), "a", "b") for k in (None, 1, 2)}
+    keys = {pair_key(CollationOptions.parse({"candidates": k}), "a", "b") for k in (None, 1, 2)}
     assert len(keys) == 3
+    # s_features scores every pair: its candidates do not enter the key
+    s_features = {pair_key(CollationOptions(similarity="s_features", candidates=k), "a", "b") for k in (None, 3)}
+    assert len(s_features) == 1
+    assert resolve_options({}, settings) == CollationOptions().to_record()
+
+
+CONTENT_SETTINGS = ("RANSAC_ITERATIONS", "RANSAC_TOLERANCE", *defaults.CASCADE_SETTINGS)
+"""Every setting that changes a pruned pair's candidates or scores; each must change the key."""
+
+
+@pytest.mark.parametrize("name", CONTENT_SETTINGS)
+def test_every_setting_that_changes_a_cached_matrix_keys_it(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stored candidate set or score matrix is never served after a change of what produced it."""
+    pruned, full = CollationOptions(candidates=10), CollationOptions(candidates=None)
+    before = pair_key(pruned, "a", "b"), pair_key(full, "a", "b")
+    value = getattr(defaults, name)
+    monkeypatch.setattr(defaults, name, value * 2 if value else 1)
+    assert pair_key(pruned, "a", "b") != before[0]
+    if name.startswith("RANSAC"):
+        assert pair_key(full, "a", "b") != before[1]
+    else:  # the cascade's settings key the pruned matrices only
+        assert pair_key(full, "a", "b") == before[1]
+
+
+@pytest.mark.parametrize("name", ["FEATURES_BUCKET", "L2_EPS"])
+def test_every_setting_that_changes_features_keys_them(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from collation.engine.pipeline import features_key
+
+    before = features_key(["d0", "d1"], CollationOptions())
+    assert features_key(["d0", "d1"], CollationOptions(similarity="s_features")) != before
+    assert features_key(["d0", "d1"], CollationOptions(backbone="resnet50-conv4")) != before
+    monkeypatch.setattr(defaults, name, getattr(defaults, name) * 2)
+    assert features_key(["d0", "d1"], CollationOptions()) != before
 
 
 # -- planning ------------------------------------------------------------------------------------

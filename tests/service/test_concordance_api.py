@@ -15,6 +15,7 @@ from builders import v3_canvas, v3_image_body, v3_manifest, v3_service2
 from service_helpers import OpenAPIClient
 
 from collation.app import create_app
+from collation.core.options import CollationOptions
 from collation.core.settings import Settings
 from collation.jobs.finishing import compute_results
 from collation.service.state import service_state
@@ -79,7 +80,7 @@ def write_collation(root: Path) -> DataStore:
         )
     scores = {(0, 1): diagonal(5, 5, 0), (0, 2): diagonal(5, 4, -1), (1, 2): diagonal(5, 4, -1)}
     scores[(0, 1)][4, 4] = 0.3  # the last pair of A and B is weak
-    for pair, arrays in compute_results(scores, record["options"]).items():
+    for pair, arrays in compute_results(scores, CollationOptions.from_record(record["options"])).items():
         store.save_results(CID, *pair, **arrays)
     return store
 
@@ -221,3 +222,27 @@ def test_batch_verdict_on_a_group(api: Any) -> None:
         f"{API}/assessments/batch", json={"members": [{"manuscript": 0, "index": 9}, group[1]], "verdict": "exact"}
     )
     assert bad.status_code == 400
+
+
+def test_a_verdict_reads_and_writes_only_its_own_pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checking the regions reads the two manuscripts' region lists, and P_S is recomputed for the pair
+    judged: the results of the other pairs are neither read nor written."""
+    from collation.service import collations
+
+    store = write_collation(tmp_path / "data")
+    loaded, saved = [], []
+    load, save = store.load_results, store.save_results
+    monkeypatch.setattr(store, "load_results", lambda cid, a, b: loaded.append((a, b)) or load(cid, a, b))
+    monkeypatch.setattr(
+        store, "save_results", lambda cid, a, b, **arrays: saved.append((a, b)) or save(cid, a, b, **arrays)
+    )
+    before = {pair: load(CID, *pair)["P_S"] for pair in ((0, 1), (0, 2), (1, 2))}
+    body = {"pair": [2, 0], "source": 0, "target": 3, "verdict": "exact"}  # not an automatic seed
+    collations.add_assessment(store, CID, body, "http://collation.test/api/v1")
+    assert loaded == [(0, 2)] and saved == [(0, 2)]
+    assert not np.array_equal(load(CID, 0, 2)["P_S"], before[(0, 2)])  # the verdict's seed moved P_S
+    loaded.clear(), saved.clear()
+    batch = {"members": [{"manuscript": 0, "index": 1}, {"manuscript": 1, "index": 1}], "verdict": "none"}
+    collations.add_batch(store, CID, batch, "http://collation.test/api/v1")
+    assert loaded == [(0, 1)] and saved == [(0, 1)]
+    assert np.array_equal(load(CID, 1, 2)["P_S"], before[(1, 2)])

@@ -292,7 +292,7 @@ def test_an_abandoned_job_is_retried(api: Any, synthetic: Any, run_jobs: Any, se
 def test_failing_steps_are_retried_then_recorded(
     api: Any, synthetic: Any, run_jobs: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import collation.engine.transpositions
+    import collation.engine.pipeline
 
     calls = []
 
@@ -300,8 +300,8 @@ def test_failing_steps_are_retried_then_recorded(
         calls.append(1)
         raise RuntimeError("scoring exploded")
 
-    # every chunk scores through score_pairs_transposed (one transposition, as drawn, without the option)
-    monkeypatch.setattr(collation.engine.transpositions, "score_pairs_transposed", broken)
+    # every chunk scores through the pipeline's score_candidates
+    monkeypatch.setattr(collation.engine.pipeline, "score_candidates", broken)
     cid = submit(api, [synthetic.a, synthetic.b], regions={"1": synthetic.b_regions})
     run_jobs()
     doc = status(api, cid)
@@ -341,8 +341,9 @@ def test_callback_url_gets_the_final_status(api: Any, synthetic: Any, run_jobs: 
 
 
 def test_chunks_do_not_change_scores(api: Any, synthetic: Any, run_jobs: Any, settings: Any) -> None:
-    """Scores computed in chunks of 6 pairs equal ``score_matrix`` in one call."""
-    from collation.engine.similarity import score_matrix
+    """Scores computed in chunks of 6 pairs equal every pair's scores in one call (the stored candidates
+    scored, the others unscored)."""
+    from engine_grid import full_scores
 
     cid = submit(api, [synthetic.a, synthetic.b], regions={"1": synthetic.b_regions})
     run_jobs()
@@ -411,7 +412,7 @@ def test_a_store_failing_while_a_step_finds_its_collation_gone_is_remembered(
     from collation.jobs import steps
     from collation.store import writable
 
-    def step(cid: str) -> str:
+    def step(runtime: Any, cid: str) -> str:
         raise steps.Gone(cid)
 
     runtime = runtime_for(settings)
@@ -422,7 +423,7 @@ def test_a_store_failing_while_a_step_finds_its_collation_gone_is_remembered(
 
         monkeypatch.setattr(runtime.store, "exists", down)
         with activate(runtime), pytest.raises(OSError):
-            tasks._quietly_gone(step)("c0ffee")
+            tasks.entry_point(step)("c0ffee")
         assert writable.recall(runtime.redis) == "the data store cannot be written: Input/output error"
     finally:
         runtime.close()

@@ -11,10 +11,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from engine_grid import full_scores
 
+from collation.core.options import TRANSPOSITION_SETS, CollationOptions
 from collation.core.settings import Settings
-from collation.engine.cascade import pruned_score_matrix_transposed
-from collation.engine.transpositions import TRANSPOSITION_SETS, score_matrix_transposed
+from collation.engine.pipeline import assemble, candidate_pairs, score_candidates
 from collation.jobs.planning import Planned, next_steps
 from collation.service import schemas
 from collation.service.results import pair_results
@@ -40,7 +41,7 @@ PLAIN_RESULTS = {"S", "N_S", "P_S", "two_cycles", "three_cycles", "auto_seeds", 
 
 
 def test_the_option_values_are_the_engine_s() -> None:
-    assert tuple(TRANSPOSITION_SETS) == schemas.TRANSPOSITIONS
+    assert schemas.OptionsSchema().fields["transpositions"].validate.choices == tuple(TRANSPOSITION_SETS)
 
 
 @pytest.mark.parametrize(
@@ -54,7 +55,7 @@ def test_the_option_values_are_the_engine_s() -> None:
         ({"partial": 1}, "options.partial"),
         ({"partial": None}, "options.partial"),
         ({"partial": True, "similarity": "s_matching"}, "options.partial"),
-        ({"transpositions": "mirror", "similarity": "s_features"}, "options.similarity"),
+        ({"transpositions": "mirror", "similarity": "s_features"}, "options.transpositions"),
     ],
 )
 def test_bad_transposition_and_partial_options_are_400(
@@ -79,20 +80,20 @@ def test_options_are_recorded_only_when_they_change_the_scores() -> None:
     }
     assert len(ids) == 4
     # Plain pair keys are those they were; each option gives its own cached matrix.
-    keys = {pair_key(resolve_options(o, settings), "f0", "f1") for o in ({}, {"transpositions": "mirror"})}
-    keys |= {pair_key(resolve_options({"partial": True}, settings), "f0", "f1")}
+    keys = {pair_key(CollationOptions.parse(o), "f0", "f1") for o in ({}, {"transpositions": "mirror"})}
+    keys |= {pair_key(CollationOptions.parse({"partial": True}), "f0", "f1")}
     assert len(keys) == 3
 
 
 def test_the_second_manuscripts_also_get_transposed_features() -> None:
-    plain, mirror = resolve_options({}, Settings()), resolve_options({"transpositions": "mirror"}, Settings())
+    plain, mirror = CollationOptions(), CollationOptions(transpositions="mirror")
     assert feature_keys(plain, 1, "k") == ["k"] and second_features_key(plain, "k") == "k"
     assert feature_keys(mirror, 0, "k") == ["k"]  # manuscript 0 is never the second of a pair
     assert feature_keys(mirror, 1, "k") == ["k", "k.mirror"] == ["k", transposed_features_key("k", "mirror")]
     assert second_features_key(mirror, "k") == "k.mirror"
 
     settings = Settings(chunk_pairs=4)
-    record = new_record(CID, {"manifests": ["https://x/0.json", "https://x/1.json"]}, mirror, settings)
+    record = new_record(CID, {"manifests": ["https://x/0.json", "https://x/1.json"]}, mirror.to_record(), settings)
     docs = [
         {"index": m, "regions": [{"index": i} for i in range(2)], "features_key": f"f{m}", "errors": []} for m in (0, 1)
     ]
@@ -166,9 +167,9 @@ def test_a_mirrored_copy_is_found_and_reported_mirrored(
     feats0 = store.load_features(docs[0]["features_key"])
     turned1 = store.load_features(transposed_features_key(docs[1]["features_key"], "mirror"))
     assert len(turned1) == 2 * n and not store.has_features(transposed_features_key(docs[0]["features_key"], "mirror"))
-    s, t, pairs = pruned_score_matrix_transposed(
-        feats0, turned1, 2, options.get("candidates", 10), seed=0, partial=options.get("partial", False)
-    )
+    engine_options = CollationOptions.parse(options | {"transpositions": "mirror"})
+    pairs = candidate_pairs(feats0, turned1, engine_options)
+    s, t = assemble((n, n), pairs, *score_candidates(feats0, turned1, pairs, engine_options))
     results = store.load_results(cid, 0, 1)
     assert set(results) == PLAIN_RESULTS | {"T"} and results["T"].dtype == np.int8
     assert np.array_equal(results["S"], s) and np.array_equal(results["T"], t)
@@ -176,7 +177,7 @@ def test_a_mirrored_copy_is_found_and_reported_mirrored(
     if "candidates" in options:
         assert len(pairs) < n * n and np.isinf(results["S"]).any()  # pruned: some pairs unscored
     # Mirroring back is what finds them: as drawn, each copy scores far lower against its original.
-    as_drawn, _ = score_matrix_transposed(feats0, turned1.select(range(n)), 1, partial=options.get("partial", False))
+    as_drawn = full_scores(feats0, turned1.select(range(n)), partial=options.get("partial", False))
     assert (np.diag(results["S"]) > np.diag(as_drawn) + 0.25).all()  # here 1.91-1.95 against 1.54-1.61
 
     for pair in ("0,1", "1,0"):

@@ -14,6 +14,7 @@ from builders import v2_canvas, v2_manifest, v2_service, v3_canvas, v3_image_bod
 from PIL import Image
 
 from collation.app import create_app
+from collation.core.options import CollationOptions
 from collation.core.settings import Settings
 from collation.jobs.finishing import compute_results
 from collation.service.state import service_state
@@ -100,7 +101,7 @@ def write_collation(root: Path, status: str = "finished") -> DataStore:
     )
     s = np.full((4, 4), 0.1) + np.eye(4) * 0.8
     s[3, 2] = 0.85  # A3 is torn between B's positions 2 and 3
-    results = compute_results({(0, 1): s}, record["options"])
+    results = compute_results({(0, 1): s}, CollationOptions.from_record(record["options"]))
     store.save_results(CID, 0, 1, **results[(0, 1)])
     return store
 

@@ -1,0 +1,178 @@
+"""The options of a collation: one frozen value, parsed once at each edge, holding every rule once.
+
+The API's request body (``collation.service.schemas``), the command line (``collate match``) and a
+stored record (``collation.store.records``) each build one ``CollationOptions``; everything after
+that reads typed attributes. The value lists live here and nowhere else (the engine modules and the
+API's schema take them from here), and so does every rule between options:
+
+- ``partial`` needs ``similarity`` s_trans (only S_trans has a transform whose matched area can
+  divide the score, docs/transpositions.md);
+- ``transpositions`` other than "none" need s_trans or s_matching;
+- ``candidates`` None scores every pair; s_features always scores every pair (it is a matrix
+  product, cheaper than any pruning), so its candidates are ignored;
+- 3-cycle propagation needs three or more manuscripts (``check_manuscripts``).
+
+Nothing here imports torch: the API process and the command line's parser use it as it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from collation.core import defaults
+from collation.core.errors import InputError, OptionError
+
+BACKBONES = ("efficientnet-lite0", "resnet50-conv4")
+"""The backbones ``collation.engine.backbones.load_backbone`` builds."""
+
+SIMILARITIES = ("s_trans", "s_matching", "s_features")
+"""Every similarity of A.2."""
+
+KERNELS = ("reference", "paper")
+"""Final Gaussian of S_trans: "reference" exp(-e²/tol²) as the authors' code, "paper" exp(-e²/2tol²) (B.13)."""
+
+NORMALIZATIONS = ("none", "softmax", "avg", "max", "softmax-avg", "softmax-max")
+PROPAGATIONS = ("none", "2-cycles", "3-cycles")
+ORIENTATIONS = ("forward", "backward", "both")
+"""Direction of 3-cycles (A.4)."""
+
+TRANSPOSITION_NAMES = ("identity", "mirror", "rot90", "rot180", "rot270", "flip")
+"""Every transposition, by index (the values of T): as drawn; horizontal mirror; turned 90°, 180°,
+270° counter-clockwise; vertical mirror. Each is applied to the second illustration of a pair."""
+
+TRANSPOSITION_SETS = {
+    "none": TRANSPOSITION_NAMES[:1],
+    "mirror": TRANSPOSITION_NAMES[:2],
+    "all": TRANSPOSITION_NAMES,
+}
+"""The values of the ``transpositions`` option and the transpositions each one scores."""
+
+MAX_CANDIDATES = 100_000
+MAX_SEED = 2**31 - 1
+THREE_CYCLES_MIN_MANUSCRIPTS = 3
+
+CHOICES = {
+    "backbone": BACKBONES,
+    "similarity": SIMILARITIES,
+    "kernel": KERNELS,
+    "normalization": NORMALIZATIONS,
+    "propagation": PROPAGATIONS,
+    "orientation": ORIENTATIONS,
+    "transpositions": tuple(TRANSPOSITION_SETS),
+}
+"""Option -> its allowed values, for the options that take a name."""
+
+RECORDED_WHEN_SET = {"orientation": defaults.ORIENTATION, "transpositions": "none", "partial": False}
+"""Options a record holds only when they differ from these values: records, and so collation ids, made
+before the option existed stay as they were."""
+
+
+@dataclass(frozen=True)
+class CollationOptions:
+    """Every option of a collation, checked when built (``OptionError`` names the field).
+
+    Attributes:
+        backbone: the network that describes the illustrations (``BACKBONES``).
+        similarity: S_trans, S_matching or S_features (A.2).
+        seed: of the RANSAC draws, 0..2³¹-1.
+        kernel: the final Gaussian of S_trans (``KERNELS``).
+        normalization, propagation, orientation: of the correspondences (A.3-A.5).
+        candidates: S_trans (or S_matching) only on each illustration's ``candidates`` best pairs
+            (``collation.engine.cascade``); None scores every pair.
+        transpositions: also score the second illustration mirrored ("mirror") or turned ("all").
+        partial: partial-copy S_trans (``collation.engine.partial``).
+    """
+
+    backbone: str = defaults.BACKBONE
+    similarity: str = defaults.SIMILARITY
+    seed: int = defaults.SEED
+    kernel: str = defaults.KERNEL
+    normalization: str = defaults.NORMALIZATION
+    propagation: str = defaults.PROPAGATION
+    orientation: str = defaults.ORIENTATION
+    candidates: int | None = defaults.CANDIDATES
+    transpositions: str = defaults.TRANSPOSITIONS
+    partial: bool = defaults.PARTIAL
+
+    def __post_init__(self) -> None:
+        for name, allowed in CHOICES.items():
+            value = getattr(self, name)
+            if not isinstance(value, str) or value not in allowed:
+                raise OptionError(name, value, allowed)
+        if not _is_int(self.seed) or not 0 <= self.seed <= MAX_SEED:
+            raise InputError(f"seed must be an integer from 0 to {MAX_SEED}, not {self.seed!r}", field="seed")
+        if self.candidates is not None and (not _is_int(self.candidates) or not 1 <= self.candidates <= MAX_CANDIDATES):
+            raise InputError(
+                f"candidates must be an integer from 1 to {MAX_CANDIDATES}, or none to score every pair",
+                field="candidates",
+            )
+        if not isinstance(self.partial, bool):
+            raise InputError("partial must be true or false", field="partial")
+        if self.partial and self.similarity != "s_trans":
+            raise InputError(f"partial copies need similarity s_trans, not {self.similarity}", field="partial")
+        if self.transpositions != "none" and self.similarity == "s_features":
+            raise InputError("transpositions need similarity s_trans or s_matching", field="transpositions")
+
+    # -- the edges --------------------------------------------------------------------------------
+
+    @classmethod
+    def parse(cls, values: Mapping[str, Any] | None, *, backbone: str = defaults.BACKBONE) -> CollationOptions:
+        """Options from a request or a command line: names as the attributes, absent ones default
+        (``backbone``: the deployment's default backbone). An explicit null ``candidates`` scores every pair.
+
+        Raises:
+            InputError: an unknown option or a value outside its rules, naming the field (``OptionError``
+                for a value outside a list).
+        """
+        values = dict(values or {})
+        unknown = sorted(set(values) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise InputError(f"unknown option {unknown[0]!r}", field=unknown[0])
+        present = {k: v for k, v in values.items() if v is not None or k == "candidates"}
+        return cls(**{"backbone": backbone, **present})
+
+    @classmethod
+    def from_record(cls, stored: Mapping[str, Any]) -> CollationOptions:
+        """The options of a stored record (``to_record``'s dict); a record without ``candidates`` scored
+        every pair (it was made before pruning existed)."""
+        return cls(**{"candidates": None, **{k: v for k, v in stored.items() if k != "transposition_names"}})
+
+    def to_record(self) -> dict[str, Any]:
+        """The options as a record stores them and a collation id hashes them: every option, but those of
+        ``RECORDED_WHEN_SET`` only when set."""
+        stored = dataclasses.asdict(self)
+        for name, unset in RECORDED_WHEN_SET.items():
+            if stored[name] == unset:
+                del stored[name]
+        return stored
+
+    # -- what follows from them -------------------------------------------------------------------
+
+    def check_manuscripts(self, count: int) -> None:
+        """Raises ``InputError`` when ``count`` manuscripts cannot be collated with these options."""
+        if self.propagation == "3-cycles" and count < THREE_CYCLES_MIN_MANUSCRIPTS:
+            raise InputError("3-cycle propagation needs three or more manuscripts", field="propagation")
+
+    @property
+    def transposition_names(self) -> tuple[str, ...]:
+        """The transpositions scored, "identity" first: T's values index this tuple."""
+        return TRANSPOSITION_SETS[self.transpositions]
+
+    @property
+    def n_transpositions(self) -> int:
+        return len(self.transposition_names)
+
+    @property
+    def pruned(self) -> bool:
+        """Whether only candidate pairs are scored (s_features scores every pair)."""
+        return self.candidates is not None and self.similarity != "s_features"
+
+    def replace(self, **changes: Any) -> CollationOptions:
+        return dataclasses.replace(self, **changes)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
