@@ -264,19 +264,21 @@ def record(
     status: Any = "running",
     options: dict[str, Any] | None = None,
     cid: str = RECORD_ID,
-    **extra: Any,
-) -> dict[str, Any]:
-    """The record of a collation of ``manuscripts`` manifests (``https://x/{m}.json``) as the service
-    writes it (``new_record``, the options resolved), in ``status`` (a string or a ``CollationStatus``),
-    with the ``extra`` keys."""
+    **fields: Any,
+) -> Any:
+    """The record (``CollationRecord``) of a collation of ``manuscripts`` manifests (``https://x/{m}.json``)
+    as the service writes it (``new_record``, the options resolved), in ``status`` (a string or a
+    ``CollationStatus``), with the record's other ``fields`` set."""
+    from collation.core.options import CollationOptions
     from collation.core.settings import Settings
-    from collation.store.records import new_record, resolve_options
+    from collation.store.records import CollationRequest, CollationStatus, new_record
 
     settings = Settings(chunk_pairs=chunk_pairs)
-    request = {"manifests": [f"https://x/{m}.json" for m in range(manuscripts)]}
-    rec = new_record(cid, request, resolve_options(options or {}, settings), settings)
-    rec["status"] = getattr(status, "value", status)
-    rec.update(extra)
+    request = CollationRequest(tuple(f"https://x/{m}.json" for m in range(manuscripts)))
+    rec = new_record(cid, request, CollationOptions.parse(options), settings)
+    rec.status = CollationStatus(getattr(status, "value", status))
+    for name, value in fields.items():
+        setattr(rec, name, value)
     return rec
 
 

@@ -168,7 +168,8 @@ def test_collate_match_writes_the_same_concordance_csv(tmp_path) -> None:
     from PIL import Image
 
     from collation.engine.illustrations import Illustration
-    from collation.engine.pipeline import CollationResult, Manuscript, write_results
+    from collation.engine.outputs import write_results
+    from collation.engine.pipeline import CollationResult, Manuscript
 
     def witness(name: str, n: int) -> Manuscript:
         image = Image.new("RGB", (8, 8))

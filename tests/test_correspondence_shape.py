@@ -21,7 +21,8 @@ from collation.core.options import CollationOptions
 from collation.core.settings import Settings
 from collation.engine.correspondences import PairResult
 from collation.engine.illustrations import Illustration
-from collation.engine.pipeline import CollationResult, Manuscript, best_matches, correspondences
+from collation.engine.outputs import best_matches, correspondences
+from collation.engine.pipeline import CollationResult, Manuscript
 from collation.iiif.manifests import parse_manifest
 from collation.iiif.regions import Region
 from collation.jobs.finishing import compute_results
@@ -31,7 +32,7 @@ from collation.publish.viewer_layer import build_annotation_pages
 from collation.service import collations
 from collation.service.annotations import correspondence_list
 from collation.store.folder import FolderStore
-from collation.store.records import new_record, resolve_options
+from collation.store.records import CollationRequest, CollationStatus, new_record
 
 
 def same_json(got: Any, expected: Any) -> None:
@@ -194,8 +195,8 @@ def write_collation(root: Path) -> tuple[FolderStore, dict]:
     urls = [f"http://lib.test/{m}/manifest" for m in (0, 1)]
     request = {"manifests": urls, "regions": {}, "options": {}, "callback_url": None}
     settings = Settings.from_env({}, backbone="efficientnet-lite0", chunk_pairs=8)
-    record = new_record(CID, request, resolve_options(None, settings), settings)
-    record.update(status="finished", usable=[0, 1])
+    record = new_record(CID, CollationRequest.from_json(request), CollationOptions(), settings)
+    record.status, record.usable = CollationStatus.FINISHED, [0, 1]
     store.create_collation(record)
     for m, indices in ((0, (2, 5, 7)), (1, (1, 4))):
         canvases = [
@@ -219,7 +220,7 @@ def write_collation(root: Path) -> tuple[FolderStore, dict]:
         doc = {"index": m, "label": f"Codex {m}", "regions": regions, "errors": [], "features_key": str(m)}
         store.save_manuscript(CID, m, doc, v3_manifest(urls[m], canvases, f"Codex {m}"))
     s = np.array([[0.9, 0.1], [0.2, 0.8], [0.3, 0.4]])
-    for pair, arrays in compute_results({(0, 1): s}, CollationOptions.from_record(record["options"])).items():
+    for pair, arrays in compute_results({(0, 1): s}, record.options).items():
         store.save_results(CID, *pair, **arrays)
     assessment = {"id": "1", "pair": [1, 0], "source": 1, "target": 7, "verdict": "confirmed", "category": "exact"}
     store.save_assessments(CID, [assessment])
@@ -264,7 +265,7 @@ def test_service_correspondences_name_positions_and_regions_apart(tmp_path: Path
     manuscripts = []
     for m in (0, 1):
         raw = store.load_manifest(CID, m)
-        parsed = parse_manifest(raw, url=record["request"]["manifests"][m])
+        parsed = parse_manifest(raw, url=record.request.manifests[m])
         manuscripts.append((parsed, [Region.from_dict(r) for r in store.load_manuscript(CID, m)["regions"]]))
     _, pages = build_link_collection(manuscripts, shown, urls=URLS)
     links = {item["id"].rsplit("/", 1)[-1]: item for item in pages[0]["items"]}

@@ -127,7 +127,8 @@ OPTION_FLAGS = (
 def cmd_match(args: argparse.Namespace) -> int:
     import torch
 
-    from collation.engine.pipeline import FEATURES_DTYPE, run_collation, write_results
+    from collation.engine.outputs import write_results
+    from collation.engine.pipeline import FEATURES_DTYPE, run_collation
 
     specs = []
     for value in args.manuscripts:
@@ -146,7 +147,7 @@ def cmd_match(args: argparse.Namespace) -> int:
         options_from_args(args, settings),
         device=args.device or settings.device,
         weights_dir=args.weights_dir or settings.weights_dir,
-        dtype=torch.float32 if args.float32 else FEATURES_DTYPE,
+        dtype=torch.float16 if args.float16 else FEATURES_DTYPE,
         progress=_progress_bar(),
     )
     out = write_results(result, args.out)
@@ -251,8 +252,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     match.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: $COLLATION_DEVICE, else auto)")
     match.add_argument("--seed", type=int, default=defaults.SEED)
-    match.add_argument("--float16", action="store_true", help="store features as float16 (the default)")
-    match.add_argument("--float32", action="store_true", help="store features as float32 (twice the memory)")
+    match.add_argument(
+        "--float16", action="store_true", help="store features as float16: half the memory, scores move by about 1e-3"
+    )
+    match.add_argument("--float32", action="store_true", help="store features as float32 (the default, as the service)")
     match.add_argument(
         "--candidates",
         type=_candidates,

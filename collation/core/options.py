@@ -86,14 +86,15 @@ class CollationOptions:
         partial: partial-copy S_trans (``collation.engine.partial``).
     """
 
+    # in the order of the stored records (the status document shows them so)
     backbone: str = defaults.BACKBONE
     similarity: str = defaults.SIMILARITY
-    seed: int = defaults.SEED
-    kernel: str = defaults.KERNEL
     normalization: str = defaults.NORMALIZATION
     propagation: str = defaults.PROPAGATION
-    orientation: str = defaults.ORIENTATION
+    seed: int = defaults.SEED
+    kernel: str = defaults.KERNEL
     candidates: int | None = defaults.CANDIDATES
+    orientation: str = defaults.ORIENTATION
     transpositions: str = defaults.TRANSPOSITIONS
     partial: bool = defaults.PARTIAL
 

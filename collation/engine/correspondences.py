@@ -14,7 +14,7 @@ import numpy as np
 
 from collation.core import defaults
 from collation.core.errors import InputError, ShapeError
-from collation.core.options import NORMALIZATIONS, ORIENTATIONS, PROPAGATIONS
+from collation.core.options import NORMALIZATIONS, ORIENTATIONS, PROPAGATIONS, THREE_CYCLES_MIN_MANUSCRIPTS
 from collation.engine.checks import as_index_pairs, check_option, check_positive_float, check_shape
 
 
@@ -253,7 +253,7 @@ def collate(
     check_positive_float("temperature", temperature)
     sizes = _manuscript_sizes(scores)
     manuscripts = sorted(sizes)
-    if propagation == "3-cycles" and len(manuscripts) < 3:
+    if propagation == "3-cycles" and len(manuscripts) < THREE_CYCLES_MIN_MANUSCRIPTS:
         raise InputError("3-cycle propagation needs three or more manuscripts", field="propagation")
     for name, verdicts in (("confirmed", confirmed), ("rejected", rejected)):
         for pair, pairs in (verdicts or {}).items():

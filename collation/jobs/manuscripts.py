@@ -9,11 +9,15 @@ collation goes on with what could be read.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
+
+from PIL import Image
 
 from collation.core.errors import CollationError
 from collation.core.options import CollationOptions
 from collation.store.datastore import DataStore
+from collation.store.records import CollationRecord
 
 if TYPE_CHECKING:
     from collation.iiif.regions import RegionProblem
@@ -99,7 +103,7 @@ def empty_doc(m: int, url: str) -> dict[str, Any]:
 
 
 def read_manuscript(
-    record: dict, m: int, store: DataStore, fetcher: Fetcher, max_regions: int = 5000, detector: Any = None
+    record: CollationRecord, m: int, store: DataStore, fetcher: Fetcher, max_regions: int = 5000, detector: Any = None
 ) -> tuple[dict, dict | None]:
     """Reads manuscript ``m`` of a collation and stores its region images.
 
@@ -114,8 +118,8 @@ def read_manuscript(
     """
     from collation.iiif.sources import load_manuscript_regions
 
-    url = record["request"]["manifests"][m]
-    spec = (record["request"].get("regions") or {}).get(str(m))
+    url = record.request.manifests[m]
+    spec = record.request.regions.get(str(m))
     doc = empty_doc(m, url)
     try:
         found = load_manuscript_regions(
@@ -131,7 +135,7 @@ def read_manuscript(
     except CollationError as exc:  # the manifest (or its region annotations) could not be read
         doc["errors"].append({"message": exc.message})
         return doc, None
-    return _document(doc, found, store, CollationOptions.from_record(record["options"])), found.manifest.raw
+    return _document(doc, found, store, record.options), found.manifest.raw
 
 
 def _document(
@@ -150,11 +154,16 @@ def _document(
         regions_note=found.note,
     )
     doc["errors"] += [problem_error(problem) for problem in found.problems]
-    kept = []
-    for region, image in zip(found.regions, found.images, strict=True):
+
+    def save(image: Image.Image) -> str:
         key = image_digest(image)
         store.save_image(image, key)
-        kept.append({**region.to_dict(), "digest": key})
+        return key
+
+    # hashing and PNG-encoding release the GIL: the region images are stored side by side, in order
+    with ThreadPoolExecutor(max_workers=FETCH_THREADS, thread_name_prefix="store-images") as pool:
+        digests = list(pool.map(save, found.images))
+    kept = [{**region.to_dict(), "digest": key} for region, key in zip(found.regions, digests, strict=True)]
     doc["regions"] = kept
     if kept:
         doc["features_key"] = features_key([r["digest"] for r in kept], options)

@@ -29,10 +29,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any
 
 from collation.core.options import CollationOptions
-from collation.store.records import CollationStatus, chunk_count, feature_keys, is_terminal, pair_key, usable
+from collation.store.records import (
+    CollationRecord,
+    CollationStatus,
+    chunk_count,
+    feature_keys,
+    pair_key,
+    usable,
+)
 from collation.store.stepnames import Step
 
 FAILED = CollationStatus.FAILED.value
@@ -86,7 +92,7 @@ def pairs_to_score(options: CollationOptions, key: str, n0: int, n1: int, pair_c
 
 
 def next_steps(
-    record: dict[str, Any],
+    record: CollationRecord,
     docs: Sequence[dict | None],
     failures: Mapping[Step, str],
     have_features: HaveFeatures,
@@ -107,9 +113,9 @@ def next_steps(
     Returns:
         The plan; enqueueing its steps again changes nothing (job ids derive from the steps).
     """
-    if is_terminal(record["status"]):
-        return Plan(record["status"])
-    options = CollationOptions.from_record(record["options"])
+    if record.terminal:
+        return Plan(record.status)
+    options = record.options
     preparing = _manuscript_steps(options, docs, failures, have_features)
     if preparing:
         return Plan("preparing", (*preparing, Planned(Step.plan(), tuple(p.step for p in preparing))))
@@ -119,7 +125,7 @@ def next_steps(
         return Plan(FAILED, failure=f"fewer than two manuscripts could be read ({len(ready)} of {len(docs)})")
 
     chunks: list[Planned] = []
-    chunk_pairs = int(record["chunk_pairs"])
+    chunk_pairs = record.chunk_pairs
     missing_candidates = False
     for a, b in combinations(ready, 2):
         key = pair_key(options, docs[a]["features_key"], docs[b]["features_key"])
@@ -168,7 +174,7 @@ def _described(options: CollationOptions, m: int, doc: dict, have_features: Have
 
 
 def scoring_progress(
-    record: dict[str, Any],
+    record: CollationRecord,
     docs: Sequence[dict | None],
     failures: Mapping[Step, str],
     have_scores: HaveScores,
@@ -178,8 +184,8 @@ def scoring_progress(
     """(done, total): region pairs whose scores are in the store, over all pairs to score (a pair's
     candidate pairs when pruned; all n0 x n1 until they are computed)."""
     ready = usable_manuscripts(docs, failures)
-    options = CollationOptions.from_record(record["options"])
-    chunk_pairs = int(record["chunk_pairs"])
+    options = record.options
+    chunk_pairs = record.chunk_pairs
     done = total = 0
     for a, b in combinations(ready, 2):
         n0, n1 = len(docs[a]["regions"]), len(docs[b]["regions"])

@@ -144,9 +144,15 @@ class Runtime:
             if cache_key in self._features:
                 self._features.move_to_end(cache_key)
                 return self._features[cache_key]
-        feats = self.store.load_features(key, device=cache_key[1])
+        return self.keep_features(key, self.store.load_features(key, device=cache_key[1]))
+
+    def keep_features(self, key: str, feats: MultiScaleFeatures) -> MultiScaleFeatures:
+        """Puts features this process computed (or loaded) in its LRU: the plan step that follows the
+        features step on this worker uses them without reading them back and checking every value."""
+        feats = feats.to(self.device)
         with self._lock:
-            self._features[cache_key] = feats
+            self._features[(key, self.device)] = feats
+            self._features.move_to_end((key, self.device))
             while len(self._features) > self.settings.features_cached:
                 self._features.popitem(last=False)
         return feats

@@ -38,7 +38,7 @@ from collation.jobs.planning import Plan, next_steps, scoring_progress
 from collation.jobs.runtime import Runtime, activate, current
 from collation.store import sharing, writable
 from collation.store.datastore import CollationNotFound, DataStore
-from collation.store.records import CollationStatus, is_terminal
+from collation.store.records import CollationRecord, CollationStatus
 from collation.store.redis_keys import RedisKeys
 from collation.store.stepnames import Step, StepKind
 from collation.store.transitions import cancel as mark_cancelled
@@ -85,9 +85,9 @@ class CollationBusy(CollationError):
 # Reading the store
 
 
-def plan_from_store(store: DataStore, record: dict) -> Plan:
+def plan_from_store(store: DataStore, record: CollationRecord) -> Plan:
     """``next_steps`` over what the store holds for ``record``'s collation."""
-    cid, n = record["id"], len(record["request"]["manifests"])
+    cid, n = record.id, record.manuscript_count
     docs = [store.load_manuscript(cid, m) for m in range(n)]
     return next_steps(
         record, docs, store.load_failures(cid), store.has_features, store.has_scores, store.has_chunk, store.pair_count
@@ -100,7 +100,7 @@ def update_scoring_progress(store: DataStore, cid: str) -> None:
         record = store.load_record(cid)
     except CollationNotFound:
         return
-    docs = [store.load_manuscript(cid, m) for m in range(len(record["request"]["manifests"]))]
+    docs = [store.load_manuscript(cid, m) for m in range(record.manuscript_count)]
     done, total = scoring_progress(
         record, docs, store.load_failures(cid), store.has_scores, store.has_chunk, store.pair_count
     )
@@ -243,7 +243,7 @@ class Scheduler:
     # ----------------------------------------------------------------------------------------------
     # The API's three calls
 
-    def submit(self, record: dict) -> tuple[dict, bool]:
+    def submit(self, record: CollationRecord) -> tuple[CollationRecord, bool]:
         """Stores a new collation (or finds the same one) and enqueues its first steps.
 
         A collation that failed is tried again: its recorded step failures are dropped. One left
@@ -259,18 +259,18 @@ class Scheduler:
         Raises:
             CollationBusy: the lock was not free within ``REQUEST_LOCK_WAIT`` seconds (409).
         """
-        with self._request_lock(record["id"]):
+        with self._request_lock(record.id):
             return self._submit(record)
 
-    def _submit(self, record: dict) -> tuple[dict, bool]:
+    def _submit(self, record: CollationRecord) -> tuple[CollationRecord, bool]:
         created = self.store.create_collation(record)
-        if not created and reopen(self.store, record["id"])["status"] == CollationStatus.CANCELLED:
-            self.store.delete_collation(record["id"])
+        if not created and reopen(self.store, record.id).status == CollationStatus.CANCELLED:
+            self.store.delete_collation(record.id)
             created = self.store.create_collation(record)
             if not created:  # another request re-created it meanwhile: the same collation
-                reopen(self.store, record["id"])
-        self.advance(record["id"])
-        return self.store.load_record(record["id"]), created
+                reopen(self.store, record.id)
+        self.advance(record.id)
+        return self.store.load_record(record.id), created
 
     def cancel(self, cid: str) -> bool:
         """Stops a collation and deletes it: queued jobs are dropped, running ones stop at their next
@@ -328,7 +328,7 @@ class Scheduler:
                 record = self.store.load_record(cid)
             except CollationNotFound:
                 continue
-            if is_terminal(record["status"]):
+            if record.terminal:
                 continue
             reason = sharing.reported(self.connection, cid)
             if reason is not None:  # a worker cannot see this store: advancing again would loop
@@ -419,16 +419,16 @@ class Scheduler:
             meta={"collation": cid, "step": step.name},
         )
 
-    def enqueue_callback(self, record: dict) -> Job:
+    def enqueue_callback(self, record: CollationRecord) -> Job:
         """Enqueues the ``callback`` job of a finished collation on the io queue: one POST of its
         status within ``callback_timeout`` seconds, retried after ``CALLBACK_RETRY_INTERVALS``."""
-        cid = record["id"]
-        status_url = f"{record.get('base_url', '').rstrip('/')}/collations/{cid}"
-        payload = {"id": cid, "status": record["status"], "status_url": status_url}
+        cid = record.id
+        status_url = f"{(record.base_url or '').rstrip('/')}/collations/{cid}"
+        payload = {"id": cid, "status": record.status.value, "status_url": status_url}
         jid = RedisKeys.job_id(cid, "callback")
         job = self.runtime.queue("io").enqueue_call(
             CALLBACK_TASK,
-            args=(cid, record["request"]["callback_url"], payload),
+            args=(cid, record.request.callback_url, payload),
             job_id=jid,
             description=f"collation {cid}: callback",
             timeout=int(self.settings.callback_timeout) + 10,

@@ -23,10 +23,10 @@ from collation.jobs.scheduling import Scheduler, update_scoring_progress
 from collation.net.http import Fetcher
 from collation.store.datastore import CollationNotFound, DataStore
 from collation.store.records import (
+    CollationRecord,
     CollationStatus,
     chunk_count,
     feature_keys,
-    is_terminal,
     pair_key,
     second_features_key,
 )
@@ -39,7 +39,7 @@ class Gone(Exception):
     """The collation was deleted or cancelled while a job worked on it."""
 
 
-def live_record(store: DataStore, cid: str) -> dict:
+def live_record(store: DataStore, cid: str) -> CollationRecord:
     """The record of a collation that is still running.
 
     Raises:
@@ -49,7 +49,7 @@ def live_record(store: DataStore, cid: str) -> dict:
         record = store.load_record(cid)
     except CollationNotFound:
         raise Gone(cid) from None
-    if is_terminal(record["status"]):
+    if record.terminal:
         raise Gone(cid)
     return record
 
@@ -70,7 +70,7 @@ def prepare_manuscript(runtime: Runtime, cid: str, m: int) -> str:
     record = live_record(store, cid)
     if store.load_manuscript(cid, m) is not None:
         return "cached"
-    n = len(record["request"]["manifests"])
+    n = record.manuscript_count
     set_progress(store, cid, "preparing", _count_prepared(store, cid, n), n)
     doc, manifest = read_manuscript(record, m, store, runtime.fetcher, max_regions=runtime.settings.max_regions)
     live_record(store, cid)
@@ -91,7 +91,7 @@ def plan(runtime: Runtime, cid: str) -> str:
     return Scheduler(runtime).advance(cid)
 
 
-def store_candidates(runtime: Runtime, record: dict) -> int:
+def store_candidates(runtime: Runtime, record: CollationRecord) -> int:
     """Stores the candidate pairs of every manuscript pair that needs them; returns how many it computed.
 
     ``cascade_pairs``: global scores, then a cheap local score on the wide candidates and along the
@@ -102,11 +102,11 @@ def store_candidates(runtime: Runtime, record: dict) -> int:
     """
     from collation.engine.pipeline import candidate_pairs
 
-    options = CollationOptions.from_record(record["options"])
+    options = record.options
     if not options.pruned:
         return 0
-    store, cid = runtime.store, record["id"]
-    docs = [store.load_manuscript(cid, m) for m in range(len(record["request"]["manifests"]))]
+    store, cid = runtime.store, record.id
+    docs = [store.load_manuscript(cid, m) for m in range(record.manuscript_count)]
     computed = 0
     for a, b in combinations(usable_manuscripts(docs, store.load_failures(cid)), 2):
         key0, key1 = docs[a]["features_key"], second_features_key(options, docs[b]["features_key"])
@@ -132,7 +132,7 @@ def finalize(runtime: Runtime, cid: str) -> str:
 
     store = runtime.store
     record = live_record(store, cid)
-    docs = [store.load_manuscript(cid, m) for m in range(len(record["request"]["manifests"]))]
+    docs = [store.load_manuscript(cid, m) for m in range(record.manuscript_count)]
     ready = usable_manuscripts(docs, store.load_failures(cid))
     if any(doc is None for doc in docs) or len(ready) < 2:
         return "nothing to finalize yet"
@@ -150,7 +150,7 @@ def finalize(runtime: Runtime, cid: str) -> str:
         return "waiting for missing chunks"
 
     set_progress(store, cid, "finalizing", 0, 1)
-    for (a, b), arrays in compute_results(scores, CollationOptions.from_record(record["options"]), winners).items():
+    for (a, b), arrays in compute_results(scores, record.options, winners).items():
         live_record(store, cid)
         store.save_results(cid, a, b, **arrays)
     apply_assessments(store, cid)
@@ -162,10 +162,10 @@ def finalize(runtime: Runtime, cid: str) -> str:
     return CollationStatus.FINISHED.value
 
 
-def notify(runtime: Runtime, record: dict) -> None:
+def notify(runtime: Runtime, record: CollationRecord) -> None:
     """Hands the final status to a ``callback`` job of its own (``send_callback``), if the request
     gave a ``callback_url``: finalize never waits on the client's server."""
-    if record["request"].get("callback_url"):
+    if record.request.callback_url:
         Scheduler(runtime).enqueue_callback(record)
 
 
@@ -224,11 +224,11 @@ def extract_features(runtime: Runtime, cid: str, m: int) -> str:
     doc = store.load_manuscript(cid, m)
     if not doc or not doc["regions"]:
         return "nothing to describe"
-    options, key = CollationOptions.from_record(record["options"]), doc["features_key"]
+    options, key = record.options, doc["features_key"]
     keys = feature_keys(options, m, key)
     if all(store.has_features(k) for k in keys):
         return "cached"
-    n = len(record["request"]["manifests"])
+    n = record.manuscript_count
     set_progress(store, cid, "features", _count_features(store, options, cid, n), n)
     images = [store.load_image(region["digest"]) for region in doc["regions"]]
     backbone = runtime.backbone(options.backbone)
@@ -238,10 +238,12 @@ def extract_features(runtime: Runtime, cid: str, m: int) -> str:
         feats = describe(images, backbone, options)
         live_record(store, cid)
         store.save_features(key, feats)
+        runtime.keep_features(key, feats)
     for turned_key in keys[1:]:
         turned = describe_transposed(images, backbone, options, feats)
         live_record(store, cid)
         store.save_features(turned_key, turned)
+        runtime.keep_features(turned_key, turned)
     set_progress(store, cid, "features", _count_features(store, options, cid, n), n)
     return f"{len(images)} regions described" + (" and transposed" if len(keys) > 1 else "")
 
@@ -270,7 +272,7 @@ def score_chunk(runtime: Runtime, cid: str, a: int, b: int, k: int) -> str:
     store = runtime.store
     record = live_record(store, cid)
     doc0, doc1 = store.load_manuscript(cid, a), store.load_manuscript(cid, b)
-    options, chunk_pairs = CollationOptions.from_record(record["options"]), int(record["chunk_pairs"])
+    options, chunk_pairs = record.options, record.chunk_pairs
     key = pair_key(options, doc0["features_key"], doc1["features_key"])
     if store.has_chunk(key, chunk_pairs, k) or store.has_scores(key):
         return "cached"
@@ -304,7 +306,7 @@ def _scored_pairs(store: DataStore, options: CollationOptions, key: str, n0: int
 
 
 def assemble_scores(
-    store: DataStore, record: dict, doc0: dict, doc1: dict
+    store: DataStore, record: CollationRecord, doc0: dict, doc1: dict
 ) -> tuple[np.ndarray, np.ndarray | None] | None:
     """The (n0, n1) score matrix of a pair from the store, joining its chunks when all are there, and
     with transpositions its (n0, n1) int8 winners T (None without); None while a chunk is missing.
@@ -313,7 +315,7 @@ def assemble_scores(
     """
     from collation.engine.pipeline import assemble
 
-    options = CollationOptions.from_record(record["options"])
+    options = record.options
     transposed = second_features_key(options, doc1["features_key"]) != doc1["features_key"]
     key = pair_key(options, doc0["features_key"], doc1["features_key"])
     matrix = store.load_scores(key)
@@ -326,7 +328,7 @@ def assemble_scores(
     pairs = _scored_pairs(store, options, key, n0, n1)
     if pairs is None:
         return None
-    chunk_pairs = int(record["chunk_pairs"])
+    chunk_pairs = record.chunk_pairs
     parts, winner_parts = [], []
     for k in range(chunk_count(len(pairs), chunk_pairs)):
         part = store.load_chunk(key, chunk_pairs, k)

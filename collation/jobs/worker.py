@@ -35,6 +35,7 @@ from rq.registry import DeferredJobRegistry, ReadyJobRegistry
 from rq.utils import now as utcnow
 from rq.worker import WorkerStatus
 
+from collation.core.allocator import keep_freed_memory
 from collation.core.settings import Settings
 from collation.jobs.runtime import Runtime, activate
 from collation.store import sharing
@@ -225,6 +226,7 @@ def work(
     Raises:
         RuntimeError: ``settings.redis_url`` is not set.
     """
+    keep_freed_memory()  # as collate does: features and scores allocate large tensors over and over
     runtime = Runtime.create(settings)
     names = queue_names(settings, which)
     if "compute" in which:

@@ -4,17 +4,18 @@
 (``collate serve``) and the workers (``collate worker``). The contract is ``openapi.yaml`` at the
 repository root.
 
-Modules (an arrow is an import; there are no circles, ``tests/service/test_api.py`` checks it)::
+Modules (an arrow is an import; ``tests/test_architecture.py`` checks that there are no circles)::
 
-    cli ──▶ app, local, state, jobs_bridge
-    app ──▶ routes, viewer.routes, problems, state, urls
-    routes ──▶ collations, layers, health, results, schemas, problems, state, urls
-    collations ──▶ jobs_bridge, results, urls          (status, correspondences, assessments)
-    layers ──▶ results, urls, cache, problems          (Web Annotation documents)
-    viewer.routes ──▶ viewer.data, viewer.matrix, results, schemas, state, urls
-    viewer.data ──▶ results, urls
+    api ──▶ collations, annotations, concordance_rows, health, inspection, listing, results, schemas,
+            problems, auth, state, urls                (routes: parse, call a plain function, answer)
+    collations ──▶ results, urls, collation.jobs       (status, correspondences, assessments, submit)
+    annotations ──▶ results, urls, documents, problems (Web Annotation documents)
     urls ──▶ state                                     (every public URL)
-    state ──▶ sweeper, cache                           (the app's Runtime, document cache, sweeper)
-    sweeper ──▶ jobs_bridge ──▶ problems, collation.jobs   (the one doorway into the jobs layer)
+    state ──▶ sweeper, documents, inspection           (the app's Runtime, document cache, sweeper)
+    sweeper ──▶ collation.jobs                         (recovery: the scheduler's sweep)
     results ──▶ problems                               (lookup-or-problem helpers of every read)
+
+The app factory (``collation.app``) mounts the API's blueprint and the viewer's; the viewer
+(``collation.viewer``) is the layer above this one.
+
 """

@@ -34,6 +34,7 @@ from collation.service.problems import Conflict
 from collation.service.results import assessment_categories, check_id, finished_record, pair_results, top_candidates
 from collation.service.urls import url_scheme
 from collation.store.datastore import CollationNotFound, DataStore
+from collation.store.records import CollationRecord
 
 TOP = 3
 """Candidates per region and direction in the annotation layers."""
@@ -68,22 +69,22 @@ def _fingerprint(store: DataStore, cid: str) -> tuple:
     return tuple(sorted(store.collation_versions(cid).items()))
 
 
-def _manuscripts(store: DataStore, record: dict) -> list[tuple[Manifest, list[Region]]]:
+def _manuscripts(store: DataStore, record: CollationRecord) -> list[tuple[Manifest, list[Region]]]:
     out = []
-    for m, url in enumerate(record["request"]["manifests"]):
-        doc, raw = store.load_manuscript(record["id"], m), store.load_manifest(record["id"], m)
-        if raw is None or doc is None or m not in record.get("usable", []):
+    for m, url in enumerate(record.request.manifests):
+        doc, raw = store.load_manuscript(record.id, m), store.load_manifest(record.id, m)
+        if raw is None or doc is None or m not in record.usable:
             out.append((Manifest(id=url, url=url, version=3, label="", canvases=(), raw={}), []))
             continue
         out.append((parse_manifest(raw, url=url), [Region.from_dict(r) for r in doc["regions"]]))
     return out
 
 
-def correspondence_list(store: DataStore, record: dict, top: int = TOP) -> list[Correspondence]:
+def correspondence_list(store: DataStore, record: CollationRecord, top: int = TOP) -> list[Correspondence]:
     """The correspondences shown in the annotation layers, best ranks first (see the module docstring)."""
-    cid = record["id"]
+    cid = record.id
     candidates: list[tuple[int, int, Correspondence]] = []
-    for a, b in combinations(record.get("usable", []), 2):
+    for a, b in combinations(record.usable, 2):
         res = pair_results(store, record, a, b)
         verdicts = assessment_categories(store, cid, a, b)
         for forward in (True, False):
@@ -150,8 +151,8 @@ def collection(
         corrs,
         urls=urls,
         page_size=page_size,
-        method=_method(CollationOptions.from_record(record["options"])),
-        created=record.get("ended"),
+        method=_method(record.options),
+        created=record.ended,
         label=f"Image collation {cid}: correspondences",
     )
     if page is None:
@@ -161,11 +162,11 @@ def collection(
     return pages[page - 1]
 
 
-def _usable(record: dict, m: int) -> None:
-    n = len(record["request"]["manifests"])
+def _usable(record: CollationRecord, m: int) -> None:
+    n = record.manuscript_count
     if not 0 <= m < n:
-        raise CollationNotFound(f"collation {record['id']} has no manuscript {m} (0..{n - 1})", field="index")
-    if m not in record.get("usable", []):
+        raise CollationNotFound(f"collation {record.id} has no manuscript {m} (0..{n - 1})", field="index")
+    if m not in record.usable:
         raise Conflict(f"manuscript {m} could not be read, so it has no annotations", field="index")
 
 
@@ -184,4 +185,4 @@ def canvas_page(
     _usable(record, m)
     if not 1 <= canvas_number <= len(manuscripts[m][0].canvases):
         raise CollationNotFound(f"manuscript {m} has no canvas number {canvas_number}", field="canvas")
-    return build_annotation_page(m, canvas_number, manuscripts, corrs, urls=urls, created=record.get("ended"))
+    return build_annotation_page(m, canvas_number, manuscripts, corrs, urls=urls, created=record.ended)

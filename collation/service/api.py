@@ -73,8 +73,8 @@ def create_collation() -> Response:
     token = caller_token()
     owner = listing.token_hash(token) if token else None
     record, created = collations.submit(runtime, body, base_url(), owner)
-    url = collation_url(base_url(), record["id"])
-    response = jsonify({"id": record["id"], "status": record["status"], "status_url": url, "created": created})
+    url = collation_url(base_url(), record.id)
+    response = jsonify({"id": record.id, "status": record.status, "status_url": url, "created": created})
     response.status_code = 202
     response.headers["Location"] = url
     return response

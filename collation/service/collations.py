@@ -13,6 +13,7 @@ from redis import Redis
 
 from collation.core.correspondence import Correspondence
 from collation.core.errors import InputError
+from collation.core.options import CollationOptions
 from collation.engine.concordance import verdict_category
 from collation.jobs.finishing import apply_assessments
 from collation.jobs.runtime import Runtime
@@ -32,7 +33,7 @@ from collation.service.results import (
 )
 from collation.store import writable
 from collation.store.datastore import DataStore
-from collation.store.records import collation_id, is_terminal, new_record, now, resolve_options, usable
+from collation.store.records import CollationRecord, CollationRequest, collation_id, new_record, now, usable
 from collation.store.stepnames import Step
 
 
@@ -47,7 +48,7 @@ def scheduler(runtime: Runtime) -> Scheduler:
     return Scheduler(runtime)
 
 
-def submit(runtime: Runtime, body: dict[str, Any], base: str, owner: str | None = None) -> tuple[dict, bool]:
+def submit(runtime: Runtime, body: dict[str, Any], base: str, owner: str | None = None) -> tuple[CollationRecord, bool]:
     """Creates (or finds) the collation of a validated request body and enqueues its work.
 
     ``owner`` is the hash of the caller's token (``listing.token_hash``): it joins the record's
@@ -60,22 +61,22 @@ def submit(runtime: Runtime, body: dict[str, Any], base: str, owner: str | None 
         Unavailable: no Redis is configured (503); ``RedisError`` when it is not reachable.
     """
     jobs = scheduler(runtime)  # before any write: without Redis nothing is stored
-    options = resolve_options(body.get("options"), runtime.settings)
-    regions = body.get("regions") or {}
-    cid = collation_id(body["manifests"], regions, options)
-    request = {
-        "manifests": list(body["manifests"]),
-        "regions": regions,
-        "options": body.get("options") or {},
-        "callback_url": body.get("callback_url"),
-    }
+    options = CollationOptions.parse(body.get("options"), backbone=runtime.settings.backbone)
+    request = CollationRequest(
+        tuple(body["manifests"]), body.get("regions") or {}, body.get("options") or {}, body.get("callback_url")
+    )
+    cid = collation_id(request.manifests, request.regions, options)
     record = new_record(cid, request, options, runtime.settings)
-    record["base_url"] = base
+    record.base_url = base
     if owner:
-        record["owners"] = [owner]
+        record.owners = [owner]
     record, created = jobs.submit(record)
-    if owner and owner not in (record.get("owners") or []):
-        record = runtime.store.update_record(cid, lambda r: r.__setitem__("owners", [*(r.get("owners") or []), owner]))
+    if owner and owner not in record.owners:
+
+        def add_owner(stored: CollationRecord) -> None:
+            stored.owners = [*stored.owners, owner]
+
+        record = runtime.store.update_record(cid, add_owner)
     return record, created
 
 
@@ -99,11 +100,11 @@ def status_document(store: DataStore, cid: str, base: str, redis: Redis | None =
     """
     record = store.load_record(check_id(cid))
     problem = None
-    if not is_terminal(record["status"]) and writable.recall(redis) is not None:
+    if not record.terminal and writable.recall(redis) is not None:
         problem = writable.check(store, redis)
     failures = store.load_failures(cid)
     manuscripts = []
-    for m, url in enumerate(record["request"]["manifests"]):
+    for m, url in enumerate(record.request.manifests):
         doc = store.load_manuscript(cid, m)
         errors = list(doc["errors"]) if doc else []
         for step in (Step.prepare(m), Step.features(m)):
@@ -127,18 +128,24 @@ def status_document(store: DataStore, cid: str, base: str, redis: Redis | None =
         )
     return {
         **record_summary(record),
-        "ended": record.get("ended"),
-        "options": record["options"],
+        "ended": record.ended,
+        "options": record.options.to_record(),
         "manuscripts": manuscripts,
-        "errors": record.get("errors", []),
+        "errors": record.errors,
         "problem": problem,
-        "links": urls.status_links(base, cid, record.get("usable") or []),
+        "links": urls.status_links(base, cid, record.usable),
     }
 
 
-def record_summary(record: dict) -> dict[str, Any]:
+def record_summary(record: CollationRecord) -> dict[str, Any]:
     """What the status document and the list of collations both say of a record first."""
-    return {key: record[key] for key in ("id", "status", "progress", "created", "updated")}
+    return {
+        "id": record.id,
+        "status": record.status.value,
+        "progress": record.progress.to_json(),
+        "created": record.created,
+        "updated": record.updated,
+    }
 
 
 def _region(region: dict) -> dict[str, Any]:
@@ -224,13 +231,13 @@ def add_batch(store: DataStore, cid: str, body: dict[str, Any], base: str) -> di
 
 
 def _check_regions(
-    store: DataStore, record: dict, a: int, b: int, i: int, j: int, pair_field: str, fields: tuple[str, str]
+    store: DataStore, record: CollationRecord, a: int, b: int, i: int, j: int, pair_field: str, fields: tuple[str, str]
 ) -> None:
     """Raises the 400 problem naming ``fields`` when region i of a or region j of b does not exist: it
     reads the two manuscripts' region lists, not the pair's scores."""
     check_pair(record, a, b, field=pair_field)
     for name, m, value in ((fields[0], a, i), (fields[1], b, j)):
-        if value not in {r["index"] for r in store.load_manuscript(record["id"], m)["regions"]}:
+        if value not in {r["index"] for r in store.load_manuscript(record.id, m)["regions"]}:
             raise InputError(f"manuscript {m} has no region {value}", field=name)
 
 

@@ -29,12 +29,13 @@ from collation.service.images import FULL_WIDTH, region_image_url
 from collation.service.results import SCORE_ARRAYS, assessment_categories, check_id, finished_record, pair_results
 from collation.service.urls import collation_url, manifest_url
 from collation.store.datastore import DataStore
+from collation.store.records import CollationRecord
 
 
-def _witnesses(store: DataStore, record: dict, base: str) -> list[dict[str, Any]]:
-    cid, usable = record["id"], set(record.get("usable", []))
+def _witnesses(store: DataStore, record: CollationRecord, base: str) -> list[dict[str, Any]]:
+    cid, usable = record.id, set(record.usable)
     out = []
-    for m, url in enumerate(record["request"]["manifests"]):
+    for m, url in enumerate(record.request.manifests):
         doc = store.load_manuscript(cid, m) if m in usable else None
         out.append(
             {
@@ -49,9 +50,9 @@ def _witnesses(store: DataStore, record: dict, base: str) -> list[dict[str, Any]
     return out
 
 
-def _evidence(store: DataStore, record: dict, score: str) -> tuple[dict, dict, dict]:
+def _evidence(store: DataStore, record: CollationRecord, score: str) -> tuple[dict, dict, dict]:
     """(sizes, evidence, regions) of the readable manuscripts: evidence by matrix position."""
-    cid, usable = record["id"], sorted(record.get("usable", []))
+    cid, usable = record.id, sorted(record.usable)
     sizes, evidence, regions = {}, {}, {}
     for a, b in combinations(usable, 2):
         res = pair_results(store, record, a, b)
@@ -69,11 +70,11 @@ def _evidence(store: DataStore, record: dict, score: str) -> tuple[dict, dict, d
     return sizes, evidence, regions
 
 
-def _manifests(store: DataStore, record: dict) -> dict[int, Manifest | None]:
+def _manifests(store: DataStore, record: CollationRecord) -> dict[int, Manifest | None]:
     out = {}
-    for m in record.get("usable", []):
-        raw = store.load_manifest(record["id"], m)
-        out[m] = parse_manifest(raw, url=record["request"]["manifests"][m]) if raw else None
+    for m in record.usable:
+        raw = store.load_manifest(record.id, m)
+        out[m] = parse_manifest(raw, url=record.request.manifests[m]) if raw else None
     return out
 
 

@@ -1,7 +1,7 @@
 """``GET /collations``: the collations a caller may see, newest first, a page at a time.
 
 Who sees what: without ``settings.api_tokens`` every collation is listed. With tokens, each
-collation records the SHA-256 of every token that submitted it (``record["owners"]``; the same
+collation records the SHA-256 of every token that submitted it (``record.owners``; the same
 request made with another token adds that token's hash), and a caller sees only the collations of
 the token it sends; a caller without a token sees none (single collations stay readable by id, as
 every read is). Tokens themselves are never stored.
@@ -21,7 +21,7 @@ from collation.service import urls
 from collation.service.collations import record_summary
 from collation.service.documents import RECORDS_CACHED, DocumentCache
 from collation.store.datastore import CollationNotFound, DataStore
-from collation.store.records import CollationStatus
+from collation.store.records import CollationRecord, CollationStatus
 
 MAX_LIMIT = 100
 
@@ -51,21 +51,21 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def visible(record: dict, owner: str | None, tokens_set: bool) -> bool:
+def visible(record: CollationRecord, owner: str | None, tokens_set: bool) -> bool:
     """Whether a caller holding the token of hash ``owner`` (None: no token) may list ``record``."""
     if not tokens_set:
         return True
-    return owner is not None and owner in (record.get("owners") or [])
+    return owner is not None and owner in record.owners
 
 
-def item(store: DataStore, record: dict, base: str) -> dict[str, Any]:
+def item(store: DataStore, record: CollationRecord, base: str) -> dict[str, Any]:
     """One collation of the list: id, witnesses (labels once prepared), status, progress, links."""
-    cid = record["id"]
+    cid = record.id
     witnesses = []
-    for m, manifest in enumerate(record["request"]["manifests"]):
+    for m, manifest in enumerate(record.request.manifests):
         doc = store.load_manuscript(cid, m)
         witnesses.append({"index": m, "manifest": manifest, "label": doc.get("label") if doc else None})
-    links = urls.status_links(base, cid, record.get("usable") or [])
+    links = urls.status_links(base, cid, record.usable)
     return {
         **record_summary(record),
         "witnesses": witnesses,
@@ -78,7 +78,7 @@ def item(store: DataStore, record: dict, base: str) -> dict[str, Any]:
     }
 
 
-def current_records(store: DataStore, cache: DocumentCache) -> Iterator[dict]:
+def current_records(store: DataStore, cache: DocumentCache) -> Iterator[CollationRecord]:
     """Every collation's record, from one listing of the store's versions: a record whose version has
     not changed since the last call comes from ``cache`` (on an object store, one request instead of
     one per collation)."""
@@ -109,10 +109,10 @@ def list_collations(
     for record in current_records(store, cache if cache is not None else DocumentCache(RECORDS_CACHED)):
         if not visible(record, owner, tokens_set):
             continue
-        if statuses is not None and record.get("status") not in statuses:
+        if statuses is not None and record.status not in statuses:
             continue
         records.append(record)
-    records.sort(key=lambda r: (r.get("created") or "", r["id"]), reverse=True)
+    records.sort(key=lambda r: (r.created, r.id), reverse=True)
     page, limit = query["page"], query["limit"]
     chunk = records[(page - 1) * limit : page * limit]
     total = len(records)

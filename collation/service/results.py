@@ -12,12 +12,11 @@ from typing import Any
 import numpy as np
 
 from collation.core.errors import InputError
-from collation.core.options import CollationOptions
 from collation.engine.concordance import verdict_category
 from collation.engine.transpositions import INVERSES
 from collation.service.problems import Conflict
 from collation.store.datastore import CollationNotFound, DataStore
-from collation.store.records import CollationStatus
+from collation.store.records import CollationRecord, CollationStatus
 
 ID_CHARS = frozenset("0123456789abcdef")
 
@@ -44,23 +43,23 @@ def finished_record(store: DataStore, cid: str) -> dict:
         Conflict: the collation is not finished (409).
     """
     record = store.load_record(check_id(cid))
-    if record["status"] != CollationStatus.FINISHED:
-        raise Conflict(f"collation {cid} is {record['status']}, its results are not available", field="id")
+    if record.status != CollationStatus.FINISHED:
+        raise Conflict(f"collation {cid} is {record.status.value}, its results are not available", field="id")
     return record
 
 
-def check_pair(record: dict, a: int, b: int, field: str = "pair") -> None:
+def check_pair(record: CollationRecord, a: int, b: int, field: str = "pair") -> None:
     """Raises ``InputError`` (400, naming ``field``) for a manuscript that does not exist, ``Conflict``
     (409) for one that could not be read."""
-    n = len(record["request"]["manifests"])
+    n = record.manuscript_count
     for m in (a, b):
         if m >= n:
             raise InputError(f"manuscript {m} does not exist: this collation has {n} (0..{n - 1})", field=field)
-        if m not in record.get("usable", []):
+        if m not in record.usable:
             raise Conflict(f"manuscript {m} could not be read, so it has no correspondences", field=field)
 
 
-def pair_results(store: DataStore, record: dict, a: int, b: int, field: str = "pair") -> dict[str, Any]:
+def pair_results(store: DataStore, record: CollationRecord, a: int, b: int, field: str = "pair") -> dict[str, Any]:
     """Scores of manuscripts ``a`` and ``b`` oriented as asked (rows a, columns b) with their regions.
 
     Returns:
@@ -74,7 +73,7 @@ def pair_results(store: DataStore, record: dict, a: int, b: int, field: str = "p
         InputError: a manuscript that does not exist (400, naming ``field``).
         Conflict: a manuscript that could not be read, or missing results (409).
     """
-    cid = record["id"]
+    cid = record.id
     check_pair(record, a, b, field)
     lo, hi = min(a, b), max(a, b)
     res = store.load_results(cid, lo, hi)
@@ -84,7 +83,7 @@ def pair_results(store: DataStore, record: dict, a: int, b: int, field: str = "p
     cycles = {tuple(p) for name in ("two_cycles", "three_cycles") for p in res[name].reshape(-1, 2).tolist()}
     names, transposed = None, None
     if "T" in res:
-        names = list(CollationOptions.from_record(record["options"]).transposition_names)
+        names = list(record.options.transposition_names)
         labels = [INVERSES[name] for name in names] if a > b else names
         transposed = np.array(labels)[res["T"].astype(np.int64)]
     if a > b:

@@ -59,6 +59,7 @@ from PIL import Image
 
 from collation.core.errors import CollationError
 from collation.store.codecs import json_bytes, npy_bytes, npz_bytes, parse_json, parse_npy
+from collation.store.records import CollationRecord
 from collation.store.stepnames import Step
 
 if TYPE_CHECKING:
@@ -69,13 +70,6 @@ class CollationNotFound(CollationError):
     """The collation does not exist (never created, or deleted)."""
 
     http_status = 404
-
-
-def transposed_features_key(features_key: str, transpositions: str) -> str:
-    """Key of a manuscript's features under every transposition of ``transpositions`` ("mirror",
-    "all"): its plain features key plus the option value, since the transposed images are exact
-    pixel moves of the same images (docs/transpositions.md)."""
-    return f"{features_key}.{transpositions}"
 
 
 class DataStore(abc.ABC):
@@ -160,7 +154,7 @@ class DataStore(abc.ABC):
         return f"collations/{cid}/"
 
     @abc.abstractmethod
-    def create_collation(self, record: dict) -> bool:
+    def create_collation(self, record: CollationRecord) -> bool:
         """Creates a collation from its first record; False when it already exists (same inputs).
         A collation never exists without its record."""
 
@@ -172,12 +166,13 @@ class DataStore(abc.ABC):
             CollationNotFound: the collation does not exist (or was deleted meanwhile).
         """
 
-    def update_record(self, cid: str, change: Callable[[dict], Any]) -> dict:
-        """Read-modify-write of the record under the collation's lock; returns the new record."""
+    def update_record(self, cid: str, change: Callable[[CollationRecord], Any]) -> CollationRecord:
+        """Read-modify-write of the record under the collation's lock (``change`` changes the record in
+        place); returns the new record."""
         with self.locked(cid):
             record = self.load_record(cid)
             change(record)
-            self.write_in_collation(cid, "record.json", json_bytes(record))
+            self.write_in_collation(cid, "record.json", json_bytes(record.to_json()))
             return record
 
     @abc.abstractmethod
@@ -201,8 +196,8 @@ class DataStore(abc.ABC):
         """Whether collation ``cid`` exists."""
         return self.has(self.collation_prefix(cid) + "record.json")
 
-    def load_record(self, cid: str) -> dict:
-        """The collation's record.
+    def load_record(self, cid: str) -> CollationRecord:
+        """The collation's record, typed (``CollationRecord``).
 
         Raises:
             CollationNotFound: unknown or deleted id.
@@ -210,7 +205,7 @@ class DataStore(abc.ABC):
         record = parse_json(self.read_in_collation(cid, "record.json"))
         if record is None:
             raise CollationNotFound(f"no collation {cid!r}", field="id")
-        return record
+        return CollationRecord.from_json(record)
 
     def list_collations(self) -> list[str]:
         """The ids of every collation (those with a record), sorted."""

@@ -22,6 +22,7 @@ from typing import IO
 
 from collation.core.atomic import atomic_writer, write_bytes, write_json
 from collation.store.datastore import CollationNotFound, DataStore
+from collation.store.records import CollationRecord
 
 
 class FolderStore(DataStore):
@@ -102,16 +103,16 @@ class FolderStore(DataStore):
     def collation_dir(self, cid: str) -> Path:
         return self.path(self.collation_prefix(cid))
 
-    def create_collation(self, record: dict) -> bool:
+    def create_collation(self, record: CollationRecord) -> bool:
         """The folder is built aside with its record and renamed into place, so concurrent identical
         requests all find the record. A folder without a record (left by an older version) is moved
         away and replaced."""
-        cid = record["id"]
+        cid = record.id
         cdir = self.collation_dir(cid)
         cdir.parent.mkdir(parents=True, exist_ok=True)
         staging = self.root / "staging" / f"{cid}.{uuid.uuid4().hex[:8]}"
         staging.mkdir(parents=True)
-        write_json(staging / "record.json", record)
+        write_json(staging / "record.json", record.to_json())
         try:
             for _attempt in range(2):
                 try:

@@ -44,6 +44,7 @@ from collation.core.atomic import atomic_writer
 from collation.store.codecs import json_bytes
 from collation.store.datastore import CollationNotFound, DataStore
 from collation.store.filecache import FileCache
+from collation.store.records import CollationRecord
 
 LEASE_SECONDS = 30.0
 """How long a collation lock is held at most (longer than any read-modify-write of a record)."""
@@ -288,18 +289,18 @@ class ObjectStore(DataStore):
     # ----------------------------------------------------------------------------------------------
     # Collations
 
-    def create_collation(self, record: dict) -> bool:
+    def create_collation(self, record: CollationRecord) -> bool:
         """Under the lease, so that of concurrent identical requests the one that clears what a
         deletion cut short left (objects without a record: nobody's) never clears another's new
         record: they come one after the other, and the later ones find the record."""
-        prefix = self.collation_prefix(record["id"])
+        prefix = self.collation_prefix(record.id)
         if self.has(prefix + "record.json"):
             return False
-        with self._lease(record["id"]):
+        with self._lease(record.id):
             if self.has(prefix + "record.json"):
                 return False
             self._clear(prefix)
-            return self.create_once(prefix + "record.json", json.dumps(record, indent=1, ensure_ascii=False).encode())
+            return self.create_once(prefix + "record.json", json_bytes(record.to_json()))
 
     @contextlib.contextmanager
     def locked(self, cid: str) -> Iterator[None]:
@@ -311,14 +312,14 @@ class ObjectStore(DataStore):
                 raise CollationNotFound(f"no collation {cid!r}", field="id")
             yield
 
-    def update_record(self, cid: str, change: Callable[[dict], Any]) -> dict:
+    def update_record(self, cid: str, change: Callable[[CollationRecord], Any]) -> CollationRecord:
         """Under the lease: read the record (absent: ``CollationNotFound``), change it, write it. Five
         requests (lease, read, write, lease check, release), where the generic one makes eight;
         deletion takes the lease too, so the write never brings back a deleted collation."""
         with self._lease(cid):
             record = self.load_record(cid)
             change(record)
-            self.write(self.collation_prefix(cid) + "record.json", json_bytes(record))
+            self.write(self.collation_prefix(cid) + "record.json", json_bytes(record.to_json()))
             return record
 
     @contextlib.contextmanager

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -17,23 +18,23 @@ from collation.core import defaults
 from collation.core.options import CollationOptions
 from collation.core.settings import Settings
 from collation.store.codecs import digest
-from collation.store.datastore import transposed_features_key
 from collation.store.stepnames import Step, StepKind
 
 __all__ = [
     "ID_LENGTH",
     "TERMINAL",
+    "CollationRecord",
+    "CollationRequest",
     "CollationStatus",
+    "Progress",
     "Step",
     "StepKind",
     "chunk_count",
     "collation_id",
     "feature_keys",
-    "is_terminal",
     "new_record",
     "now",
     "pair_key",
-    "resolve_options",
     "second_features_key",
     "usable",
 ]
@@ -43,7 +44,7 @@ ID_LENGTH = 16
 
 
 class CollationStatus(StrEnum):
-    """Status of a collation (``record["status"]``)."""
+    """Status of a collation (``CollationRecord.status``; stored as its value)."""
 
     QUEUED = "queued"
     RUNNING = "running"
@@ -60,11 +61,6 @@ class CollationStatus(StrEnum):
 TERMINAL = frozenset({CollationStatus.FINISHED, CollationStatus.FAILED, CollationStatus.CANCELLED})
 
 
-def is_terminal(status: str) -> bool:
-    """Whether a record's status (a string as stored) is terminal."""
-    return CollationStatus(status).terminal
-
-
 # --------------------------------------------------------------------------------------------------
 # Records
 
@@ -75,38 +71,150 @@ def now(clock: Callable[[], dt.datetime] | None = None) -> str:
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def resolve_options(options: dict[str, Any] | None, settings: Settings) -> dict[str, Any]:
-    """A request's options as its record stores them (``CollationOptions.to_record``): the ones it left
-    out filled with the defaults (the deployment's backbone), so equal collations get equal ids.
+def collation_id(manifests: Sequence[str], regions: dict | None, options: CollationOptions) -> str:
+    """The id of a collation: a hash of its ordered manifests, its regions and its options as recorded
+    (``CollationOptions.to_record``: an option at a value that changes nothing leaves the id alone)."""
+    record = options.to_record()
+    return digest({"manifests": list(manifests), "regions": regions or {}, "options": record}, ID_LENGTH)
 
-    Raises:
-        InputError: an option outside its rules, naming the field.
+
+@dataclass
+class Progress:
+    """How far a collation is: ``done`` of ``total`` in its current ``stage``."""
+
+    stage: str
+    done: int = 0
+    total: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"stage": self.stage, "done": int(self.done), "total": int(self.total)}
+
+
+@dataclass(frozen=True)
+class CollationRequest:
+    """What the client asked for, as it asked (the status document shows it back).
+
+    Attributes:
+        manifests: the manifest URLs, in order: manuscript m is ``manifests[m]``.
+        regions: the request's regions, by manuscript index as a string (see openapi.yaml).
+        options: the options as the client gave them (the resolved ones are the record's ``options``).
+        callback_url: where the final status is POSTed, if anywhere.
     """
-    return CollationOptions.parse(options, backbone=settings.backbone).to_record()
+
+    manifests: tuple[str, ...]
+    regions: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    callback_url: str | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CollationRequest:
+        return cls(
+            tuple(data["manifests"]), data.get("regions") or {}, data.get("options") or {}, data.get("callback_url")
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "manifests": list(self.manifests),
+            "regions": self.regions,
+            "options": self.options,
+            "callback_url": self.callback_url,
+        }
 
 
-def collation_id(manifests: Sequence[str], regions: dict | None, options: dict[str, Any]) -> str:
-    """The id of a collation: a hash of its ordered manifests, its regions and its resolved options."""
-    return digest({"manifests": list(manifests), "regions": regions or {}, "options": options}, ID_LENGTH)
+@dataclass
+class CollationRecord:
+    """A collation's record, typed at the store's edge (``DataStore.load_record``, ``update_record``):
+    the store keeps it as JSON (``to_json``), everything else reads attributes.
+
+    Attributes:
+        id: the collation id (``collation_id``).
+        created, updated, ended: ISO 8601 UTC stamps (``ended`` None until it ends).
+        request: what the client asked.
+        options: the resolved options, every rule checked (stored as ``CollationOptions.to_record``).
+        chunk_pairs: pairs per scoring job.
+        status: ``CollationStatus``; progress: ``Progress``; errors: ``{"message": ...}`` of the collation.
+        usable: the manuscripts in the results (set when it finishes; empty before).
+        owners: hashes of the tokens that created it (``service.listing``).
+        base_url: the API's URL as the client called it (links of the callback).
+    """
+
+    id: str
+    created: str
+    updated: str
+    request: CollationRequest
+    options: CollationOptions
+    chunk_pairs: int
+    status: CollationStatus = CollationStatus.QUEUED
+    progress: Progress = field(default_factory=lambda: Progress("queued"))
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    ended: str | None = None
+    usable: list[int] = field(default_factory=list)
+    owners: list[str] = field(default_factory=list)
+    base_url: str | None = None
+
+    @property
+    def manuscript_count(self) -> int:
+        return len(self.request.manifests)
+
+    @property
+    def terminal(self) -> bool:
+        return self.status.terminal
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CollationRecord:
+        """A record as the store keeps it (keys absent from older records take their defaults)."""
+        progress = data.get("progress") or {}
+        return cls(
+            id=data["id"],
+            created=data["created"],
+            updated=data["updated"],
+            request=CollationRequest.from_json(data["request"]),
+            options=CollationOptions.from_record(data["options"]),
+            chunk_pairs=int(data["chunk_pairs"]),
+            status=CollationStatus(data["status"]),
+            progress=Progress(progress.get("stage", data["status"]), progress.get("done", 0), progress.get("total", 0)),
+            errors=list(data.get("errors") or []),
+            ended=data.get("ended"),
+            usable=list(data.get("usable") or []),
+            owners=list(data.get("owners") or []),
+            base_url=data.get("base_url"),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored JSON: the keys of the first record, then ``usable``, ``owners`` and ``base_url``
+        once they are set."""
+        stored = {
+            "id": self.id,
+            "created": self.created,
+            "updated": self.updated,
+            "ended": self.ended,
+            "request": self.request.to_json(),
+            "options": self.options.to_record(),
+            "chunk_pairs": self.chunk_pairs,
+            "status": CollationStatus(self.status).value,  # also checks a status set as a string
+            "progress": self.progress.to_json(),
+            "errors": self.errors,
+        }
+        for name in ("usable", "owners", "base_url"):
+            if getattr(self, name):
+                stored[name] = getattr(self, name)
+        return stored
 
 
 def new_record(
-    cid: str, request: dict[str, Any], options: dict[str, Any], settings: Settings, stamp: str | None = None
-) -> dict:
+    cid: str, request: CollationRequest, options: CollationOptions, settings: Settings, stamp: str | None = None
+) -> CollationRecord:
     """The first record of a collation."""
     stamp = stamp or now()
-    return {
-        "id": cid,
-        "created": stamp,
-        "updated": stamp,
-        "ended": None,
-        "request": request,
-        "options": options,
-        "chunk_pairs": chunk_pairs(CollationOptions.from_record(options), settings),
-        "status": CollationStatus.QUEUED.value,
-        "progress": {"stage": "queued", "done": 0, "total": len(request["manifests"])},
-        "errors": [],
-    }
+    return CollationRecord(
+        id=cid,
+        created=stamp,
+        updated=stamp,
+        request=request,
+        options=options,
+        chunk_pairs=chunk_pairs(options, settings),
+        progress=Progress("queued", 0, len(request.manifests)),
+    )
 
 
 S_FEATURES_CHUNK_PAIRS = 1 << 20
@@ -160,6 +268,13 @@ def pair_key(options: CollationOptions, features0: str, features1: str) -> str:
         if name in stored:
             parts[name] = stored[name]
     return digest(parts)
+
+
+def transposed_features_key(features_key: str, transpositions: str) -> str:
+    """Key of a manuscript's features under every transposition of ``transpositions`` ("mirror",
+    "all"): its plain features key plus the option value, since the transposed images are exact
+    pixel moves of the same images (docs/transpositions.md)."""
+    return f"{features_key}.{transpositions}"
 
 
 def second_features_key(options: CollationOptions, features_key: str) -> str:

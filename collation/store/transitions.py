@@ -18,7 +18,7 @@ import logging
 from collections.abc import Sequence
 
 from collation.store.datastore import CollationNotFound, DataStore
-from collation.store.records import CollationStatus, is_terminal, now
+from collation.store.records import CollationRecord, CollationStatus, Progress, now
 
 log = logging.getLogger("collation.store")
 
@@ -28,26 +28,26 @@ def set_progress(
 ) -> None:
     """Stores the progress of a running collation (no-op once it ended or was deleted)."""
 
-    def change(record: dict) -> None:
-        if is_terminal(record["status"]):
+    def change(record: CollationRecord) -> None:
+        if record.terminal:
             return
-        record["status"] = status.value
-        record["progress"] = {"stage": stage, "done": int(done), "total": int(total)}
-        record["updated"] = now()
+        record.status = status
+        record.progress = Progress(stage, int(done), int(total))
+        record.updated = now()
 
     with contextlib.suppress(CollationNotFound):
         store.update_record(cid, change)
 
 
-def fail(store: DataStore, cid: str, message: str) -> dict | None:
+def fail(store: DataStore, cid: str, message: str) -> CollationRecord | None:
     """Ends a collation as failed with ``message``; returns the record (None if it is gone)."""
 
-    def change(record: dict) -> None:
-        if is_terminal(record["status"]):
+    def change(record: CollationRecord) -> None:
+        if record.terminal:
             return
-        record["status"] = CollationStatus.FAILED.value
-        record["errors"] = [*record.get("errors", []), {"message": message}]
-        record["updated"] = record["ended"] = now()
+        record.status = CollationStatus.FAILED
+        record.errors = [*record.errors, {"message": message}]
+        record.updated = record.ended = now()
 
     try:
         record = store.update_record(cid, change)
@@ -61,7 +61,7 @@ class AlreadyEnded(Exception):
     """The collation ended (or was cancelled) before this transition could be made."""
 
 
-def finish(store: DataStore, cid: str, usable: Sequence[int]) -> dict:
+def finish(store: DataStore, cid: str, usable: Sequence[int]) -> CollationRecord:
     """Ends a collation as finished with the manuscripts ``usable`` in its results.
 
     Raises:
@@ -69,45 +69,41 @@ def finish(store: DataStore, cid: str, usable: Sequence[int]) -> dict:
         CollationNotFound: it was deleted.
     """
 
-    def change(record: dict) -> None:
-        if is_terminal(record["status"]):
+    def change(record: CollationRecord) -> None:
+        if record.terminal:
             raise AlreadyEnded(cid)
-        stamp = now()
-        record.update(
-            status=CollationStatus.FINISHED.value,
-            updated=stamp,
-            ended=stamp,
-            usable=list(usable),
-            progress={"stage": CollationStatus.FINISHED.value, "done": 1, "total": 1},
-        )
+        record.status = CollationStatus.FINISHED
+        record.updated = record.ended = now()
+        record.usable = list(usable)
+        record.progress = Progress(CollationStatus.FINISHED.value, 1, 1)
 
     return store.update_record(cid, change)
 
 
-def reopen(store: DataStore, cid: str) -> dict:
+def reopen(store: DataStore, cid: str) -> CollationRecord:
     """A failed collation asked for again goes back to queued (its step failures are dropped);
     any other record is returned as it is."""
 
-    def change(record: dict) -> None:
-        if record["status"] == CollationStatus.FAILED:
-            record.update(
-                status=CollationStatus.QUEUED.value,
-                errors=[],
-                ended=None,
-                updated=now(),
-                progress={"stage": "queued", "done": 0, "total": 0},
-            )
+    def change(record: CollationRecord) -> None:
+        if record.status == CollationStatus.FAILED:
+            record.status = CollationStatus.QUEUED
+            record.errors, record.ended, record.updated = [], None, now()
+            record.progress = Progress("queued")
 
     record = store.update_record(cid, change)
-    if record["status"] == CollationStatus.QUEUED:
+    if record.status == CollationStatus.QUEUED:
         store.clear_failures(cid)
     return record
+
+
+def _cancelled(record: CollationRecord) -> None:
+    record.status, record.updated = CollationStatus.CANCELLED, now()
 
 
 def cancel(store: DataStore, cid: str) -> bool:
     """Marks a collation cancelled, so running jobs stop at their next check; False if it is gone."""
     try:
-        store.update_record(cid, lambda r: r.update(status=CollationStatus.CANCELLED.value, updated=now()))
+        store.update_record(cid, _cancelled)
     except CollationNotFound:
         return False
     return True

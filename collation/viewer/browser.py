@@ -20,16 +20,17 @@ from typing import Any
 
 from flask import url_for
 
+from collation.core.options import THREE_CYCLES_MIN_MANUSCRIPTS
 from collation.engine.concordance import CATEGORIES, CATEGORY_LABELS, MATCH_CATEGORIES, VERDICT_ALIASES
 from collation.publish.parts import TRANSPOSITION_LABELS
 from collation.service.state import current_runtime
 from collation.service.urls import base_url, collation_url
 from collation.store.records import CollationStatus
 
-CONCORDANCE_WITNESSES = 3
+CONCORDANCE_WITNESSES = THREE_CYCLES_MIN_MANUSCRIPTS
 """From how many witnesses a collation is read first as a concordance (the workspace links its
-concordance page, and Follow opens it), as "3-cycles" propagation needs three or more manuscripts
-(``collation.engine.correspondences``); with two, the pair page is the whole story."""
+concordance page, and Follow opens it): as many as 3-cycle propagation needs
+(``collation.core.options``); with two, the pair page is the whole story."""
 
 VERDICT_MARKS = {"exact": "✓", "partial": "✓", "semantic": "≈", "none": "✕"}
 """The sign before a verdict's words on the pair page's badges."""

@@ -42,9 +42,9 @@ def pair_view(store: DataStore, cid: str, pair: tuple[int, int], base: str) -> d
     record = finished_record(store, check_id(cid))
     a, b = pair
     pair_results(store, record, a, b)  # validates the pair (exists, usable, results present)
-    usable = set(record.get("usable", []))
+    usable = set(record.usable)
     manuscripts = []
-    for m, _url in enumerate(record["request"]["manifests"]):
+    for m, _url in enumerate(record.request.manifests):
         doc = store.load_manuscript(cid, m)
         manuscripts.append(
             {
@@ -59,7 +59,7 @@ def pair_view(store: DataStore, cid: str, pair: tuple[int, int], base: str) -> d
     for m in (a, b):
         doc = store.load_manuscript(cid, m) or {"regions": []}
         raw = store.load_manifest(cid, m)
-        manifest = parse_manifest(raw, url=record["request"]["manifests"][m]) if raw else None
+        manifest = parse_manifest(raw, url=record.request.manifests[m]) if raw else None
         out: dict[str, Any] = {}
         for region in doc["regions"]:
             canvas = manifest.canvas(region["canvas_id"]) if manifest else None

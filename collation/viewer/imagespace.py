@@ -139,7 +139,5 @@ def _canvases(doc: dict[str, Any]) -> list[dict[str, Any]]:
 def _manifest(store: DataStore, cache: DocumentCache, cid: str, m: int) -> Manifest:
     """The input manifest of manuscript ``m`` as parsed, kept in the app's document cache."""
     record = store.load_record(check_id(cid))
-    key = ("viewer-manifest", store.description, cid, m, record.get("ended"))
-    return cache.get_or_build(
-        key, lambda: parse_manifest(store.load_manifest(cid, m), url=record["request"]["manifests"][m])
-    )
+    key = ("viewer-manifest", store.description, cid, m, record.ended)
+    return cache.get_or_build(key, lambda: parse_manifest(store.load_manifest(cid, m), url=record.request.manifests[m]))

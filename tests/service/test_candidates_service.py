@@ -12,11 +12,10 @@ from builders import record
 
 from collation.core import defaults
 from collation.core.options import CollationOptions
-from collation.core.settings import Settings
 from collation.jobs.planning import Plan, Planned, next_steps, scoring_progress
 from collation.service.results import top_candidates
 from collation.store.folder import FolderStore
-from collation.store.records import collation_id, pair_key, resolve_options
+from collation.store.records import collation_id, pair_key
 from collation.store.stepnames import Step
 
 API = "/api/v1"
@@ -48,25 +47,22 @@ def nothing(*args: Any) -> bool:
 
 
 def test_the_option_resolves_to_the_default_null_or_an_integer() -> None:
-    settings = Settings()
-    assert resolve_options({}, settings)["candidates"] == defaults.CANDIDATES
-    assert resolve_options({"candidates": None}, settings)["candidates"] is None
-    assert resolve_options({"candidates": 3}, settings)["candidates"] == 3
+    assert CollationOptions.parse({}).candidates == defaults.CANDIDATES
+    assert CollationOptions.parse({"candidates": None}).candidates is None
+    assert CollationOptions.parse({"candidates": 3}).candidates == 3
     ids = {
-        collation_id(["a", "b"], None, resolve_options(o, settings))
+        collation_id(["a", "b"], None, CollationOptions.parse(o))
         for o in ({}, {"candidates": None}, {"candidates": 3}, {"candidates": defaults.CANDIDATES})
     }
     assert len(ids) == 3  # left out and the default are one collation
 
 
 def test_pair_keys_of_full_and_pruned_matrices_never_mix() -> None:
-    settings = Settings()
     keys = {pair_key(CollationOptions.parse({"candidates": k}), "a", "b") for k in (None, 1, 2)}
     assert len(keys) == 3
     # s_features scores every pair: its candidates do not enter the key
     s_features = {pair_key(CollationOptions(similarity="s_features", candidates=k), "a", "b") for k in (None, 3)}
     assert len(s_features) == 1
-    assert resolve_options({}, settings) == CollationOptions().to_record()
 
 
 CONTENT_SETTINGS = ("RANSAC_ITERATIONS", "RANSAC_TOLERANCE", *defaults.CASCADE_SETTINGS)

@@ -21,7 +21,7 @@ from collation.jobs.finishing import compute_results
 from collation.service.state import service_state
 from collation.store.datastore import DataStore
 from collation.store.folder import FolderStore
-from collation.store.records import new_record, resolve_options
+from collation.store.records import CollationRequest, CollationStatus, new_record
 
 CID = "00112233445566aa"
 API = f"/api/v1/collations/{CID}"
@@ -56,8 +56,8 @@ def write_collation(root: Path) -> DataStore:
         "callback_url": None,
     }
     settings = Settings.from_env({}, backbone="efficientnet-lite0", chunk_pairs=8)
-    record = new_record(CID, request, resolve_options(None, settings), settings)
-    record.update(status="finished", usable=[0, 1, 2])
+    record = new_record(CID, CollationRequest.from_json(request), CollationOptions(), settings)
+    record.status, record.usable = CollationStatus.FINISHED, [0, 1, 2]
     store.create_collation(record)
     for m, n in SIZES.items():
         regions = [
@@ -80,7 +80,7 @@ def write_collation(root: Path) -> DataStore:
         )
     scores = {(0, 1): diagonal(5, 5, 0), (0, 2): diagonal(5, 4, -1), (1, 2): diagonal(5, 4, -1)}
     scores[(0, 1)][4, 4] = 0.3  # the last pair of A and B is weak
-    for pair, arrays in compute_results(scores, CollationOptions.from_record(record["options"])).items():
+    for pair, arrays in compute_results(scores, record.options).items():
         store.save_results(CID, *pair, **arrays)
     return store
 

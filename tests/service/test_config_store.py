@@ -5,15 +5,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import builders
 import numpy as np
 import pytest
 
 from collation.core.atomic import write_json
 from collation.core.errors import InputError
+from collation.core.options import CollationOptions
 from collation.core.settings import Settings
 from collation.store.datastore import CollationNotFound
 from collation.store.folder import FolderStore
-from collation.store.records import collation_id, resolve_options
+from collation.store.records import CollationStatus, collation_id
 
 
 def test_settings_come_from_defaults_then_environment_then_overrides(tmp_path: Path) -> None:
@@ -44,30 +46,29 @@ def test_bad_settings_name_the_variable(name: str, value: str) -> None:
 
 
 def test_ids_depend_on_order_regions_and_resolved_options() -> None:
-    settings = Settings.from_env({})
     a, b = "https://x/a.json", "https://x/b.json"
-    base = collation_id([a, b], {}, resolve_options({}, settings))
-    assert base == collation_id([a, b], None, resolve_options({"seed": 0, "similarity": "s_trans"}, settings))
+    base = collation_id([a, b], {}, CollationOptions.parse({}))
+    assert base == collation_id([a, b], None, CollationOptions.parse({"seed": 0, "similarity": "s_trans"}))
     assert len(base) == 16 and base.isalnum()
-    assert base != collation_id([b, a], {}, resolve_options({}, settings))
-    assert base != collation_id([a, b], {"0": {"whole_canvases": True}}, resolve_options({}, settings))
-    assert base != collation_id([a, b], {}, resolve_options({"normalization": "avg"}, settings))
+    assert base != collation_id([b, a], {}, CollationOptions.parse({}))
+    assert base != collation_id([a, b], {"0": {"whole_canvases": True}}, CollationOptions.parse({}))
+    assert base != collation_id([a, b], {}, CollationOptions.parse({"normalization": "avg"}))
 
 
 def test_store_writes_atomically_and_locks(tmp_path: Path) -> None:
     store = FolderStore(tmp_path)
-    record = {"id": "0123456789abcdef", "status": "queued"}
+    record = builders.record(status="queued", cid="0123456789abcdef")
     assert store.create_collation(record) and not store.create_collation(record)
-    store.update_record(record["id"], lambda r: r.update(status="running"))
-    assert store.load_record(record["id"])["status"] == "running"
+    store.update_record(record.id, lambda r: setattr(r, "status", CollationStatus("running")))
+    assert store.load_record(record.id).status == "running"
     write_json(tmp_path / "x" / "y.json", {"a": 1})
     assert not [p for p in tmp_path.rglob("*.tmp")]  # no temporary file is left behind
-    store.save_results(record["id"], 0, 1, S=np.eye(2))
-    np.testing.assert_array_equal(store.load_results(record["id"], 0, 1)["S"], np.eye(2))
-    assert store.delete_collation(record["id"]) and not store.delete_collation(record["id"])
+    store.save_results(record.id, 0, 1, S=np.eye(2))
+    np.testing.assert_array_equal(store.load_results(record.id, 0, 1)["S"], np.eye(2))
+    assert store.delete_collation(record.id) and not store.delete_collation(record.id)
     with pytest.raises(CollationNotFound):
-        store.load_record(record["id"])
+        store.load_record(record.id)
     with pytest.raises(CollationNotFound):
-        store.update_record(record["id"], lambda r: None)
+        store.update_record(record.id, lambda r: None)
     assert store.list_collations() == []
     assert os.listdir(tmp_path / "trash") == []

@@ -21,13 +21,14 @@ from rq.registry import ReadyJobRegistry
 
 from collation.app import create_app
 from collation.core.errors import ManifestError
+from collation.core.options import CollationOptions
 from collation.core.settings import Settings
 from collation.jobs.scheduling import delete_job
 from collation.net.decode import parse_json_bytes
 from collation.service.state import service_state
 from collation.store.datastore import CollationNotFound
 from collation.store.folder import FolderStore
-from collation.store.records import new_record
+from collation.store.records import CollationRequest, CollationStatus, new_record
 from collation.store.transitions import cancel as mark_cancelled
 
 API = "/api/v1"
@@ -107,18 +108,18 @@ def test_a_job_remnant_does_not_stop_the_worker(client: Any, synthetic: Any, set
 
 def test_writes_never_bring_back_a_deleted_collation(settings: Settings) -> None:
     store = FolderStore(settings.data_dir)
-    record = new_record("00000000000000aa", {"manifests": ["http://a", "http://b"]}, {}, settings)
+    record = new_record("00000000000000aa", CollationRequest(("http://a", "http://b")), CollationOptions(), settings)
     assert store.create_collation(record)
-    cdir = store.collation_dir(record["id"])
-    assert store.delete_collation(record["id"])
+    cdir = store.collation_dir(record.id)
+    assert store.delete_collation(record.id)
     for write in (
-        lambda: store.save_manuscript(record["id"], 0, {"regions": []}, {"id": "m"}),
-        lambda: store.update_record(record["id"], lambda r: r.update(status="running")),
-        lambda: store.save_assessments(record["id"], []),
+        lambda: store.save_manuscript(record.id, 0, {"regions": []}, {"id": "m"}),
+        lambda: store.update_record(record.id, lambda r: setattr(r, "status", CollationStatus("running"))),
+        lambda: store.save_assessments(record.id, []),
     ):
         with pytest.raises(CollationNotFound):
             write()
-    store.record_failure(record["id"], __import__("collation.store.stepnames", fromlist=["Step"]).Step.plan(), "x")
+    store.record_failure(record.id, __import__("collation.store.stepnames", fromlist=["Step"]).Step.plan(), "x")
     assert not cdir.exists()  # no folder without its record (it answered 404 to the same POST again)
     assert store.create_collation(record)
 
@@ -145,9 +146,9 @@ def test_fifty_concurrent_identical_posts_all_get_the_one_collation(app: Any, sy
 
 def test_a_folder_without_record_is_replaced(settings: Settings) -> None:
     store = FolderStore(settings.data_dir)
-    record = new_record("00000000000000bb", {"manifests": ["http://a", "http://b"]}, {}, settings)
-    (store.collation_dir(record["id"]) / "manuscripts").mkdir(parents=True)  # left by an older version
-    assert store.create_collation(record) and store.load_record(record["id"])["id"] == record["id"]
+    record = new_record("00000000000000bb", CollationRequest(("http://a", "http://b")), CollationOptions(), settings)
+    (store.collation_dir(record.id) / "manuscripts").mkdir(parents=True)  # left by an older version
+    assert store.create_collation(record) and store.load_record(record.id).id == record.id
 
 
 # -- 9: manifests nested too deeply, NaN -------------------------------------------------------------

@@ -356,6 +356,28 @@ def test_chunks_do_not_change_scores(api: Any, synthetic: Any, run_jobs: Any, se
     np.testing.assert_array_equal(stored[scored], full[scored])
 
 
+def test_the_service_runs_the_command_line_s_research_options(
+    api: Any, synthetic: Any, run_jobs: Any, settings: Any
+) -> None:
+    """s_features, the paper's kernel and 3-cycle orientation, as collate match takes them: the service
+    describes square maps, scores every pair in one job, and records the options that are set."""
+    from engine_grid import full_scores
+
+    options = {"similarity": "s_features", "kernel": "paper", "orientation": "both"}
+    cid = submit(api, [synthetic.a, synthetic.b], regions={"1": synthetic.b_regions}, options=options)
+    run_jobs()
+    doc = status(api, cid)
+    assert doc["status"] == "finished", doc
+    assert doc["options"]["similarity"] == "s_features" and doc["options"]["orientation"] == "both"
+    store = FolderStore(settings.data_dir)
+    feats = [store.load_features(store.load_manuscript(cid, m)["features_key"]) for m in (0, 1)]
+    assert feats[0].scales == (16,) and feats[0].desc.shape[2] == 256  # square maps (A.2)
+    stored = store.load_results(cid, 0, 1)["S"]
+    assert np.isfinite(stored).all()  # every pair, no candidates
+    np.testing.assert_allclose(stored, full_scores(*feats, similarity="s_features"), atol=1e-12)
+    assert top1(api, cid, "0,1", "raw") == {k: k for k in range(len(stored))}
+
+
 def test_a_job_lost_while_being_dequeued_is_enqueued_again(
     api: Any, synthetic: Any, run_jobs: Any, settings: Any
 ) -> None:

@@ -24,7 +24,7 @@ def submit(api: Any, synthetic: Any, seed: int, created: str, **kwargs: Any) -> 
     assert r.status_code == 202, r.get_json()
     cid = r.get_json()["id"]
     store = service_state(api.client.application).runtime.store
-    store.update_record(cid, lambda record: record.__setitem__("created", created))
+    store.update_record(cid, lambda record: setattr(record, "created", created))
     return cid
 
 
@@ -48,7 +48,7 @@ def test_list_is_newest_first_paged_and_filtered(api: Any, synthetic: Any) -> No
     assert [i["id"] for i in page2["items"]] == [old] and page2["page"] == 2 and "next" not in page2["links"]
 
     store = service_state(api.client.application).runtime.store
-    store.update_record(mid, lambda record: record.__setitem__("status", "failed"))
+    store.update_record(mid, lambda record: setattr(record, "status", "failed"))
     assert [i["id"] for i in api.get("/api/v1/collations?status=failed").get_json()["items"]] == [mid]
     both = api.get("/api/v1/collations?status=failed,queued").get_json()
     assert [i["id"] for i in both["items"]] == [new, mid, old]
@@ -97,7 +97,7 @@ def test_with_tokens_each_caller_lists_its_own(token_api: Any, synthetic: Any) -
     assert again.get_json()["id"] == a and again.get_json()["created"] is False
     assert [i["id"] for i in token_api.get("/api/v1/collations", headers=theirs).get_json()["items"]] == [b, a]
     record = service_state(token_api.client.application).runtime.store.load_record(a)
-    assert "s3cret" not in str(record) and len(record["owners"]) == 2  # hashes, never the tokens
+    assert "s3cret" not in str(record) and len(record.owners) == 2  # hashes, never the tokens
 
 
 def test_the_list_reads_only_the_records_that_changed(api: Any, synthetic: Any, monkeypatch: Any) -> None:
@@ -113,7 +113,7 @@ def test_the_list_reads_only_the_records_that_changed(api: Any, synthetic: Any, 
     reads.clear()
     assert [i["id"] for i in api.get("/api/v1/collations").get_json()["items"]] == cids[::-1]
     assert reads == []
-    store.update_record(cids[0], lambda record: record.__setitem__("status", "failed"))
+    store.update_record(cids[0], lambda record: setattr(record, "status", "failed"))
     reads.clear()
     doc = api.get("/api/v1/collations?status=failed").get_json()
     assert [i["id"] for i in doc["items"]] == [cids[0]] and reads == [cids[0]]

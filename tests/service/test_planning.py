@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 from builders import record
 
-from collation.core.options import CollationOptions
 from collation.jobs.planning import Plan, Planned, next_steps, scoring_progress, usable_manuscripts
 from collation.store.records import CollationStatus, pair_key
 from collation.store.stepnames import Step
@@ -62,7 +61,7 @@ def test_ready_manuscripts_are_scored_in_chunks_then_finalized() -> None:
 
 def test_cached_chunks_and_scores_are_not_planned_again() -> None:
     rec, docs = record(3), [doc(0, 4), doc(1, 4), doc(2, 4)]
-    scored = pair_key(CollationOptions.from_record(rec["options"]), "f0", "f1")
+    scored = pair_key(rec.options, "f0", "f1")
     plan = next_steps(rec, docs, {}, everything, lambda key: key == scored, lambda key, c, k: k != 1)
     assert [p.step for p in plan.steps] == [Step.chunk(0, 2, 1), Step.chunk(1, 2, 1), Step.finalize()]
     done = next_steps(rec, docs, {}, everything, everything, nothing)
@@ -97,6 +96,6 @@ def test_an_ended_collation_needs_nothing(status: CollationStatus) -> None:
 
 def test_scoring_progress_counts_pairs_of_stored_chunks_and_matrices() -> None:
     rec, docs = record(3), [doc(0, 4), doc(1, 4), doc(2, 2)]
-    scored = pair_key(CollationOptions.from_record(rec["options"]), "f0", "f1")
+    scored = pair_key(rec.options, "f0", "f1")
     done, total = scoring_progress(rec, docs, {}, lambda key: key == scored, lambda key, c, k: k == 0)
     assert total == 16 + 8 + 8 and done == 16 + 6 + 6

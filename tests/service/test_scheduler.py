@@ -12,21 +12,22 @@ from rq.exceptions import StopRequested
 from rq.job import Job, JobStatus
 from service_helpers import runtime_for
 
+from collation.core.options import CollationOptions
 from collation.jobs.runtime import activate
 from collation.jobs.scheduling import Scheduler, on_job_failure
 from collation.jobs.worker import CollationWorker, queue_names
-from collation.store.records import collation_id, new_record, resolve_options
+from collation.store.records import CollationRequest, collation_id, new_record
 from collation.store.redis_keys import RedisKeys
 from collation.store.stepnames import Step
 
 
 def submitted(scheduler: Scheduler) -> str:
     settings = scheduler.settings
-    options = resolve_options({}, settings)
-    manifests = ["http://127.0.0.1:9/a.json", "http://127.0.0.1:9/b.json"]
+    options = CollationOptions.parse({}, backbone=settings.backbone)
+    manifests = ("http://127.0.0.1:9/a.json", "http://127.0.0.1:9/b.json")
     cid = collation_id(manifests, {}, options)
-    record, created = scheduler.submit(new_record(cid, {"manifests": manifests, "regions": {}}, options, settings))
-    assert created and record["status"] == "queued"
+    record, created = scheduler.submit(new_record(cid, CollationRequest(manifests), options, settings))
+    assert created and record.status == "queued"
     return cid
 
 
@@ -73,16 +74,14 @@ def test_failures_reach_the_store_through_the_runtime(settings: dict[str, Any]) 
         on_job_failure(failed(Step.prepare(1), retry=True), scheduler.connection, RuntimeError, "once", None)
         assert runtime.store.load_failures(cid) == {}
         on_job_failure(failed(Step.prepare(1)), scheduler.connection, RuntimeError, "404", None)
-        assert runtime.store.load_record(cid)["status"] == "queued"  # a manuscript can be left out
+        assert runtime.store.load_record(cid).status == "queued"  # a manuscript can be left out
         on_job_failure(failed(Step.chunk(0, 1, 0)), scheduler.connection, RuntimeError, "boom", None)
     assert runtime.store.load_failures(cid) == {
         Step.prepare(1): "RuntimeError: 404",
         Step.chunk(0, 1, 0): "RuntimeError: boom",
     }
     record = runtime.store.load_record(cid)
-    assert record["status"] == "failed" and record["errors"][-1]["message"] == (
-        "step chunk-0-1-0 failed: RuntimeError: boom"
-    )
+    assert record.status == "failed" and record.errors[-1]["message"] == ("step chunk-0-1-0 failed: RuntimeError: boom")
     with pytest.raises(RuntimeError, match="no collation runtime"):
         on_job_failure(failed(Step.finalize()), scheduler.connection, RuntimeError, "x", None)
 

@@ -19,15 +19,15 @@ from collation.engine.pipeline import assemble, candidate_pairs, score_candidate
 from collation.jobs.planning import Planned, next_steps
 from collation.service import schemas
 from collation.service.results import pair_results
-from collation.store.datastore import transposed_features_key
 from collation.store.folder import FolderStore
 from collation.store.records import (
+    CollationRequest,
     collation_id,
     feature_keys,
     new_record,
     pair_key,
-    resolve_options,
     second_features_key,
+    transposed_features_key,
 )
 from collation.store.stepnames import Step
 
@@ -67,15 +67,14 @@ def test_bad_transposition_and_partial_options_are_400(
 
 
 def test_options_are_recorded_only_when_they_change_the_scores() -> None:
-    settings = Settings()
-    plain = resolve_options({}, settings)
-    assert "transpositions" not in plain and "partial" not in plain
+    plain = CollationOptions.parse({})
+    assert "transpositions" not in plain.to_record() and "partial" not in plain.to_record()
     for same in ({"transpositions": "none"}, {"partial": False}, {"transpositions": "none", "partial": False}):
-        assert resolve_options(same, settings) == plain  # the same record, the same collation id
-    mirror = resolve_options({"transpositions": "mirror", "partial": True}, settings)
-    assert mirror == {**plain, "transpositions": "mirror", "partial": True}
+        assert CollationOptions.parse(same) == plain  # the same record, the same collation id
+    mirror = CollationOptions.parse({"transpositions": "mirror", "partial": True})
+    assert mirror.to_record() == {**plain.to_record(), "transpositions": "mirror", "partial": True}
     ids = {
-        collation_id(["a", "b"], None, resolve_options(o, settings))
+        collation_id(["a", "b"], None, CollationOptions.parse(o))
         for o in ({}, {"transpositions": "mirror"}, {"transpositions": "all"}, {"partial": True})
     }
     assert len(ids) == 4
@@ -93,7 +92,7 @@ def test_the_second_manuscripts_also_get_transposed_features() -> None:
     assert second_features_key(mirror, "k") == "k.mirror"
 
     settings = Settings(chunk_pairs=4)
-    record = new_record(CID, {"manifests": ["https://x/0.json", "https://x/1.json"]}, mirror.to_record(), settings)
+    record = new_record(CID, CollationRequest(("https://x/0.json", "https://x/1.json")), mirror, settings)
     docs = [
         {"index": m, "regions": [{"index": i} for i in range(2)], "features_key": f"f{m}", "errors": []} for m in (0, 1)
     ]
@@ -106,13 +105,9 @@ def test_the_second_manuscripts_also_get_transposed_features() -> None:
 def test_a_pair_read_the_other_way_reports_the_inverse_transposition(tmp_path: Path) -> None:
     store = FolderStore(tmp_path)
     settings = Settings()
-    record = new_record(
-        CID,
-        {"manifests": ["https://x/0.json", "https://x/1.json"]},
-        resolve_options({"transpositions": "all"}, settings),
-        settings,
-    )
-    record["usable"] = [0, 1]
+    request = CollationRequest(("https://x/0.json", "https://x/1.json"))
+    record = new_record(CID, request, CollationOptions(transpositions="all"), settings)
+    record.usable = [0, 1]
     assert store.create_collation(record)
     for m in (0, 1):
         regions = [{"index": i, "canvas_id": f"c{i}", "xywh": [0, 0, 10, 10]} for i in range(2)]
@@ -210,7 +205,7 @@ def test_without_transpositions_nothing_new_is_recorded_or_served(
     assert cid == run(api, run_jobs, [synthetic.a, mirrored], {})  # the same collation as a plain request
     store = FolderStore(settings.data_dir)
     record = store.load_record(cid)
-    assert set(record["options"]) == {
+    assert set(record.options.to_record()) == {
         "backbone",
         "similarity",
         "normalization",

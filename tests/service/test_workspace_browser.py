@@ -307,7 +307,7 @@ def test_detected_regions_are_reviewed_and_corrected_before_starting(
     if given is None:  # the status document does not echo the request: read the record
         from collation.store.location import open_store
 
-        given = open_store(served.settings).load_record(cid)["request"]["regions"]["1"]
+        given = open_store(served.settings).load_record(cid).request.regions["1"]
     assert len(given) == found and all(
         len(r["xywh"]) == 4 and r["canvas"].startswith(synthetic.b.rsplit("/", 1)[0]) for r in given
     )

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from collation.core.options import CollationOptions
 from collation.core.settings import Settings
 from collation.store.datastore import DataStore
 from collation.store.folder import FolderStore
-from collation.store.records import CollationStatus, is_terminal, new_record
+from collation.store.records import CollationRequest, CollationStatus, new_record
 from collation.store.redis_keys import RedisKeys
 from collation.store.stepnames import Step, StepKind
 from collation.store.transitions import AlreadyEnded, cancel, fail, finish, reopen, set_progress
@@ -21,7 +22,7 @@ CID = "0123456789abcdef"
 @pytest.fixture
 def store(tmp_path: Path) -> DataStore:
     store = FolderStore(tmp_path)
-    store.create_collation(new_record(CID, {"manifests": ["a", "b"]}, {}, Settings()))
+    store.create_collation(new_record(CID, CollationRequest(("a", "b")), CollationOptions(), Settings()))
     return store
 
 
@@ -60,21 +61,21 @@ def test_reading_paths_creates_nothing(tmp_path: Path) -> None:
 def test_transitions_of_a_record(store: DataStore) -> None:
     set_progress(store, CID, "preparing", 1, 2)
     record = store.load_record(CID)
-    assert record["status"] == "running" and record["progress"] == {"stage": "preparing", "done": 1, "total": 2}
-    assert fail(store, CID, "fewer than two")["status"] == "failed"
+    assert record.status == "running" and record.progress.to_json() == {"stage": "preparing", "done": 1, "total": 2}
+    assert fail(store, CID, "fewer than two").status == "failed"
     set_progress(store, CID, "scoring", 5, 6)  # late progress of a job still running: dropped
-    assert store.load_record(CID)["progress"]["stage"] == "preparing"
-    assert is_terminal(store.load_record(CID)["status"])
+    assert store.load_record(CID).progress.stage == "preparing"
+    assert store.load_record(CID).terminal
     with pytest.raises(AlreadyEnded):
         finish(store, CID, [0, 1])
 
     store.record_failure(CID, Step.finalize(), "x")
     record = reopen(store, CID)
-    assert record["status"] == CollationStatus.QUEUED and record["errors"] == [] and record["ended"] is None
+    assert record.status == CollationStatus.QUEUED and record.errors == [] and record.ended is None
     assert store.load_failures(CID) == {}
     record = finish(store, CID, [0, 1])
-    assert (record["status"], record["usable"], record["progress"]["stage"]) == ("finished", [0, 1], "finished")
-    assert reopen(store, CID)["status"] == "finished"  # only a failed collation is tried again
-    assert cancel(store, CID) and store.load_record(CID)["status"] == "cancelled"
+    assert (record.status, record.usable, record.progress.stage) == ("finished", [0, 1], "finished")
+    assert reopen(store, CID).status == "finished"  # only a failed collation is tried again
+    assert cancel(store, CID) and store.load_record(CID).status == "cancelled"
     store.delete_collation(CID)
     assert not cancel(store, CID) and fail(store, CID, "gone") is None

@@ -54,7 +54,7 @@ def test_a_collation_is_created_once_and_never_exists_without_its_record(
     monkeypatch.setattr(store, "has", look_together)
     results = []
     threads = [
-        threading.Thread(target=lambda: results.append(store.create_collation(record(status="queued", n=0))))
+        threading.Thread(target=lambda: results.append(store.create_collation(record(status="queued", chunk_pairs=0))))
         for _ in range(4)
     ]
     for t in threads:
@@ -63,26 +63,29 @@ def test_a_collation_is_created_once_and_never_exists_without_its_record(
         t.join()
     monkeypatch.undo()
     assert sorted(results) == [False, False, False, True]  # concurrent identical requests: one creates it
-    assert store.exists(CID) and store.list_collations() == [CID] and store.load_record(CID)["status"] == "queued"
+    assert store.exists(CID) and store.list_collations() == [CID] and store.load_record(CID).status == "queued"
 
 
 def test_concurrent_updates_lose_nothing(store: DataStore) -> None:
-    store.create_collation(record(status="queued", n=0))
+    store.create_collation(record(status="queued", chunk_pairs=0))
+
+    def bump_once(stored: Any) -> None:
+        stored.chunk_pairs += 1
 
     def bump() -> None:
         for _ in range(8):
-            store.update_record(CID, lambda r: r.__setitem__("n", r["n"] + 1))
+            store.update_record(CID, bump_once)
 
     threads = [threading.Thread(target=bump) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert store.load_record(CID)["n"] == 32
+    assert store.load_record(CID).chunk_pairs == 32
 
 
 def test_a_deleted_collation_stays_deleted(store: DataStore) -> None:
-    store.create_collation(record(status="queued", n=0))
+    store.create_collation(record(status="queued", chunk_pairs=0))
     store.save_manuscript(CID, 0, {"regions": []}, {"id": "m"})
     store.save_results(CID, 0, 1, S=np.eye(2))
     store.record_failure(CID, Step.prepare(1), "404")
@@ -94,12 +97,12 @@ def test_a_deleted_collation_stays_deleted(store: DataStore) -> None:
     with pytest.raises(CollationNotFound):
         store.update_record(CID, lambda r: None)
     store.record_failure(CID, Step.prepare(0), "late")  # quietly nothing
-    assert store.create_collation(record(status="again", n=0)) is True  # the same inputs later: a fresh one
+    assert store.create_collation(record(status="failed", chunk_pairs=0)) is True  # the same inputs later: a fresh one
     assert store.load_failures(CID) == {} and store.load_results(CID, 0, 1) is None
 
 
 def test_collation_objects_round_trip(store: DataStore) -> None:
-    store.create_collation(record(status="queued", n=0))
+    store.create_collation(record(status="queued", chunk_pairs=0))
     store.save_manuscript(CID, 1, {"regions": [1, 2]}, {"id": "manifest"})
     assert store.load_manuscript(CID, 1) == {"regions": [1, 2]} and store.load_manifest(CID, 1) == {"id": "manifest"}
     assert store.has_manuscript(CID, 1) and not store.has_manuscript(CID, 0)
@@ -176,12 +179,12 @@ def test_a_dead_lock_holder_blocks_others_only_until_its_lease_ends(
     from collation.store import objects
 
     store = ObjectStore(s3_url, tmp_path, 10**6, endpoint=s3_server.endpoint)
-    store.create_collation(record(status="queued", n=0))
+    store.create_collation(record(status="queued", chunk_pairs=0))
     monkeypatch.setattr(objects, "LEASE_SECONDS", 1.0)
     store._acquire(store.collation_prefix(CID) + ".lock", "a-killed-worker")  # never released
     started = time.monotonic()
-    store.update_record(CID, lambda r: r.__setitem__("n", 1))
-    assert 0.5 < time.monotonic() - started < 5 and store.load_record(CID)["n"] == 1
+    store.update_record(CID, lambda r: setattr(r, "chunk_pairs", 1))
+    assert 0.5 < time.monotonic() - started < 5 and store.load_record(CID).chunk_pairs == 1
 
 
 def test_the_local_cache_keeps_the_newest_within_its_bound(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from collation.engine.concordance import (
 )
 from collation.publish.parts import TRANSPOSITION_LABELS
 from collation.service.state import service_state
-from collation.store.records import CollationStatus, is_terminal
+from collation.store.records import CollationStatus
 from collation.viewer.browser import IMAGE_TEMPLATES, RULES, VERDICT_BUTTONS
 
 PAGES = {
@@ -57,8 +57,8 @@ def test_the_rules_are_the_pythons() -> None:
     assert verdicts["labels"] == {c: CATEGORY_LABELS[c] for c in CATEGORIES}
     assert set(verdicts["marks"]) == set(verdicts["buttons"]) == set(VERDICT_BUTTONS) == set(CATEGORIES)
     assert sorted(RULES["status"].values()) == sorted(s.value for s in CollationStatus)
-    assert RULES["terminal"] and all(is_terminal(s) for s in RULES["terminal"])
-    assert all(not is_terminal(s) for s in RULES["status"].values() if s not in RULES["terminal"])
+    assert RULES["terminal"] and all(CollationStatus(s).terminal for s in RULES["terminal"])
+    assert all(not CollationStatus(s).terminal for s in RULES["status"].values() if s not in RULES["terminal"])
     assert RULES["concordance_witnesses"] == 3
     assert {name: text.split(" ", 1)[1] for name, text in RULES["transpositions"].items()} == {
         name: label for name, label in TRANSPOSITION_LABELS.items() if label

@@ -20,7 +20,7 @@ from collation.jobs.finishing import compute_results
 from collation.service.state import service_state
 from collation.store.datastore import DataStore
 from collation.store.folder import FolderStore
-from collation.store.records import new_record, resolve_options
+from collation.store.records import CollationRequest, CollationStatus, new_record
 from collation.viewer import pages as viewer_routes
 from collation.viewer.matrix import COLORS, layout
 
@@ -84,8 +84,8 @@ def write_collation(root: Path, status: str = "finished") -> DataStore:
         "callback_url": None,
     }
     settings = Settings.from_env({}, backbone="efficientnet-lite0", chunk_pairs=8)
-    record = new_record(CID, request, resolve_options(None, settings), settings)
-    record.update(status=status, usable=[0, 1] if status == "finished" else [])
+    record = new_record(CID, CollationRequest.from_json(request), CollationOptions(), settings)
+    record.status, record.usable = CollationStatus(status), [0, 1] if status == "finished" else []
     store.create_collation(record)
     if status != "finished":
         return store
@@ -101,7 +101,7 @@ def write_collation(root: Path, status: str = "finished") -> DataStore:
     )
     s = np.full((4, 4), 0.1) + np.eye(4) * 0.8
     s[3, 2] = 0.85  # A3 is torn between B's positions 2 and 3
-    results = compute_results({(0, 1): s}, CollationOptions.from_record(record["options"]))
+    results = compute_results({(0, 1): s}, record.options)
     store.save_results(CID, 0, 1, **results[(0, 1)])
     return store
 
