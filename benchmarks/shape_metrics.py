@@ -24,8 +24,13 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import sys
 from collections import Counter
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from test_architecture import circles
 
 SCORING = (
     "score_pairs",
@@ -119,31 +124,6 @@ def imports_of(
             elif target in local:
                 found.add(target)
     return found - {name}
-
-
-def circles(graph: dict[str, set[str]]) -> list[str]:
-    """The import circles a depth-first walk meets (one per back edge); a package's ``__init__``
-    importing its own modules is not counted."""
-    nodes = set(graph)
-    state: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[str] = []
-
-    def visit(module: str) -> None:
-        state[module] = 1
-        stack.append(module)
-        for target in sorted(t for t in graph[module] if t in nodes and not module.startswith(t + ".")):
-            if state.get(target) == 1:
-                found.append(" -> ".join([*stack[stack.index(target) :], target]))
-            elif target not in state:
-                visit(target)
-        stack.pop()
-        state[module] = 2
-
-    for module in sorted(nodes):
-        if module not in state:
-            visit(module)
-    return found
 
 
 # -- layering (from the tree's own tests/test_architecture.py) -------------------------------------

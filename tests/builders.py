@@ -282,6 +282,20 @@ def record(
     return rec
 
 
+def stored_region(m: int, k: int, index: int | None = None) -> dict[str, Any]:
+    """Region ``k`` of manuscript ``m`` as a prepared manuscript stores it (a 400 x 300 box on canvas k
+    of ``http://lib.test/{m}/``), with the stable ``index`` (default: its position k)."""
+    return {
+        "index": k if index is None else index,
+        "canvas_id": f"http://lib.test/{m}/canvas/{k}",
+        "canvas_index": k,
+        "xywh": [100, 100, 400, 300],
+        "label": "",
+        "annotation_id": None,
+        "digest": f"{m}{k:063d}",
+    }
+
+
 # --------------------------------------------------------------------------------------------------
 # Loopback HTTP servers
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from builders import v3_canvas, v3_image_body, v3_manifest
+from builders import stored_region, v3_canvas, v3_image_body, v3_manifest
 from PIL import Image
 
 from collation.core.correspondence import Correspondence, Side, positions
@@ -205,18 +205,7 @@ def write_collation(root: Path) -> tuple[FolderStore, dict]:
             )
             for k in range(len(indices))
         ]
-        regions = [
-            {
-                "index": index,
-                "canvas_id": f"http://lib.test/{m}/canvas/{k}",
-                "canvas_index": k,
-                "xywh": [100, 100, 400, 300],
-                "label": "",
-                "annotation_id": None,
-                "digest": f"{m}{k:063d}",
-            }
-            for k, index in enumerate(indices)
-        ]
+        regions = [stored_region(m, k, index) for k, index in enumerate(indices)]
         doc = {"index": m, "label": f"Codex {m}", "regions": regions, "errors": [], "features_key": str(m)}
         store.save_manuscript(CID, m, doc, v3_manifest(urls[m], canvases, f"Codex {m}"))
     s = np.array([[0.9, 0.1], [0.2, 0.8], [0.3, 0.4]])

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from builders import v3_canvas, v3_image_body, v3_manifest, v3_service2
+from builders import stored_region, v3_canvas, v3_image_body, v3_manifest, v3_service2
 from service_helpers import OpenAPIClient
 
 from collation.app import create_app
@@ -60,18 +60,7 @@ def write_collation(root: Path) -> DataStore:
     record.status, record.usable = CollationStatus.FINISHED, [0, 1, 2]
     store.create_collation(record)
     for m, n in SIZES.items():
-        regions = [
-            {
-                "index": k,
-                "canvas_id": f"http://lib.test/{m}/canvas/{k}",
-                "canvas_index": k,
-                "xywh": [100, 100, 400, 300],
-                "label": "",
-                "annotation_id": None,
-                "digest": f"{m}{k:063d}",
-            }
-            for k in range(n)
-        ]
+        regions = [stored_region(m, k) for k in range(n)]
         store.save_manuscript(
             CID,
             m,
