@@ -28,7 +28,7 @@ FETCH_THREADS = 4
 """Region images fetched at once; the Fetcher also caps requests per host."""
 
 
-def region_options(spec: Any) -> dict[str, Any]:
+def region_arguments(spec: Any) -> dict[str, Any]:
     """``load_manuscript_regions`` arguments from the request's regions entry of one manuscript.
 
     The entry is a list of ``{"canvas": id or index, "xywh": [x, y, w, h], "label"}`` (regions
@@ -43,14 +43,14 @@ def region_options(spec: Any) -> dict[str, Any]:
         return {}
     if isinstance(spec, list):
         return {"given": spec}
-    options: dict[str, Any] = {}
+    arguments: dict[str, Any] = {}
     if spec.get("selector"):
-        options["selector"] = RegionSelector.parse(spec["selector"])
+        arguments["selector"] = RegionSelector.parse(spec["selector"])
     if spec.get("whole_canvases"):
-        options["whole_canvases"] = True
+        arguments["whole_canvases"] = True
     if spec.get("detect") is not None:
-        options["detect"] = bool(spec["detect"])
-    return options
+        arguments["detect"] = bool(spec["detect"])
+    return arguments
 
 
 class RuntimeDetector:
@@ -130,7 +130,7 @@ def read_manuscript(
             strict=False,
             require_regions=False,
             detector=detector or RuntimeDetector(),
-            **region_options(spec),
+            **region_arguments(spec),
         )
     except CollationError as exc:  # the manifest (or its region annotations) could not be read
         doc["errors"].append({"message": exc.message})

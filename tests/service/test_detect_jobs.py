@@ -9,7 +9,7 @@ from typing import Any
 
 from PIL import Image
 
-from collation.jobs.manuscripts import region_options
+from collation.jobs.manuscripts import region_arguments
 
 API = "/api/v1"
 
@@ -24,10 +24,10 @@ def status(api: Any, cid: str) -> dict[str, Any]:
     return api.get(f"{API}/collations/{cid}").get_json()
 
 
-def test_region_options_and_the_detect_field_of_the_request(api: Any) -> None:
-    assert region_options({"detect": True}) == {"detect": True}
-    assert region_options({"detect": False}) == {"detect": False}
-    assert region_options(None) == {} and region_options({}) == {}
+def test_region_arguments_and_the_detect_field_of_the_request(api: Any) -> None:
+    assert region_arguments({"detect": True}) == {"detect": True}
+    assert region_arguments({"detect": False}) == {"detect": False}
+    assert region_arguments(None) == {} and region_arguments({}) == {}
     for spec in ({"detect": True, "whole_canvases": True}, {"detect": True, "selector": "tag=x"}, {"detect": "maybe"}):
         r = api.post(f"{API}/collations", json={"manifests": ["http://h/a", "http://h/b"], "regions": {"0": spec}})
         assert r.status_code == 400, spec
