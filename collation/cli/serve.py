@@ -80,6 +80,7 @@ def run_serve(args: argparse.Namespace) -> int:
     _logging(settings)
     redis_process = None
     workers: list[subprocess.Popen] = []
+    asked: set[int] = set()
     n_workers = getattr(args, "workers", None)
     try:
         if not settings.redis_url:
@@ -106,16 +107,24 @@ def run_serve(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             pass
         finally:
+            _warm_shutdown(workers, asked)  # first: they finish their jobs while the API closes
             server.close()
-            service.close()  # stops the sweeper, closes Redis
+            service.close()  # stops the sweeper (after its current sweep), closes Redis
     finally:
-        for process in workers:
-            if process.poll() is None:
-                process.send_signal(signal.SIGINT)  # warm shutdown: the current job finishes
+        _warm_shutdown(workers, asked)
         for process in workers:
             local.stop(process, timeout=30)
         local.stop(redis_process)
     return 0
+
+
+def _warm_shutdown(workers: list[subprocess.Popen], asked: set[int]) -> None:
+    """Asks each running worker to stop once its current job is done (RQ's warm shutdown, SIGINT), once:
+    a second SIGINT would be RQ's cold shutdown. ``asked`` holds the pids already asked."""
+    for process in workers:
+        if process.poll() is None and process.pid not in asked:
+            process.send_signal(signal.SIGINT)
+            asked.add(process.pid)
 
 
 def warn_public_url(settings: Settings) -> bool:
