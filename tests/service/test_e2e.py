@@ -10,6 +10,7 @@ the middle, the collation finishes with the same scores.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import os
@@ -17,6 +18,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -333,6 +335,13 @@ def test_collate_serve_runs_everything_on_one_machine(synthetic: Any, tmp_path: 
         stderr=subprocess.STDOUT,
         text=True,
     )
+    printed: list[str] = []
+
+    def read() -> None:
+        with contextlib.suppress(ValueError, OSError):  # closed below once serve has ended
+            printed.extend(process.stdout)
+
+    reader = threading.Thread(target=read, daemon=True)
     try:
         line = ""
         while "Collation service on" not in line:
@@ -342,6 +351,9 @@ def test_collate_serve_runs_everything_on_one_machine(synthetic: Any, tmp_path: 
         line = process.stdout.readline()
         url = re.search(r"(http://\S+/api/v1)", line).group(1)
         assert url == workspace + "api/v1"
+        # the rest of what serve and its worker print is read as it comes: a pipe nobody reads fills up,
+        # and a child that writes to it blocks (a worker so blocked cannot stop)
+        reader.start()
         assert requests.get(f"{url}/healthz", timeout=10).json() == {"status": "ok"}
         home = requests.get(workspace, timeout=10)  # the workspace, where a historian starts
         assert home.status_code == 200 and "New collation" in home.text
@@ -362,11 +374,17 @@ def test_collate_serve_runs_everything_on_one_machine(synthetic: Any, tmp_path: 
     finally:
         process.send_signal(signal.SIGINT)
         try:
-            assert process.wait(60) == 0
+            code = process.wait(60)
+        except subprocess.TimeoutExpired:
+            code = None
         finally:
             if process.poll() is None:
                 process.kill()
+                process.wait()
+            if reader.is_alive():
+                reader.join(timeout=10)
             process.stdout.close()
+        assert code == 0, f"serve ended with {code} after Ctrl-C; it printed: {''.join(printed[-40:])}"
     with pytest.raises(requests.ConnectionError):
         requests.get(f"{url}/healthz", timeout=2)
 
