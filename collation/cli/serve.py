@@ -102,6 +102,8 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"Collation service on {root}/ : open it in a browser and paste manifest URLs", flush=True)
         print(f"API: {url}  (POST {url}/collations; Ctrl-C stops)", flush=True)
         signal.signal(signal.SIGTERM, _raise_interrupt)
+        # Ctrl-C stops serve even when it was started with SIGINT ignored (a shell's background job)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             server.run()
         except KeyboardInterrupt:

@@ -10,7 +10,6 @@ the middle, the collation finishes with the same scores.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import os
@@ -18,7 +17,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -327,33 +325,26 @@ def test_collate_serve_runs_everything_on_one_machine(synthetic: Any, tmp_path: 
         COLLATION_LOG_LEVEL="WARNING",
         PYTHONPATH=str(REPO),
     )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "collation", "serve", "--port", "0"],
-        env=env,
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    printed: list[str] = []
-
-    def read() -> None:
-        with contextlib.suppress(ValueError, OSError):  # closed below once serve has ended
-            printed.extend(process.stdout)
-
-    reader = threading.Thread(target=read, daemon=True)
+    log = tmp_path / "serve.log"  # a file, not a pipe: a pipe nobody reads blocks the children writing to it
+    with open(log, "w") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "collation", "serve", "--port", "0"],
+            env=env,
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
     try:
-        line = ""
-        while "Collation service on" not in line:
-            line = process.stdout.readline()
-            assert line or process.poll() is None, "serve exited before printing its URL"
+        lines = wait_for(
+            lambda: (text := log.read_text()).count("\n") >= 2 and "/api/v1" in text and text.splitlines(),
+            60,
+            "serve to print its URL",
+        )
+        line = next(x for x in lines if "Collation service on" in x)
         workspace = re.search(r"(http://\S+/) : open it in a browser", line).group(1)
-        line = process.stdout.readline()
-        url = re.search(r"(http://\S+/api/v1)", line).group(1)
+        url = re.search(r"(http://\S+/api/v1)", next(x for x in lines if "API:" in x)).group(1)
         assert url == workspace + "api/v1"
-        # the rest of what serve and its worker print is read as it comes: a pipe nobody reads fills up,
-        # and a child that writes to it blocks (a worker so blocked cannot stop)
-        reader.start()
         assert requests.get(f"{url}/healthz", timeout=10).json() == {"status": "ok"}
         home = requests.get(workspace, timeout=10)  # the workspace, where a historian starts
         assert home.status_code == 200 and "New collation" in home.text
@@ -381,10 +372,7 @@ def test_collate_serve_runs_everything_on_one_machine(synthetic: Any, tmp_path: 
             if process.poll() is None:
                 process.kill()
                 process.wait()
-            if reader.is_alive():
-                reader.join(timeout=10)
-            process.stdout.close()
-        assert code == 0, f"serve ended with {code} after Ctrl-C; it printed: {''.join(printed[-40:])}"
+    assert code == 0, f"serve ended with {code} after Ctrl-C; it printed: {log.read_text()[-3000:]}"
     with pytest.raises(requests.ConnectionError):
         requests.get(f"{url}/healthz", timeout=2)
 
