@@ -213,7 +213,9 @@ def add_assessment(store: DataStore, cid: str, body: dict[str, Any], base: str) 
     """
     record = finished_record(store, check_id(cid))
     a, b = body["pair"]
-    _check_regions(store, record, a, b, body["source"], body["target"], "pair", ("source", "target"))
+    check_pair(record, a, b, field="pair")
+    _check_region(store, record, a, body["source"], "source")
+    _check_region(store, record, b, body["target"], "target")
     return with_links(_store(store, cid, [(a, b, body["source"], body["target"])], body)[0], cid, base)
 
 
@@ -222,23 +224,19 @@ def add_batch(store: DataStore, cid: str, body: dict[str, Any], base: str) -> di
     the concordance, or any regions of different manuscripts), stored together, P_S recomputed once."""
     record = finished_record(store, check_id(cid))
     members = sorted((m["manuscript"], m["index"]) for m in body["members"])
-    pairs = []
-    for k, (a, i) in enumerate(members):
-        for b, j in members[k + 1 :]:
-            _check_regions(store, record, a, b, i, j, "members", ("members", "members"))
-            pairs.append((a, b, i, j))
+    pairs = [(a, b, i, j) for k, (a, i) in enumerate(members) for b, j in members[k + 1 :]]
+    for a, b, _, _ in pairs:
+        check_pair(record, a, b, field="members")
+    for m, index in members:  # each member's manuscript read once, not once per pair it is in
+        _check_region(store, record, m, index, "members")
     return {"id": cid, "items": [with_links(item, cid, base) for item in _store(store, cid, pairs, body)]}
 
 
-def _check_regions(
-    store: DataStore, record: CollationRecord, a: int, b: int, i: int, j: int, pair_field: str, fields: tuple[str, str]
-) -> None:
-    """Raises the 400 problem naming ``fields`` when region i of a or region j of b does not exist: it
-    reads the two manuscripts' region lists, not the pair's scores."""
-    check_pair(record, a, b, field=pair_field)
-    for name, m, value in ((fields[0], a, i), (fields[1], b, j)):
-        if value not in {r["index"] for r in store.load_manuscript(record.id, m)["regions"]}:
-            raise InputError(f"manuscript {m} has no region {value}", field=name)
+def _check_region(store: DataStore, record: CollationRecord, m: int, index: int, field: str) -> None:
+    """Raises the 400 problem naming ``field`` when manuscript m has no region ``index``: it reads the
+    manuscript's region list, not any pair's scores."""
+    if index not in {r["index"] for r in store.load_manuscript(record.id, m)["regions"]}:
+        raise InputError(f"manuscript {m} has no region {index}", field=field)
 
 
 def _store(store: DataStore, cid: str, pairs: list[tuple[int, int, int, int]], body: dict[str, Any]) -> list[dict]:
