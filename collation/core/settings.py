@@ -34,6 +34,7 @@ USER_AGENT = "image-collation/0.1"
 
 DEVICES = ("auto", "cpu", "cuda")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+LOG_FORMATS = ("text", "json")
 
 
 class SettingsError(InputError):
@@ -236,6 +237,16 @@ class Settings:
         metadata=_help("The contract served at `/api/v1/openapi.yaml`; unset: the `openapi.yaml` of the repository."),
     )
     log_level: str = field(default="INFO", metadata=_help("Log level of `collate serve` and `collate worker`."))
+    log_format: str = field(
+        default="text",
+        metadata=_help("`text` or `json`: JSON lines with `collation_id`, `job_id` and `step` (docs/deployment.md)."),
+    )
+    metrics_need_token: bool = field(
+        default=False, metadata=_help("`GET /metrics` needs a bearer token (when `COLLATION_API_TOKENS` is set).")
+    )
+    worker_metrics_port: int = field(
+        default=0, metadata=_help("Port of a worker's Prometheus `/metrics` (serve's N workers: N ports); 0: none.")
+    )
     iiif: FetchSettings = field(
         default_factory=FetchSettings,
         metadata=_help("IIIF fetching, one `COLLATION_IIIF_<NAME>` variable per field of `FetchSettings`."),
@@ -279,6 +290,12 @@ class Settings:
                 f"{ENV_PREFIX}LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, not {self.log_level!r}",
                 field="LOG_LEVEL",
             )
+        if self.log_format not in LOG_FORMATS:
+            raise SettingsError(
+                f"{ENV_PREFIX}LOG_FORMAT must be text or json, not {self.log_format!r}", field="LOG_FORMAT"
+            )
+        if not 0 <= self.worker_metrics_port <= 65535:
+            raise SettingsError(f"{ENV_PREFIX}WORKER_METRICS_PORT must be 0..65535", field="WORKER_METRICS_PORT")
         for name in (
             "chunk_pairs",
             "job_timeout",
