@@ -16,7 +16,7 @@ from marshmallow import ValidationError
 
 from collation.service import annotations as layers
 from collation.service import collations, inspection, listing
-from collation.service.auth import caller_token
+from collation.service.auth import caller_hash, require_creator
 from collation.service.concordance_rows import concordance, concordance_text, concordance_workbook
 from collation.service.health import readiness
 from collation.service.problems import problem
@@ -70,9 +70,7 @@ def jsonld(doc: dict[str, Any], profile: str | None = None) -> Response:
 def create_collation() -> Response:
     runtime = current_runtime()
     body = CollationRequestSchema(max_manifests=runtime.settings.max_manifests).load(json_body())
-    token = caller_token()
-    owner = listing.token_hash(token) if token else None
-    record, created = collations.submit(runtime, body, base_url(), owner)
+    record, created = collations.submit(runtime, body, base_url(), caller_hash())
     url = collation_url(base_url(), record.id)
     response = jsonify({"id": record.id, "status": record.status, "status_url": url, "created": created})
     response.status_code = 202
@@ -85,11 +83,9 @@ def list_collations() -> Response:
     """The collations the caller may see, newest first, paged (``listing`` says who sees what)."""
     runtime = current_runtime()
     query = listing.ListQuerySchema().load(request.args.to_dict())
-    token = caller_token()
-    owner = listing.token_hash(token) if token else None
     return jsonify(
         listing.list_collations(
-            runtime.store, base_url(), query, owner, bool(runtime.settings.api_tokens), service_state().records
+            runtime.store, base_url(), query, caller_hash(), bool(runtime.settings.api_tokens), service_state().records
         )
     )
 
@@ -100,8 +96,14 @@ def get_collation(cid: str) -> Response:
     return jsonify(collations.status_document(runtime.store, cid, base_url(), runtime.redis))
 
 
+def creator_only(cid: str, action: str) -> None:
+    """A 404 for an unknown collation, a 403 when the caller's token may not change it (``auth``)."""
+    require_creator(current_runtime().store.load_record(check_id(cid)), action)
+
+
 @bp.route("/collations/<cid>", methods=["DELETE"])
 def delete_collation(cid: str) -> Response:
+    creator_only(cid, "delete it")
     collations.cancel(current_runtime(), cid)
     return Response(status=204)
 
@@ -155,8 +157,9 @@ def get_assessments(cid: str) -> Response:
 
 @bp.route("/collations/<cid>/assessments", methods=["POST"])
 def post_assessment(cid: str) -> Response:
-    check_id(cid)  # an unknown id is a 404 before the body is looked at
+    check_id(cid)  # a malformed id is a 404 before the body is looked at
     body = AssessmentSchema().load(json_body())
+    creator_only(cid, "record verdicts on it")
     response = jsonify(collations.add_assessment(current_runtime().store, cid, body, base_url()))
     response.status_code = 201
     return response
@@ -166,6 +169,7 @@ def post_assessment(cid: str) -> Response:
 def post_assessments_batch(cid: str) -> Response:
     check_id(cid)
     body = BatchAssessmentSchema().load(json_body())
+    creator_only(cid, "record verdicts on it")
     response = jsonify(collations.add_batch(current_runtime().store, cid, body, base_url()))
     response.status_code = 201
     return response

@@ -51,8 +51,9 @@ def scheduler(runtime: Runtime) -> Scheduler:
 def submit(runtime: Runtime, body: dict[str, Any], base: str, owner: str | None = None) -> tuple[CollationRecord, bool]:
     """Creates (or finds) the collation of a validated request body and enqueues its work.
 
-    ``owner`` is the hash of the caller's token (``listing.token_hash``): it joins the record's
-    ``owners``, who see the collation in ``GET /collations``.
+    ``owner`` is the hash of the caller's token (``auth.token_hash``): it enters the collation's id
+    (``collation_id``), so the same request from another token is another collation, and it is the
+    record's only owner, who lists it in ``GET /collations`` and may change it (``auth.require_creator``).
 
     Returns:
         (record, created): created is False when the same request was made before.
@@ -65,19 +66,12 @@ def submit(runtime: Runtime, body: dict[str, Any], base: str, owner: str | None 
     request = CollationRequest(
         tuple(body["manifests"]), body.get("regions") or {}, body.get("options") or {}, body.get("callback_url")
     )
-    cid = collation_id(request.manifests, request.regions, options)
+    cid = collation_id(request.manifests, request.regions, options, owner)
     record = new_record(cid, request, options, runtime.settings)
     record.base_url = base
     if owner:
         record.owners = [owner]
-    record, created = jobs.submit(record)
-    if owner and owner not in record.owners:
-
-        def add_owner(stored: CollationRecord) -> None:
-            stored.owners = [*stored.owners, owner]
-
-        record = runtime.store.update_record(cid, add_owner)
-    return record, created
+    return jobs.submit(record)
 
 
 def cancel(runtime: Runtime, cid: str) -> None:

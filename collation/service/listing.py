@@ -1,15 +1,14 @@
 """``GET /collations``: the collations a caller may see, newest first, a page at a time.
 
 Who sees what: without ``settings.api_tokens`` every collation is listed. With tokens, each
-collation records the SHA-256 of every token that submitted it (``record.owners``; the same
-request made with another token adds that token's hash), and a caller sees only the collations of
-the token it sends; a caller without a token sees none (single collations stay readable by id, as
-every read is). Tokens themselves are never stored.
+collation records the SHA-256 of the token that created it (``record.owners``; the same request
+made with another token is another collation, ``records.collation_id``), and a caller sees only the
+collations of the token it sends; a caller without a token sees none (single collations stay
+readable by id, as every read is). Tokens themselves are never stored.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from functools import partial
 from typing import Any
@@ -44,11 +43,6 @@ def parse_statuses(text: str | None) -> set[str] | None:
     if unknown or not names:
         raise InputError(f"unknown status {', '.join(unknown)!s}; one of {', '.join(sorted(known))}", field="status")
     return names
-
-
-def token_hash(token: str) -> str:
-    """What a record keeps of the token that submitted it."""
-    return hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def visible(record: CollationRecord, owner: str | None, tokens_set: bool) -> bool:

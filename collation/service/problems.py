@@ -83,6 +83,7 @@ def handle_collation_error(exc: CollationError) -> Response:
     title = {
         400: "Invalid request",
         401: "Unauthorized",
+        403: "Forbidden",
         404: "Not found",
         409: "Conflict",
         413: "Payload too large",
@@ -137,6 +138,12 @@ class Unauthorized(CollationError):
     """A write request without a valid bearer token, while tokens are configured."""
 
     http_status = 401
+
+
+class Forbidden(CollationError):
+    """A valid token asks to change a collation that another token created (``service.auth.require_creator``)."""
+
+    http_status = 403
 
 
 class Conflict(CollationError):

@@ -71,11 +71,21 @@ def now(clock: Callable[[], dt.datetime] | None = None) -> str:
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def collation_id(manifests: Sequence[str], regions: dict | None, options: CollationOptions) -> str:
+def collation_id(
+    manifests: Sequence[str], regions: dict | None, options: CollationOptions, creator: str | None = None
+) -> str:
     """The id of a collation: a hash of its ordered manifests, its regions and its options as recorded
-    (``CollationOptions.to_record``: an option at a value that changes nothing leaves the id alone)."""
-    record = options.to_record()
-    return digest({"manifests": list(manifests), "regions": regions or {}, "options": record}, ID_LENGTH)
+    (``CollationOptions.to_record``: an option at a value that changes nothing leaves the id alone).
+
+    ``creator``, the hash of the token that asks (``service.auth.token_hash``), enters the hash when
+    tokens are configured: another token's same request is then a collation of its own (its verdicts
+    its own; features and scores are still shared, they are cached by content), and nobody can derive
+    the id of someone else's collation from its request.
+    """
+    parts = {"manifests": list(manifests), "regions": regions or {}, "options": options.to_record()}
+    if creator is not None:
+        parts["creator"] = creator
+    return digest(parts, ID_LENGTH)
 
 
 @dataclass
@@ -134,7 +144,7 @@ class CollationRecord:
         chunk_pairs: pairs per scoring job.
         status: ``CollationStatus``; progress: ``Progress``; errors: ``{"message": ...}`` of the collation.
         usable: the manuscripts in the results (set when it finishes; empty before).
-        owners: hashes of the tokens that created it (``service.listing``).
+        owners: hashes of the tokens that list it (``service.listing``); the first is its creator's.
         base_url: the API's URL as the client called it (links of the callback).
     """
 
@@ -159,6 +169,13 @@ class CollationRecord:
     @property
     def terminal(self) -> bool:
         return self.status.terminal
+
+    @property
+    def creator(self) -> str | None:
+        """The hash of the token that created the collation; None when it was created without one. Only
+        the first owner: records made before ids were salted with the creator (``collation_id``) list
+        later the tokens that made the same request, which may read it but not change it."""
+        return self.owners[0] if self.owners else None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CollationRecord:

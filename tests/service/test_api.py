@@ -264,7 +264,9 @@ def test_tokens_guard_writes_only(token_api: Any, synthetic: Any) -> None:
     cid = ok.get_json()["id"]
     assert token_api.get(f"/api/v1/collations/{cid}").status_code == 200  # reads stay open
     assert_problem(token_api.delete(f"/api/v1/collations/{cid}"), 401)
-    assert token_api.delete(f"/api/v1/collations/{cid}", headers={"Authorization": "Bearer s3cret"}).status_code == 204
+    # only the token that started it may delete it (tests/service/test_token_rights.py)
+    assert_problem(token_api.delete(f"/api/v1/collations/{cid}", headers={"Authorization": "Bearer s3cret"}), 403)
+    assert token_api.delete(f"/api/v1/collations/{cid}", headers={"Authorization": "Bearer other"}).status_code == 204
 
 
 def test_cors_on_reads_and_preflight(api: Any, client: Any, synthetic: Any) -> None:

@@ -92,12 +92,16 @@ def test_with_tokens_each_caller_lists_its_own(token_api: Any, synthetic: Any) -
     assert token_api.get("/api/v1/collations").get_json()["items"] == []  # no token: nothing listed
     r = token_api.get("/api/v1/collations", headers={"Authorization": "Bearer wrong"})
     assert r.status_code == 401 and r.get_json()["field"] == "Authorization"
-    # the same request made with the other token: one collation, now listed for both
+    # the same request made with the other token is a collation of its own: A's is not listed for it
     again = token_api.post("/api/v1/collations", json=body(synthetic, 1), headers=theirs)
-    assert again.get_json()["id"] == a and again.get_json()["created"] is False
-    assert [i["id"] for i in token_api.get("/api/v1/collations", headers=theirs).get_json()["items"]] == [b, a]
+    assert again.get_json()["id"] != a and again.get_json()["created"] is True
+    assert [i["id"] for i in token_api.get("/api/v1/collations", headers=theirs).get_json()["items"]] == [
+        again.get_json()["id"],
+        b,
+    ]
+    assert [i["id"] for i in token_api.get("/api/v1/collations", headers=mine).get_json()["items"]] == [a]
     record = service_state(token_api.client.application).runtime.store.load_record(a)
-    assert "s3cret" not in str(record) and len(record.owners) == 2  # hashes, never the tokens
+    assert "s3cret" not in str(record) and len(record.owners) == 1  # a hash, never the token
 
 
 def test_the_list_reads_only_the_records_that_changed(api: Any, synthetic: Any, monkeypatch: Any) -> None:
