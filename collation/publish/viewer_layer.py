@@ -11,7 +11,6 @@ historian sees in the viewer what was found.
 
 from __future__ import annotations
 
-import copy
 import html
 from collections.abc import Sequence
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from collation.core.correspondence import Correspondence
 from collation.core.errors import InputError
 from collation.iiif.geometry import canvas_to_image
+from collation.iiif.links import is_web_link, web_links_only
 from collation.iiif.model import Manifest, label_text
 from collation.iiif.regions import Region
 from collation.publish.parts import (
@@ -45,6 +45,8 @@ def _region_image_url(end: End) -> str | None:
     """An Image API URL showing the region, when the image size is declared in the manifest."""
     image = end.canvas.image
     if image is None or not image.service_id or not image.width or not image.height:
+        return None
+    if not is_web_link(image.service_id):  # a javascript: service would make the link a script
         return None
     try:
         x, y, w, h = canvas_to_image(tuple(float(v) for v in end.region.xywh), end.canvas)  # type: ignore[arg-type]
@@ -301,11 +303,13 @@ def build_derived_manifest(
 ) -> dict[str, Any]:
     """A copy of the input manifest with a new id and label, the same Presentation version and
     canvas ids, whose canvases with correspondences point to their annotation pages (3.0:
-    ``annotations`` AnnotationPage references; 2.1: ``otherContent`` AnnotationList references)."""
+    ``annotations`` AnnotationPage references; 2.1: ``otherContent`` AnnotationList references).
+    Its links keep only the http(s) ones (``collation.iiif.links``): the service publishes no
+    ``javascript:`` link a viewer would show."""
     manifest = manuscript_manifest(manuscript, manuscripts)
     numbers = set(_display_items(manuscript, read_links(manuscripts, correspondences), urls, None, manuscripts))
     pages = {manifest.canvases[n - 1].id: urls.render("page", manuscript=manuscript, canvas_number=n) for n in numbers}
-    doc = copy.deepcopy(manifest.raw)
+    doc = web_links_only(manifest.raw)  # a copy
     new_id = urls.render("manifest", manuscript=manuscript)
     if manifest.version == 2:
         doc.pop("id", None)

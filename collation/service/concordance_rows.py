@@ -10,6 +10,7 @@ region and of a thumbnail, and the viewer's Mirador compare view opened on it.
 from __future__ import annotations
 
 import io
+import math
 from itertools import combinations
 from typing import Any
 
@@ -17,6 +18,7 @@ import numpy as np
 
 from collation.engine.concordance import (
     CATEGORY_LABELS,
+    CELL_FIELDS,
     Group,
     PairEvidence,
     build_groups,
@@ -196,16 +198,19 @@ def witness_names(doc: dict[str, Any]) -> list[str]:
 
 def concordance_workbook(doc: dict[str, Any]) -> bytes:
     """The CSV's cells as an Excel workbook (``.xlsx``, through XlsxWriter): one sheet, a frozen
-    header, numbers as numbers (sizes, confidences, region indices) and every other cell as text."""
+    header, the number columns as numbers (size, confidence, each witness's index and confidence)
+    and every other cell as text, whatever it looks like: a canvas labelled "0012", "1e3" or "NaN" is
+    that text, and text is never run as a formula. A number that is not finite is written as text."""
     import xlsxwriter
 
     out = io.BytesIO()
     book = xlsxwriter.Workbook(out, {"in_memory": True, "strings_to_numbers": False, "strings_to_urls": False})
     sheet = book.add_worksheet("Concordance")
     bold = book.add_format({"bold": True})
+    numbers = number_columns(len(doc["witnesses"]))
     for r, line in enumerate(concordance_table(doc["rows"], witness_names(doc))):
         for c, value in enumerate(line):
-            number = _number(value) if r else None
+            number = _finite_number(value) if r and c in numbers else None
             if number is None:
                 sheet.write_string(r, c, str(value), bold if r == 0 else None)
             else:
@@ -215,8 +220,16 @@ def concordance_workbook(doc: dict[str, Any]) -> bytes:
     return out.getvalue()
 
 
-def _number(value: Any) -> float | None:
+def number_columns(witnesses: int) -> set[int]:
+    """Columns of ``concordance_table`` that hold numbers: size and confidence, then each witness's
+    index and confidence (``CELL_FIELDS`` per witness after the first three columns)."""
+    per_witness = [CELL_FIELDS.index("index"), CELL_FIELDS.index("confidence")]
+    return {1, 2} | {3 + w * len(CELL_FIELDS) + k for w in range(witnesses) for k in per_witness}
+
+
+def _finite_number(value: Any) -> float | None:
     try:
-        return float(value) if str(value).strip() and "," not in str(value) else None
-    except ValueError:
+        number = float(value)
+    except (TypeError, ValueError):
         return None
+    return number if math.isfinite(number) else None

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from collation.core.errors import InputError
 from collation.iiif.geometry import canvas_to_image
+from collation.iiif.links import is_web_link
 from collation.iiif.model import Canvas
 
 THUMBNAIL_WIDTH = 160
@@ -25,10 +26,11 @@ def region_image_url(canvas: Canvas, xywh: Sequence[int], width: int = THUMBNAIL
     The region is in canvas units; the request is in image pixels (the canvas may be larger than
     the image, as at the Vatican, or painted by a cropped image), so it goes through
     ``canvas_to_image``. Level-0 services and plain images cannot cut regions, so they get None
-    rather than a whole folio. The width is at most the region's own (no upscaling).
+    rather than a whole folio; so does a service that is not http(s) (no ``javascript:`` link). The
+    width is at most the region's own (no upscaling).
     """
     image = canvas.image
-    if image is None or not image.service_id or image.level == 0:
+    if image is None or not image.service_id or image.level == 0 or not is_web_link(image.service_id):
         return None
     try:
         x, y, w, h = canvas_to_image(tuple(float(v) for v in xywh), canvas)  # type: ignore[arg-type]
