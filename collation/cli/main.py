@@ -203,6 +203,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The ``collate`` parser with every subcommand; a subcommand whose module fails to import is an error."""
     from collation.cli.detect import add_detect_command, add_detector_options
+    from collation.cli.maintenance import add_subcommands as add_maintenance_commands
     from collation.cli.manifest_options import add_inspect_command, add_manifest_options, add_regions_command
     from collation.cli.serve import add_subcommands as add_service_commands
 
@@ -298,7 +299,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_detect_command(sub)
     add_service_commands(sub)
+    add_maintenance_commands(sub)
     return parser
+
+
+SERVICE_COMMANDS = ("serve", "worker")
+"""The commands that refuse to start on a data store of a format this release does not read."""
+
+
+def check_store_format(settings: Settings) -> None:
+    """Stops ``serve`` and ``worker`` before they start on a store of a newer format (a message naming
+    it and what to run); marks a new store with this release's format (``collation.store.migration``)."""
+    from collation.store.location import open_store
+    from collation.store.migration import require_readable
+
+    require_readable(open_store(settings))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -307,6 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     keep_freed_memory()  # for this whole process: every command here allocates large tensors over and over
     try:
         args.settings = Settings.from_env()  # the one place the command line reads COLLATION_*
+        if args.command in SERVICE_COMMANDS:
+            check_store_format(args.settings)
         return args.handler(args)
     except CollationError as e:
         print(f"collate: error: {e.message}", file=sys.stderr)

@@ -112,6 +112,23 @@ class FeaturesFileError(CollationError):
         super().__init__(f"features file {self.path}: {reason}", field="features")
 
 
+class StoreFormatError(CollationError):
+    """An object of the data store is in a format this release cannot read (``collation.core.formats``):
+    written by a newer release, or older than this release reads. The message says what to run.
+
+    It is the data store's state, not the user's input, hence status 500.
+
+    Attributes:
+        found: the format number read.
+    """
+
+    http_status = 500
+
+    def __init__(self, message: str, *, found: object) -> None:
+        self.found = found
+        super().__init__(message, field="format")
+
+
 # Errors of reading IIIF and of fetching: every message names the URL (or file) and the reason, so
 # that a user who pasted a manifest URL knows which document failed and why.
 

@@ -27,6 +27,7 @@ from PIL import Image
 from collation.core import defaults
 from collation.core.atomic import atomic_writer
 from collation.core.errors import DTypeError, FeaturesFileError, IndexRangeError, InputError, ShapeError
+from collation.core.formats import STORE_FORMAT, item_format
 from collation.core.options import BACKBONES
 from collation.engine.backbones import BACKBONE_CHANNELS, Backbone
 from collation.engine.checks import check_dtype, check_option, check_positive_int, check_shape
@@ -70,7 +71,7 @@ FEATURE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 """Storage types of descriptors: float32, or half precision for large manuscripts."""
 
 FEATURES_FILE_KEYS = ("desc", "pos", "mask", "scales", "query_scale", "backbone")
-"""What ``MultiScaleFeatures.save`` writes."""
+"""What ``MultiScaleFeatures.save`` writes (and ``"format"``, absent from format 1 files)."""
 
 
 @dataclass
@@ -190,6 +191,7 @@ class MultiScaleFeatures:
         """Writes the file of ``save`` to an open binary file (a data store's writer)."""
         torch.save(
             {
+                "format": STORE_FORMAT,  # collation.core.formats: format 1 files have none
                 "desc": self.desc.cpu(),
                 "pos": self.pos.cpu(),
                 "mask": self.mask.cpu(),
@@ -219,6 +221,7 @@ class MultiScaleFeatures:
             raise FeaturesFileError(
                 path, f"not a features file: expected keys {list(FEATURES_FILE_KEYS)}, found {keys}"
             )
+        item_format(data.get("format"), str(path))  # a newer release's file: say which, and what to run
         if not all(isinstance(data[k], torch.Tensor) for k in ("desc", "pos", "mask")):
             raise FeaturesFileError(path, "desc, pos and mask must be tensors")
         if not isinstance(data["scales"], list | tuple) or not isinstance(data["backbone"], str):

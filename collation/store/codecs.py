@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from collation.core.formats import STORE_FORMAT, item_format
+
 
 def canonical_json(obj: Any) -> str:
     """JSON with sorted keys and no spaces: equal inputs give equal strings, hence equal hashes."""
@@ -55,3 +57,18 @@ def npz_bytes(**arrays: np.ndarray) -> bytes:
 def json_bytes(obj: Any) -> bytes:
     """``obj`` as the JSON of ``collation.core.atomic.write_json``."""
     return json.dumps(obj, indent=1, ensure_ascii=False).encode()
+
+
+def stamped(obj: dict[str, Any]) -> dict[str, Any]:
+    """A JSON object as the store writes it: its ``format`` first (``collation.core.formats``)."""
+    return {"format": STORE_FORMAT, **obj}
+
+
+def unstamped(doc: dict[str, Any], where: str) -> dict[str, Any]:
+    """A JSON object as read back, its format checked and removed (format 1 had none).
+
+    Raises:
+        StoreFormatError: naming ``where``, for a format this release does not read.
+    """
+    item_format(doc.get("format"), where)
+    return {k: v for k, v in doc.items() if k != "format"}

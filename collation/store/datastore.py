@@ -6,6 +6,7 @@ reader never sees half an object and a killed worker never leaves one behind:
 
 ```text
 DATA_DIR/
+├── format.json                        the store's format: every object in it is readable in this one
 ├── collations/<id>/
 │   ├── record.json                    request, options, status, progress, errors
 │   ├── manuscripts/<m>.json           manifest label, regions (canvas, xywh), image digests, errors
@@ -22,6 +23,11 @@ DATA_DIR/
     scores/<key>.c<C>/<k>.npy          chunk results while a matrix is being computed
     scores/<key>.c<C>/<k>.T.npy        with transpositions: the chunk's winners, written before its scores
 ```
+
+Every object carries the format it was written in (``collation.core.formats``): JSON objects and
+verdicts a ``"format"`` key, results a ``format`` array, features a ``"format"`` entry; arrays (.npy)
+theirs in their key. A region image is a PNG named by its content; a fetched manifest is the library's
+document as it was.
 
 Features and scores are shared by every collation: a collation that adds a third manuscript to
 two already compared reuses their features and their pair's scores.
@@ -58,7 +64,8 @@ import numpy as np
 from PIL import Image
 
 from collation.core.errors import CollationError
-from collation.store.codecs import json_bytes, npy_bytes, npz_bytes, parse_json, parse_npy
+from collation.core.formats import STORE_FORMAT, item_format
+from collation.store.codecs import json_bytes, npy_bytes, npz_bytes, parse_json, parse_npy, stamped, unstamped
 from collation.store.records import CollationRecord
 from collation.store.stepnames import Step
 
@@ -202,10 +209,19 @@ class DataStore(abc.ABC):
         Raises:
             CollationNotFound: unknown or deleted id.
         """
-        record = parse_json(self.read_in_collation(cid, "record.json"))
+        record = self.read_item(self.collation_prefix(cid) + "record.json")
         if record is None:
             raise CollationNotFound(f"no collation {cid!r}", field="id")
         return CollationRecord.from_json(record)
+
+    def read_item(self, key: str) -> dict[str, Any] | None:
+        """A JSON object of the store (None when absent), its format checked and removed.
+
+        Raises:
+            StoreFormatError: written in a format this release does not read (the message names the key).
+        """
+        doc = parse_json(self.read(key))
+        return None if doc is None else unstamped(doc, key)
 
     def list_collations(self) -> list[str]:
         """The ids of every collation (those with a record), sorted."""
@@ -228,15 +244,17 @@ class DataStore(abc.ABC):
         """Writes a prepared manuscript (its manifest first, so the doc's presence means both)."""
         if manifest is not None:
             self.write_in_collation(cid, f"manuscripts/{m}.manifest.json", json_bytes(manifest))
-        self.write_in_collation(cid, f"manuscripts/{m}.json", json_bytes(doc))
+        self.write_in_collation(cid, f"manuscripts/{m}.json", json_bytes(stamped(doc)))
 
     def load_manuscript(self, cid: str, m: int) -> dict | None:
-        return parse_json(self.read_in_collation(cid, f"manuscripts/{m}.json"))
+        return self.read_item(f"{self.collation_prefix(cid)}manuscripts/{m}.json")
 
     def has_manuscript(self, cid: str, m: int) -> bool:
         return self.has(f"{self.collation_prefix(cid)}manuscripts/{m}.json")
 
     def load_manifest(self, cid: str, m: int) -> dict | None:
+        """The manifest as fetched: the library's document, as it was (its format is IIIF's, and its
+        manuscript's document, written after it, carries the store's)."""
         return parse_json(self.read_in_collation(cid, f"manuscripts/{m}.manifest.json"))
 
     # ----------------------------------------------------------------------------------------------
@@ -246,14 +264,14 @@ class DataStore(abc.ABC):
         """Records that ``step`` failed for good (no-op when the collation is gone)."""
         with contextlib.suppress(CollationNotFound):
             self.write_in_collation(
-                cid, f"failures/{step.name}.json", json_bytes({"step": step.name, "message": message})
+                cid, f"failures/{step.name}.json", json_bytes(stamped({"step": step.name, "message": message}))
             )
 
     def load_failures(self, cid: str) -> dict[Step, str]:
         """The steps of a collation that failed for good, with their messages."""
         out = {}
         for key in sorted(self.versions(f"{self.collation_prefix(cid)}failures/")):
-            doc = parse_json(self.read(key)) if key.endswith(".json") else None
+            doc = self.read_item(key) if key.endswith(".json") else None
             if doc:
                 out[Step.parse(doc["step"])] = doc["message"]
         return out
@@ -389,17 +407,30 @@ class DataStore(abc.ABC):
     # Results and assessments of a collation
 
     def save_results(self, cid: str, a: int, b: int, **arrays: np.ndarray) -> None:
-        self.write_in_collation(cid, f"results/{a}-{b}.npz", npz_bytes(**arrays))
+        """Writes a pair's arrays and, beside them, their ``format``."""
+        stamp = np.asarray(STORE_FORMAT, dtype=np.int32)
+        self.write_in_collation(cid, f"results/{a}-{b}.npz", npz_bytes(format=stamp, **arrays))
 
     def load_results(self, cid: str, a: int, b: int) -> dict[str, np.ndarray] | None:
-        data = self.read_in_collation(cid, f"results/{a}-{b}.npz")
+        """A pair's arrays by name (without their ``format``, checked), or None.
+
+        Raises:
+            StoreFormatError: written in a format this release does not read.
+        """
+        key = f"{self.collation_prefix(cid)}results/{a}-{b}.npz"
+        data = self.read(key)
         if data is None:
             return None
         with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
-            return {name: arrays[name] for name in arrays.files}
+            item_format(int(arrays["format"]) if "format" in arrays.files else None, key)
+            return {name: arrays[name] for name in arrays.files if name != "format"}
 
     def load_assessments(self, cid: str) -> list[dict]:
-        return parse_json(self.read_in_collation(cid, "assessments.json")) or []
+        """The verdicts, oldest first, each one's format checked (format 1 items have none)."""
+        key = f"{self.collation_prefix(cid)}assessments.json"
+        items = parse_json(self.read(key)) or []
+        return [unstamped(item, f"{key} item {k}") for k, item in enumerate(items)]
 
     def save_assessments(self, cid: str, items: list[dict]) -> None:
-        self.write_in_collation(cid, "assessments.json", json_bytes(items))
+        """Writes the verdicts, a list as in format 1 (so a format 1 reader reads it), each with its format."""
+        self.write_in_collation(cid, "assessments.json", json_bytes([stamped(item) for item in items]))

@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from collation.core import defaults
+from collation.core.formats import STORE_FORMAT
 from collation.core.options import CollationOptions
 from collation.core.settings import Settings
 from collation.store.codecs import digest
@@ -198,9 +199,10 @@ class CollationRecord:
         )
 
     def to_json(self) -> dict[str, Any]:
-        """The stored JSON: the keys of the first record, then ``usable``, ``owners`` and ``base_url``
-        once they are set."""
+        """The stored JSON: its format, the keys of the first record, then ``usable``, ``owners`` and
+        ``base_url`` once they are set."""
         stored = {
+            "format": STORE_FORMAT,  # collation.core.formats; removed and checked by DataStore.load_record
             "id": self.id,
             "created": self.created,
             "updated": self.updated,

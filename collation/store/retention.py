@@ -1,0 +1,122 @@
+"""Retention of cached work in a folder store: ``collate store prune --older-than DAYS``.
+
+Features (``features/``) and score matrices, chunks and candidate pairs (``scores/``) are caches:
+every collation's results are in its own folder, so a finished collation never reads them again,
+and a later collation that would have reused one computes it again (the planner finds it missing).
+They are also most of a store's bytes (docs/operations.md, "Sizing"). ``prune`` removes those not
+used for a given time, except those an unfinished collation needs; records, results, verdicts and
+region images (which the viewer shows) are never removed.
+
+"Used" is the later of a file's modification and access times: Linux's default ``relatime`` mount
+option updates the access time of a file read at most once a day, so a cache entry read by a job
+in the last ``days`` is kept (on a ``noatime`` mount, only the time it was written counts). An
+object store has no access times: give its bucket a lifecycle rule instead (docs/operations.md).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from itertools import combinations
+
+from collation.core.errors import InputError
+from collation.store.datastore import CollationNotFound, DataStore
+from collation.store.folder import FolderStore
+from collation.store.records import feature_keys, pair_key
+
+CACHES = ("features/", "scores/")
+"""The prefixes of cached work that ``prune`` may remove."""
+
+
+@dataclass
+class Pruned:
+    """What ``prune`` removed (or, dry, would remove) and what it kept.
+
+    Attributes:
+        removed: keys removed; removed_bytes: their size.
+        kept_recent: entries used more recently than the limit; kept_in_use: entries an unfinished
+            collation needs.
+    """
+
+    removed: list[str] = field(default_factory=list)
+    removed_bytes: int = 0
+    kept_recent: int = 0
+    kept_in_use: int = 0
+
+
+def in_use(store: DataStore) -> tuple[set[str], tuple[str, ...]]:
+    """(feature keys, score key prefixes) that the unfinished collations of ``store`` need."""
+    features: set[str] = set()
+    scores: list[str] = []
+    for cid in store.list_collations():
+        try:
+            record = store.load_record(cid)
+        except CollationNotFound:  # deleted meanwhile
+            continue
+        if record.terminal:
+            continue
+        docs = {m: store.load_manuscript(cid, m) for m in range(record.manuscript_count)}
+        ready = {m: d["features_key"] for m, d in docs.items() if d and d.get("features_key")}
+        for m, key in ready.items():
+            features.update(store.features_key(k) for k in feature_keys(record.options, m, key))
+        for a, b in combinations(sorted(ready), 2):
+            scores.append(f"scores/{pair_key(record.options, ready[a], ready[b])}")
+    return features, tuple(scores)
+
+
+def last_used(path: os.PathLike | str) -> float:
+    """The later of a file's modification and access times (see the module docstring)."""
+    stat = os.stat(path)
+    return max(stat.st_mtime, stat.st_atime)
+
+
+def prune(store: DataStore, days: float, *, dry_run: bool = False, now: float | None = None) -> Pruned:
+    """Removes the cached features and scores of ``store`` not used for ``days`` days and needed by no
+    unfinished collation (with ``dry_run``, only says which).
+
+    Raises:
+        InputError: ``store`` is not a folder store (an object store keeps no access times), or
+            ``days`` is negative.
+    """
+    if not isinstance(store, FolderStore):
+        raise InputError(
+            f"{store.description}: prune works on a folder store; give an object store's bucket a lifecycle "
+            "rule on features/ and scores/ instead (docs/operations.md)",
+            field="store",
+        )
+    if days < 0:
+        raise InputError(f"--older-than must be a number of days >= 0, not {days}", field="older_than")
+    limit = (time.time() if now is None else now) - days * 86400
+    needed, prefixes = in_use(store)
+    done = Pruned()
+    for prefix in CACHES:
+        for key in sorted(store.versions(prefix)):
+            path = store.path(key)
+            if key in needed or key.startswith(prefixes):
+                done.kept_in_use += 1
+                continue
+            try:
+                if last_used(path) >= limit:
+                    done.kept_recent += 1
+                    continue
+                size = path.stat().st_size
+                if not dry_run:
+                    store.delete(key)
+            except FileNotFoundError:  # removed meanwhile (a pair's chunks once its matrix is stored)
+                continue
+            done.removed.append(key)
+            done.removed_bytes += size
+        if not dry_run:
+            remove_empty_folders(store.path(prefix))
+    return done
+
+
+def remove_empty_folders(root: os.PathLike | str) -> None:
+    """Removes the folders left empty under ``root`` (a pair's chunk folder once its chunks are gone)."""
+    for dirpath, dirs, files in os.walk(root, topdown=False):
+        if not dirs and not files and os.fspath(dirpath) != os.fspath(root):
+            try:
+                os.rmdir(dirpath)
+            except OSError:  # something was written into it meanwhile
+                continue
