@@ -1,0 +1,95 @@
+"""``collate store prune --older-than DAYS``: cached features and scores not used for DAYS days go,
+unless an unfinished collation needs them; recent ones, records, results and images stay."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from builders import record, stored_region
+
+from collation.cli.main import main
+from collation.core.errors import InputError
+from collation.core.options import CollationOptions
+from collation.core.settings import Settings
+from collation.store.folder import FolderStore
+from collation.store.objects import ObjectStore
+from collation.store.records import pair_key
+from collation.store.retention import prune
+
+DAY = 86400.0
+NOW = time.time()
+
+
+def aged(store: FolderStore, key: str, days: float, size: int = 1000) -> str:
+    """Writes ``key`` (``size`` bytes) last used ``days`` days ago."""
+    store.write(key, b"x" * size)
+    moment = NOW - days * DAY
+    os.utime(store.path(key), (moment, moment))
+    return key
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> FolderStore:
+    """Old and new cached work, an unfinished collation that needs some of the old, a finished one."""
+    store = FolderStore(tmp_path / "data")
+    running = record(status="running", cid="00000000000000aa")
+    store.create_collation(running)
+    store.create_collation(record(status="finished", cid="00000000000000bb"))
+    for m, key in enumerate(("needed0", "needed1")):
+        store.save_manuscript(running.id, m, {"regions": [stored_region(m, 0)], "features_key": key})
+    store.save_results("00000000000000bb", 0, 1, S=np.zeros((1, 1)))
+    needed_pair = pair_key(CollationOptions.parse(None), "needed0", "needed1")
+    aged(store, "features/needed0.pt", 90)
+    aged(store, "features/needed1.pt", 90)
+    aged(store, f"scores/{needed_pair}.pairs.npy", 90)
+    aged(store, f"scores/{needed_pair}.c6/0.npy", 90)
+    aged(store, "features/old.pt", 40, size=3 * 2**20)
+    aged(store, "features/old.mirror.pt", 40)
+    aged(store, "scores/oldpair.npy", 40)
+    aged(store, "scores/oldpair.c6/3.npy", 40)
+    aged(store, "features/recent.pt", 5)
+    aged(store, "scores/recentpair.npy", 5)
+    aged(store, "images/ab/abcdef.png", 400)
+    return store
+
+
+def test_prune_removes_old_unneeded_cache_entries_only(store: FolderStore) -> None:
+    dry = prune(store, 30, dry_run=True, now=NOW)
+    assert dry.removed == ["features/old.mirror.pt", "features/old.pt", "scores/oldpair.c6/3.npy", "scores/oldpair.npy"]
+    assert dry.removed_bytes == 3 * 2**20 + 3000 and dry.kept_recent == 2 and dry.kept_in_use == 4
+    assert store.has("features/old.pt")  # a dry run removes nothing
+
+    done = prune(store, 30, now=NOW)
+    assert done.removed == dry.removed
+    assert not store.has("features/old.pt") and not store.path("scores/oldpair.c6").exists()  # no empty folder left
+    assert store.has("features/needed0.pt") and store.has("features/recent.pt") and store.has("images/ab/abcdef.png")
+    assert store.load_record("00000000000000bb").status == "finished"
+    assert store.load_results("00000000000000bb", 0, 1)["S"].shape == (1, 1)
+
+    later = prune(store, 1, now=NOW)  # a shorter limit takes the recent ones too, never the needed ones
+    assert later.removed == ["features/recent.pt", "scores/recentpair.npy"] and later.kept_in_use == 4
+
+
+def test_a_read_counts_as_a_use(store: FolderStore) -> None:
+    path = store.path("features/old.pt")
+    os.utime(path, (NOW - DAY, NOW - 40 * DAY))  # read yesterday, written 40 days ago
+    assert "features/old.pt" not in prune(store, 30, now=NOW).removed
+
+
+def test_the_command_and_its_refusals(store: FolderStore, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    monkeypatch.setenv("COLLATION_DATA_DIR", str(store.root))
+    assert main(["store", "prune", "--older-than", "30", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "features/old.pt\n" in out
+    assert "would remove 4 cached files (3.0 MiB); kept 2 used in the last 30 days and 4 that unfinished" in out
+    assert main(["store", "prune", "--older-than", "-1"]) == 2
+    assert "--older-than must be a number of days >= 0" in capsys.readouterr().err
+
+    settings = Settings.from_env({}, data_dir=store.root, store_url="s3://bucket/prefix")
+    objects = ObjectStore(settings.store_url, settings.data_dir, 2**20, endpoint="http://127.0.0.1:9")
+    with pytest.raises(InputError, match="prune works on a folder store; give an object store's bucket a lifecycle"):
+        prune(objects, 30)
