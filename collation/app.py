@@ -12,9 +12,10 @@ from typing import Any
 
 from flask import Flask, Response, request
 
+from collation.core.metrics import Metrics
 from collation.core.settings import Settings
 from collation.jobs.runtime import Runtime
-from collation.service import problems, state
+from collation.service import monitoring, problems, state
 from collation.service.auth import caller_token
 from collation.service.urls import API_PREFIX
 
@@ -35,13 +36,14 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         (``service_state(app).sweeper.start()``); ``service_state(app).close()`` releases Redis.
     """
     if runtime is None:
-        runtime = Runtime.create(settings if settings is not None else Settings.from_env())
+        runtime = Runtime.create(settings if settings is not None else Settings.from_env(), metrics=Metrics())
     app = Flask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = runtime.settings.max_body_bytes  # a chunked body stops at the cap too
     app.config.update(flask_config)
     app.json.sort_keys = False  # keep documents in the order we build them (JSON-LD readers care)
     state.init_app(app, runtime)
     problems.init_app(app)
+    monitoring.init_app(app)  # first of the hooks: its access line logs the status the client gets
     app.before_request(refuse_large_body)
     app.before_request(require_token)
     app.after_request(add_cors_headers)

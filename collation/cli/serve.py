@@ -90,8 +90,8 @@ def run_serve(args: argparse.Namespace) -> int:
             n_workers = 1 if n_workers is None else n_workers
         inherited = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
         env = {**inherited, **settings.to_environ()}  # the workers get exactly these settings
-        for _ in range(n_workers or 0):
-            workers.append(subprocess.Popen([sys.executable, "-m", "collation", "worker"], env=env))
+        for i in range(n_workers or 0):
+            workers.append(subprocess.Popen([sys.executable, "-m", "collation", "worker"], env=worker_env(env, i)))
         app = create_app(settings)
         service = service_state(app)
         service.sweeper.start()  # re-enqueues unfinished collations found in the store, then sweeps
@@ -118,6 +118,13 @@ def run_serve(args: argparse.Namespace) -> int:
             local.stop(process, timeout=30)
         local.stop(redis_process)
     return 0
+
+
+def worker_env(env: dict[str, str], i: int) -> dict[str, str]:
+    """The environment of serve's ``i``-th worker: ``env``, with a metrics port of its own (the next
+    ``i`` after ``COLLATION_WORKER_METRICS_PORT``) when the workers serve metrics."""
+    port = int(env.get(f"{ENV_PREFIX}WORKER_METRICS_PORT", "0"))
+    return {**env, f"{ENV_PREFIX}WORKER_METRICS_PORT": str(port + i)} if port else env
 
 
 def _warm_shutdown(workers: list[subprocess.Popen], asked: set[int]) -> None:
@@ -155,4 +162,6 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 
 
 def _logging(settings: Settings) -> None:
-    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from collation.core.logs import configure_logging
+
+    configure_logging(settings)

@@ -28,6 +28,7 @@ from collation.store.datastore import DataStore
 from collation.store.location import open_store
 
 if TYPE_CHECKING:
+    from collation.core.metrics import Metrics
     from collation.engine.backbones import Backbone
     from collation.engine.detection import Detector
     from collation.engine.features import MultiScaleFeatures
@@ -41,6 +42,8 @@ class Runtime:
     settings: Settings
     store: DataStore
     redis: Redis | None = None
+    metrics: Metrics | None = None
+    """The process's metrics (the API's; a worker's with ``COLLATION_WORKER_METRICS_PORT``); None: no counting."""
     _fetcher: Fetcher | None = field(default=None, repr=False)
     _backbones: dict[tuple[str, str], Backbone] = field(default_factory=dict, repr=False)
     _detector: Detector | None = field(default=None, repr=False)
@@ -55,6 +58,7 @@ class Runtime:
         redis: Redis | None = None,
         fetcher: Fetcher | None = None,
         backbones: dict[tuple[str, str], Backbone] | None = None,
+        metrics: Metrics | None = None,
     ) -> Runtime:
         """A runtime for ``settings``.
 
@@ -64,13 +68,15 @@ class Runtime:
             fetcher: the HTTP client; built from the settings on first use unless given.
             backbones: a cache of loaded backbones to share with other runtimes (a test session
                 builds many runtimes and loads each backbone once); a new one by default.
+            metrics: where the store, the fetcher, the jobs and the feature cache count (none by default).
         """
         if redis is None and settings.redis_url:
             redis = Redis.from_url(settings.redis_url, socket_connect_timeout=5, health_check_interval=10)
         return cls(
             settings=settings,
-            store=open_store(settings),
+            store=open_store(settings, metrics),
             redis=redis,
+            metrics=metrics,
             _fetcher=fetcher,
             _backbones=backbones if backbones is not None else {},
         )
@@ -101,7 +107,7 @@ class Runtime:
 
         with self._lock:
             if self._fetcher is None:
-                self._fetcher = fetcher_for(self.settings)
+                self._fetcher = fetcher_for(self.settings, metrics=self.metrics)
             return self._fetcher
 
     @property
@@ -141,9 +147,13 @@ class Runtime:
         ``settings.features_cached`` entries, so consecutive chunks of a pair skip the disk)."""
         cache_key = (key, self.device)
         with self._lock:
-            if cache_key in self._features:
+            found = self._features.get(cache_key)
+            if found is not None:
                 self._features.move_to_end(cache_key)
-                return self._features[cache_key]
+        if self.metrics is not None:
+            self.metrics.feature_lookup(found is not None)
+        if found is not None:
+            return found
         return self.keep_features(key, self.store.load_features(key, device=cache_key[1]))
 
     def keep_features(self, key: str, feats: MultiScaleFeatures) -> MultiScaleFeatures:

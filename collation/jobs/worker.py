@@ -12,7 +12,11 @@ inside ``activate(runtime)``, whose runtime caches the backbone and features) wi
   every ``heartbeat_ttl`` seconds, and an idle worker wakes up that often to do it; it first drops
   job remnants (a hash with no data, from a job deleted while its parent finished) and enqueues the
   scheduled retries that are due (callbacks back off; RQ's scheduler would fork), and an error in
-  it is logged, never the end of the work loop.
+  it is logged, never the end of the work loop;
+- each job runs inside ``log_context`` (its collation id, job id and step on every line it logs) and,
+  when the process counts (``COLLATION_WORKER_METRICS_PORT``), is counted by step kind and outcome
+  with its duration (``collation_jobs_total``, ``collation_job_duration_seconds``); RQ's
+  "result is kept" line is not logged.
 
 ``work`` runs the worker in a loop that is started again (with a capped back-off) whatever ended it
 short of a requested stop: Redis down for any length of time, or an error in RQ's own loop.
@@ -30,12 +34,14 @@ import redis
 from rq import Queue, SimpleWorker
 from rq.exceptions import NoSuchJobError
 from rq.executions import Execution
-from rq.job import Job
+from rq.job import Job, JobStatus
 from rq.registry import DeferredJobRegistry, ReadyJobRegistry
 from rq.utils import now as utcnow
 from rq.worker import WorkerStatus
 
 from collation.core.allocator import keep_freed_memory
+from collation.core.logs import log_context
+from collation.core.metrics import JobOutcome, Metrics
 from collation.core.settings import Settings
 from collation.jobs.runtime import Runtime, activate
 from collation.store import sharing
@@ -59,6 +65,8 @@ class CollationWorker(SimpleWorker):
             also run during registry maintenance) find the store and the models.
         heartbeat_ttl: seconds; ``runtime.settings.heartbeat_ttl`` by default.
     """
+
+    log_result_lifespan = False  # RQ's "job ... result is kept for 500 seconds" after every job
 
     def __init__(
         self, queues: Any, *args: Any, runtime: Runtime, heartbeat_ttl: int | None = None, **kwargs: Any
@@ -120,12 +128,17 @@ class CollationWorker(SimpleWorker):
         stop = threading.Event()
         beat = threading.Thread(target=self._beat, args=(job, execution, stop), daemon=True, name=f"heartbeat-{job.id}")
         beat.start()
+        cid, step = job_step(job.id)
+        started = time.monotonic()
         try:
-            with activate(self.runtime):
-                self.perform_job(job, queue, execution)
+            with activate(self.runtime), log_context(collation_id=cid, job_id=job.id, step=step):
+                succeeded = self.perform_job(job, queue, execution)
         finally:
             stop.set()
             beat.join()
+        if self.runtime.metrics is not None:
+            outcome = job_outcome(succeeded, job.get_status(refresh=False))
+            self.runtime.metrics.job_done(step.split("-", 1)[0], outcome, time.monotonic() - started)
         self.set_state(WorkerStatus.IDLE)
 
     def _beat(self, job: Job, execution: Execution, stop: threading.Event) -> None:
@@ -134,6 +147,36 @@ class CollationWorker(SimpleWorker):
                 self.maintain_heartbeats(job, execution)
             except redis.exceptions.RedisError as exc:  # Redis restarting: the job itself carries on
                 log.warning("Job %s: heartbeat from worker %s failed: %s", job.id, self.name, exc)
+
+
+def job_step(job_id: str) -> tuple[str | None, str]:
+    """``(collation id, step name)`` of a job id written by ``RedisKeys.job_id`` (``abc123-chunk-0-1-7``
+    -> ``("abc123", "chunk-0-1-7")``; ``-callback`` for a callback); ``(None, job_id)`` for another job."""
+    cid, sep, step = job_id.partition("-")
+    return (cid, step) if sep and cid.isalnum() else (None, job_id)
+
+
+def job_outcome(succeeded: bool, status: JobStatus | None) -> JobOutcome:
+    """How a job ended: ``perform_job``'s answer, and the status RQ gave a failed job (failed, or
+    queued/scheduled again for a retry)."""
+    if succeeded:
+        return JobOutcome.OK
+    return JobOutcome.FAILED if status == JobStatus.FAILED else JobOutcome.RETRIED
+
+
+def serve_metrics(runtime: Runtime) -> Any:
+    """Serves the worker's metrics on ``settings.worker_metrics_port`` (all interfaces) when it counts;
+    returns the server, or None. A port already taken is logged: the worker works on without."""
+    port = runtime.settings.worker_metrics_port
+    if runtime.metrics is None:
+        return None
+    try:
+        server = runtime.metrics.serve(port)
+    except OSError as exc:
+        log.error("Worker: metrics not served on port %d: %s", port, exc)
+        return None
+    log.info("Worker: Prometheus metrics on port %d (/metrics)", port)
+    return server
 
 
 def drop_job_remnants(connection: redis.Redis, queue: Queue) -> int:
@@ -227,8 +270,9 @@ def work(
         RuntimeError: ``settings.redis_url`` is not set.
     """
     keep_freed_memory()  # as collate does: features and scores allocate large tensors over and over
-    runtime = Runtime.create(settings)
+    runtime = Runtime.create(settings, metrics=Metrics() if settings.worker_metrics_port else None)
     names = queue_names(settings, which)
+    metrics_server = serve_metrics(runtime)
     if "compute" in which:
         preload_backbone(runtime)
     delay = RESTART_DELAY
@@ -249,4 +293,7 @@ def work(
             log.warning("Worker: restarting its loop in %s s", delay)
             time.sleep(delay)
     finally:
+        if metrics_server is not None:
+            metrics_server.shutdown()
+            metrics_server.server_close()
         runtime.close()

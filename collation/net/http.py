@@ -45,8 +45,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import Any
-from urllib.parse import urljoin
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin, urlsplit
 
 import requests
 from PIL import Image
@@ -58,6 +58,9 @@ from collation.net.addresses import Resolver, Target, check_url, resolve_target
 from collation.net.decode import decode_image, looks_like_image, parse_json_bytes
 from collation.net.pinning import PinnedAdapter
 from collation.net.responses import JsonCache, Response, read_cached, write_cached
+
+if TYPE_CHECKING:
+    from collation.core.metrics import Metrics
 
 log = logging.getLogger("collation.net.http")
 
@@ -86,6 +89,23 @@ Clock = Callable[[], float]
 seconds, for Retry-After dates); injected in tests so that no test depends on the wall clock."""
 
 
+def fetch_outcome(error: BaseException) -> str:
+    """The ``outcome`` label of a failed fetch in ``collation_fetches_total``: ``refused`` (the address
+    policy), ``too_large``, ``http_<status>``, ``timeout``, ``unreachable`` (no connection) or ``error``."""
+    if isinstance(error, UnsafeURLError):
+        return "refused"
+    if isinstance(error, LimitError):
+        return "too_large"
+    if isinstance(error, FetchError) and error.status is not None:
+        return f"http_{error.status}"
+    cause = error.__context__  # the requests error a FetchError was raised from (``from None`` keeps it here)
+    if isinstance(cause, requests.Timeout) or "took longer than" in str(error):
+        return "timeout"
+    if isinstance(cause, requests.ConnectionError):
+        return "unreachable"
+    return "error"
+
+
 def fetch_settings(conf: FetchSettings | None, overrides: dict[str, Any]) -> FetchSettings:
     """``conf`` (default: ``FetchSettings()``) with ``overrides`` by field name; ``ValueError`` on
     unknown names or unusable values."""
@@ -109,7 +129,8 @@ class Fetcher:
     ``conf`` holds every option (default ``FetchSettings()``); ``overrides`` replace fields of it by
     name (``Fetcher(allow_private=True)``). ``allowed_hosts`` are exempt from the address check.
     ``session``, ``resolve``, ``sleep``, ``clock`` (monotonic: intervals, deadlines) and
-    ``wall_clock`` (epoch: Retry-After dates) are injectable for tests.
+    ``wall_clock`` (epoch: Retry-After dates) are injectable for tests. ``metrics`` (the process's, when
+    it counts) receives each fetch that reached the network: host, outcome and duration.
     """
 
     def __init__(
@@ -122,6 +143,7 @@ class Fetcher:
         sleep: Callable[[float], None] = time.sleep,
         clock: Clock = time.monotonic,
         wall_clock: Clock = time.time,
+        metrics: Metrics | None = None,
         **overrides: Any,
     ) -> None:
         self.conf = fetch_settings(conf, overrides)
@@ -143,6 +165,7 @@ class Fetcher:
         self._url_locks: dict[str, Any] = {}  # url -> RLock
         self.json_cache = JsonCache(self.conf.json_cache_entries, self.conf.json_cache_bytes)
         self.requests_sent = 0
+        self.metrics = metrics
 
     def with_limits(self, **overrides: Any) -> Fetcher:
         """A new fetcher with this one's policy, allowed hosts, resolver and clocks, and ``overrides``
@@ -155,6 +178,7 @@ class Fetcher:
             sleep=self.sleep,
             clock=self.clock,
             wall_clock=self.wall_clock,
+            metrics=self.metrics,
         )
 
     # -- policy ---------------------------------------------------------------------------------
@@ -193,7 +217,13 @@ class Fetcher:
             cached = read_cached(self.cache_dir, url)
             if cached is not None:
                 return cached
-            response = self._get_uncached(url, what=what, max_bytes=cap)
+            started = self.clock()
+            try:
+                response = self._get_uncached(url, what=what, max_bytes=cap)
+            except Exception as exc:
+                self._count(url, fetch_outcome(exc), started)
+                raise
+            self._count(url, "ok", started)
             write_cached(self.cache_dir, response)
             return response
 
@@ -280,6 +310,12 @@ class Fetcher:
         if url.startswith("//"):
             url = "https:" + url
         return url.replace(" ", "%20")
+
+    def _count(self, url: str, outcome: str, started: float) -> None:
+        """Counts a fetch of ``url`` (by the host asked for, before any redirect) in ``self.metrics``."""
+        if self.metrics is not None:
+            host = (urlsplit(url).hostname or "unknown").lower()
+            self.metrics.fetched(host, outcome, max(0.0, self.clock() - started))
 
     @contextlib.contextmanager
     def _url_lock(self, url: str) -> Iterator[None]:

@@ -18,20 +18,28 @@ import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from collation.core.atomic import atomic_writer, write_bytes, write_json
 from collation.store.datastore import CollationNotFound, DataStore
+from collation.store.metering import measure, metered
 from collation.store.records import CollationRecord
+
+if TYPE_CHECKING:
+    from collation.core.metrics import Metrics
 
 
 class FolderStore(DataStore):
     """The data store under ``root``. Safe to share between processes of one machine (or of machines
-    sharing the file system, when it supports ``flock``)."""
+    sharing the file system, when it supports ``flock``). With ``metrics``, each operation that touches
+    the disk is counted (``collation.store.metering``)."""
 
-    def __init__(self, root: str | Path) -> None:
+    backend = "folder"
+
+    def __init__(self, root: str | Path, metrics: Metrics | None = None) -> None:
         self.root = Path(root)
         self.description = f"folder {self.root}"
+        self.metrics = metrics
 
     def path(self, key: str) -> Path:
         return self.root / key
@@ -39,18 +47,23 @@ class FolderStore(DataStore):
     # ----------------------------------------------------------------------------------------------
     # Primitives
 
+    @metered("read")
     def read(self, key: str) -> bytes | None:
         try:
             return self.path(key).read_bytes()
         except FileNotFoundError:
             return None
 
+    @metered("write")
     def write(self, key: str, data: bytes) -> None:
         write_bytes(self.path(key), data)
 
-    def writer(self, key: str) -> contextlib.AbstractContextManager[IO[bytes]]:
-        return atomic_writer(self.path(key))
+    @contextlib.contextmanager
+    def writer(self, key: str) -> Iterator[IO[bytes]]:
+        with measure(self.metrics, self.backend, "writer"), atomic_writer(self.path(key)) as f:
+            yield f
 
+    @metered("create_once")
     def create_once(self, key: str, data: bytes) -> bool:
         path = self.path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -64,13 +77,16 @@ class FolderStore(DataStore):
         finally:
             staged.unlink()
 
+    @metered("has")
     def has(self, key: str) -> bool:
         return self.path(key).is_file()
 
+    @metered("delete")
     def delete(self, key: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.path(key).unlink()
 
+    @metered("delete_prefix")
     def delete_prefix(self, prefix: str) -> None:
         if prefix.endswith("/"):
             shutil.rmtree(self.path(prefix), ignore_errors=True)
@@ -79,6 +95,7 @@ class FolderStore(DataStore):
         for path in folder.glob(f"{start}*") if folder.is_dir() else ():
             shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
 
+    @metered("versions")
     def versions(self, prefix: str) -> dict[str, str]:
         folder = self.path(prefix)
         if not folder.is_dir():
@@ -93,6 +110,7 @@ class FolderStore(DataStore):
                     out[path.relative_to(self.root).as_posix()] = str(path.stat().st_mtime_ns)
         return out
 
+    @metered("local_file")
     def local_file(self, key: str) -> Path | None:
         path = self.path(key)
         return path if path.is_file() else None
@@ -103,6 +121,7 @@ class FolderStore(DataStore):
     def collation_dir(self, cid: str) -> Path:
         return self.path(self.collation_prefix(cid))
 
+    @metered("create_collation")
     def create_collation(self, record: CollationRecord) -> bool:
         """The folder is built aside with its record and renamed into place, so concurrent identical
         requests all find the record. A folder without a record (left by an older version) is moved
@@ -143,6 +162,7 @@ class FolderStore(DataStore):
         finally:
             os.close(fd)
 
+    @metered("write_in_collation")
     def write_in_collation(self, cid: str, relative: str, data: bytes) -> None:
         cdir = self.collation_dir(cid)
         path = cdir / relative
@@ -153,6 +173,7 @@ class FolderStore(DataStore):
         except FileNotFoundError:
             raise CollationNotFound(f"no collation {cid!r} (deleted meanwhile)", field="id") from None
 
+    @metered("delete_collation")
     def delete_collation(self, cid: str) -> bool:
         cdir = self.collation_dir(cid)
         trash = self.root / "trash" / f"{cid}.{uuid.uuid4().hex[:8]}"

@@ -7,17 +7,27 @@ this machine's local cache of it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from collation.core.settings import Settings
 from collation.store.datastore import DataStore
 from collation.store.folder import FolderStore
 
+if TYPE_CHECKING:
+    from collation.core.metrics import Metrics
 
-def open_store(settings: Settings) -> DataStore:
-    """The data store the settings name (nothing is read or written yet)."""
+
+def open_store(settings: Settings, metrics: Metrics | None = None) -> DataStore:
+    """The data store the settings name (nothing is read or written yet); it counts its operations in
+    ``metrics`` when given (``collation.store.metering``)."""
     if settings.store_url:
         from collation.store.objects import ObjectStore  # boto3 only where an object store is used
 
         return ObjectStore(
-            settings.store_url, settings.data_dir, settings.store_cache_bytes, endpoint=settings.store_endpoint
+            settings.store_url,
+            settings.data_dir,
+            settings.store_cache_bytes,
+            endpoint=settings.store_endpoint,
+            metrics=metrics,
         )
-    return FolderStore(settings.data_dir)
+    return FolderStore(settings.data_dir, metrics=metrics)

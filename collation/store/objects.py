@@ -38,18 +38,31 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from collation.core.atomic import atomic_writer
 from collation.store.codecs import json_bytes
 from collation.store.datastore import CollationNotFound, DataStore
 from collation.store.filecache import FileCache
+from collation.store.metering import measure
 from collation.store.records import CollationRecord
+
+if TYPE_CHECKING:
+    from collation.core.metrics import Metrics
 
 LEASE_SECONDS = 30.0
 """How long a collation lock is held at most (longer than any read-modify-write of a record)."""
 LOCK_WAIT_SECONDS = 60.0
 """How long ``locked`` waits for a lock before it gives up with ``StoreUnavailable``."""
+OPERATIONS = {
+    "reading": "read",
+    "writing": "write",
+    "looking": "has",
+    "deleting": "delete",
+    "listing": "list",
+    "checking": "bucket",
+}
+"""The ``operation`` label of the S3 requests ``_calls`` counts, from the first word of its ``what``."""
 
 
 class StoreUnavailable(OSError):
@@ -95,10 +108,20 @@ class ObjectStore(DataStore):
         cache_bytes: the cache's bound.
         endpoint: the S3 API's URL (None: boto3's, from ``AWS_ENDPOINT_URL`` or AWS).
         client: a boto3 S3 client (tests); built from ``endpoint`` by default.
+        metrics: the process's, when it counts: every group of S3 requests (``_calls``) is counted
+            (``collation.store.metering``).
     """
 
+    backend = "s3"
+
     def __init__(
-        self, url: str, cache_dir: str | Path, cache_bytes: int, endpoint: str | None = None, client: Any = None
+        self,
+        url: str,
+        cache_dir: str | Path,
+        cache_bytes: int,
+        endpoint: str | None = None,
+        client: Any = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.bucket, self.prefix = parse_store_url(url)
         self.client = client if client is not None else s3_client(endpoint)
@@ -110,17 +133,20 @@ class ObjectStore(DataStore):
         """Bytes this process downloaded from the store (objects read, local copies filled)."""
         self._count_lock = threading.Lock()
         self._bucket_checked = False
+        self.metrics = metrics
 
     # ----------------------------------------------------------------------------------------------
     # Calls, and what their failures mean
 
     @contextlib.contextmanager
     def _calls(self, what: str) -> Iterator[None]:
-        """Turns boto3's failures into ``StoreUnavailable`` naming the store and the operation."""
+        """Turns boto3's failures into ``StoreUnavailable`` naming the store and the operation; counts the
+        block as one operation (``OPERATIONS``) when the store has metrics."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
-            yield
+            with measure(self.metrics, self.backend, OPERATIONS.get(what.split(" ", 1)[0], "other")):
+                yield
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
             status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")

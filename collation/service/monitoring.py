@@ -1,0 +1,189 @@
+"""What the API tells an operator: ``GET /metrics`` (also ``/api/v1/metrics``), the log context of each
+request, and an access log line per request.
+
+- **Metrics.** The runtime's ``Metrics`` (``collation.core.metrics``: requests, fetches, store
+  operations of this process) plus what only the API sees, computed when it is scraped
+  (``ServiceCollector``): the jobs of each queue by state, the workers of each queue, whether Redis
+  answered, and the collations by status. The scrape is cheap: a dozen Redis reads, and one listing
+  of the store at most every ``STATUS_REFRESH`` seconds. It is open like ``/healthz`` (a scraper
+  carries no token), unless ``COLLATION_METRICS_NEED_TOKEN`` asks for a bearer token.
+- **Log context.** Every line logged while a request about a collation is answered carries its
+  ``collation_id`` (``collation.core.logs``).
+- **Access log.** One line per request on the ``collation.access`` logger: method, path, status,
+  duration and client address (waitress logs none). Scrapes and health checks are logged at DEBUG,
+  so that a scraper every 15 s and a health check every 30 s do not flood INFO.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from flask import Flask, Response, g, request
+from prometheus_client.core import GaugeMetricFamily, Metric
+from redis.exceptions import RedisError
+from rq import Worker
+from rq.registry import DeferredJobRegistry, FailedJobRegistry, ScheduledJobRegistry, StartedJobRegistry
+
+from collation.core.logs import pop_context, push_context
+from collation.core.metrics import Metrics
+from collation.jobs.runtime import Runtime
+from collation.service import problems
+from collation.service.auth import caller_token
+from collation.service.listing import current_records
+from collation.service.state import ServiceState, current_runtime, service_state
+from collation.service.urls import API_PREFIX
+from collation.store.records import CollationStatus
+
+log = logging.getLogger("collation.access")
+
+METRICS_PATHS = ("/metrics", f"{API_PREFIX}/metrics")
+"""Where the API serves its metrics: Prometheus's default path, and beside ``/healthz`` in the API."""
+QUIET_PATHS = frozenset({*METRICS_PATHS, f"{API_PREFIX}/healthz", f"{API_PREFIX}/readyz"})
+"""Requests logged at DEBUG: scrapes and health checks, which come every few seconds."""
+STATUS_REFRESH = 10.0
+"""Seconds the collations-by-status counts are reused between scrapes (counting them lists the store)."""
+REGISTRIES = {
+    "started": StartedJobRegistry,
+    "deferred": DeferredJobRegistry,
+    "scheduled": ScheduledJobRegistry,
+    "failed": FailedJobRegistry,
+}
+"""The states of ``collation_queue_jobs`` besides ``queued``, and the RQ registry of each."""
+
+
+def init_app(app: Flask) -> None:
+    """Adds the metrics routes and the request hooks to ``app``. Call it before the other hooks are
+    registered: its ``after_request`` then runs last and logs the status the client gets."""
+    state = service_state(app)
+    if state.runtime.metrics is None:  # a runtime built by the caller without metrics: the API counts anyway
+        state.runtime.metrics = Metrics()
+    state.runtime.metrics.registry.register(ServiceCollector(state))
+    for path in METRICS_PATHS:
+        app.add_url_rule(path, f"metrics{path.replace('/', '_')}", metrics_view, methods=["GET"])
+    app.before_request(open_request)
+    app.after_request(log_request)
+    app.teardown_request(close_request)
+
+
+def metrics_view() -> Response:
+    """``GET /metrics``: every metric of the API process in the Prometheus text format."""
+    runtime = current_runtime()
+    settings = runtime.settings
+    if settings.metrics_need_token and settings.api_tokens and caller_token() is None:
+        raise problems.Unauthorized(
+            "GET /metrics needs a bearer token (COLLATION_METRICS_NEED_TOKEN)", field="Authorization"
+        )
+    assert runtime.metrics is not None  # init_app gave the runtime one
+    body, content_type = runtime.metrics.render(request.headers.get("Accept", ""))
+    return Response(body, content_type=content_type)
+
+
+# --------------------------------------------------------------------------------------------------
+# The request hooks
+
+
+def open_request() -> None:
+    g.request_started = time.perf_counter()
+    g.log_token = push_context(collation_id=(request.view_args or {}).get("cid"))
+
+
+def log_request(response: Response) -> Response:
+    """Counts the request (``collation_http_requests_total``) and logs its access line."""
+    seconds = time.perf_counter() - g.get("request_started", time.perf_counter())
+    route = request.url_rule.rule if request.url_rule is not None else "unmatched"
+    metrics = current_runtime().metrics
+    if metrics is not None:
+        metrics.request_done(request.method, route, response.status_code, seconds)
+    path = request.full_path if request.query_string else request.path
+    fields: dict[str, Any] = {
+        "method": request.method,
+        "path": path,
+        "status": response.status_code,
+        "duration_ms": round(seconds * 1000, 1),
+        "remote_addr": request.remote_addr,
+    }
+    line = tuple(fields.values())
+    created = created_collation(response)
+    if created is not None:  # a POST that created a collation: its line carries the new id
+        fields["collation_id"] = created
+    level = logging.DEBUG if request.path in QUIET_PATHS else logging.INFO
+    log.log(level, "%s %s %d %.1f ms %s", *line, extra=fields)
+    return response
+
+
+def close_request(error: BaseException | None) -> None:
+    token = g.pop("log_token", None)
+    if token is not None:
+        pop_context(token)
+
+
+def created_collation(response: Response) -> str | None:
+    """The id of the collation a ``POST /collations`` answered with (its ``Location``), else None."""
+    location = response.headers.get("Location", "") if response.status_code in (201, 202) else ""
+    head, _, cid = location.rstrip("/").rpartition("/")
+    return cid if head.endswith(f"{API_PREFIX}/collations") and cid.isalnum() else None
+
+
+# --------------------------------------------------------------------------------------------------
+# What only the API sees, computed when it is scraped
+
+
+class ServiceCollector:
+    """The queues, the workers and the collations, read when ``/metrics`` is scraped (a custom collector
+    of prometheus_client: ``collect`` yields metric families)."""
+
+    def __init__(self, state: ServiceState, refresh: float = STATUS_REFRESH) -> None:
+        self.state = state
+        self.refresh = refresh
+        self.statuses: tuple[float, dict[str, int]] | None = None  # (when counted, counts)
+
+    def collect(self) -> Iterator[Metric]:
+        yield from queue_families(self.state.runtime)
+        counts = self.collation_counts()
+        if counts is not None:
+            family = GaugeMetricFamily("collation_collations", "Collations in the store, by status", labels=["status"])
+            for status in CollationStatus:
+                family.add_metric([status.value], counts.get(status.value, 0))
+            yield family
+
+    def collation_counts(self) -> dict[str, int] | None:
+        """``{status: collations}``, counted again when the last count is older than ``refresh``; None
+        when the store cannot be listed."""
+        now = time.monotonic()
+        if self.statuses is None or now - self.statuses[0] >= self.refresh:
+            try:
+                records = current_records(self.state.runtime.store, self.state.records)
+                self.statuses = (now, dict(Counter(str(record.status) for record in records)))
+            except OSError as exc:
+                logging.getLogger(__name__).debug("metrics: the store cannot be listed: %s", exc)
+                return None
+        return self.statuses[1]
+
+
+def queue_families(runtime: Runtime) -> list[Metric]:
+    """``collation_redis_up``, and when Redis answers, ``collation_queue_jobs`` (each queue's jobs by
+    state: ``queued`` for a worker, ``started``, ``deferred`` behind other jobs, ``scheduled`` retries,
+    ``failed``) and ``collation_workers`` (the workers registered on each queue)."""
+    up = GaugeMetricFamily("collation_redis_up", "1 when Redis answered this scrape, else 0")
+    jobs = GaugeMetricFamily("collation_queue_jobs", "Jobs of each queue, by state", labels=["queue", "state"])
+    workers = GaugeMetricFamily("collation_workers", "Workers registered on each queue", labels=["queue"])
+    if runtime.redis is None:
+        up.add_metric([], 0)
+        return [up]
+    try:
+        for kind in ("io", "compute"):
+            queue = runtime.queue(kind)
+            jobs.add_metric([queue.name, "queued"], queue.count)
+            for state, registry in REGISTRIES.items():
+                count = registry(queue=queue).get_job_count(cleanup=False)  # a scrape never changes Redis
+                jobs.add_metric([queue.name, state], count)
+            workers.add_metric([queue.name], Worker.count(connection=runtime.redis, queue=queue))
+    except RedisError:
+        up.add_metric([], 0)
+        return [up]
+    up.add_metric([], 1)
+    return [up, jobs, workers]
