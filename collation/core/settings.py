@@ -138,6 +138,15 @@ class Settings:
         default=8 * 2**30,
         metadata=_help("Bytes of features and region images a process keeps in its local cache of the object store."),
     )
+    store_connect_timeout: float = field(default=2.0, metadata=_help("Seconds to connect to the object store."))
+    store_read_timeout: float = field(
+        default=5.0,
+        metadata=_help(
+            "Seconds to wait for an answer of the object store; after a wait that long it is not asked again for as "
+            "long (requests fail at once: the API answers 503 naming it instead of waiting on it in every thread)."
+        ),
+    )
+    store_retries: int = field(default=1, metadata=_help("Further attempts of an object-store request after a 5xx."))
     device: str = field(
         default="auto",
         metadata=_help("`auto` (CUDA when present), `cpu`, `cuda` or `cuda:N` for feature extraction and scoring."),
@@ -313,9 +322,11 @@ class Settings:
         ):
             if getattr(self, name) < 1:
                 raise SettingsError(f"{ENV_PREFIX}{name.upper()} must be at least 1", field=name.upper())
-        if self.inspect_timeout <= 0 or self.callback_timeout <= 0:
-            name = "INSPECT_TIMEOUT" if self.inspect_timeout <= 0 else "CALLBACK_TIMEOUT"
-            raise SettingsError(f"{ENV_PREFIX}{name} must be positive", field=name)
+        for name in ("inspect_timeout", "callback_timeout", "store_connect_timeout", "store_read_timeout"):
+            if getattr(self, name) <= 0:
+                raise SettingsError(f"{ENV_PREFIX}{name.upper()} must be positive", field=name.upper())
+        if self.store_retries < 0:
+            raise SettingsError(f"{ENV_PREFIX}STORE_RETRIES must be at least 0", field="STORE_RETRIES")
         if self.store_url is not None and not re.fullmatch(
             r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?", self.store_url
         ):
@@ -467,24 +478,11 @@ def _environ(obj: Any, prefix: str, skip: tuple[str, ...] = ()) -> dict[str, str
 # The README table
 
 
-def _default_text(f: dataclasses.Field) -> str:
-    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-        return ""
-    value = f.default
-    if value is None or value == ():
-        return "unset"
-    return f"`{_format(value)}`"
-
-
 def settings_table() -> str:
     """The Markdown table of every variable, its default and its meaning (the README's)."""
-    lines = ["| Variable | Default | Meaning |", "|---|---|---|"]
-    for prefix, cls in ((ENV_PREFIX, Settings), (IIIF_PREFIX, FetchSettings)):
-        for f in fields(cls):
-            if f.name == "iiif":
-                continue
-            lines.append(f"| `{prefix}{f.name.upper()}` | {_default_text(f)} | {f.metadata['help']} |")
-    return "\n".join(lines) + "\n"
+    from collation.core.settings_table import markdown_table
+
+    return markdown_table(((ENV_PREFIX, Settings), (IIIF_PREFIX, FetchSettings)), _format)
 
 
 if __name__ == "__main__":

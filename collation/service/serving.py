@@ -7,6 +7,10 @@ the running total of a chunked body) passes the cap, without reading the rest. I
 (413, and the 400 of a header it cannot parse, e.g. a NUL byte in a bearer token) are plain text
 without CORS headers; ``ProblemErrorTask`` answers them as the app's problem documents, with the
 ``Access-Control-Allow-Origin`` of every other response, so a browser client can read them too.
+
+The liveness probe ``/healthz`` has a thread of its own (``LivenessFirst``): when every request thread
+waits on a backend (an object store that stopped answering, issue 31), it still answers at once, and
+an orchestrator does not restart an API that is alive.
 """
 
 from __future__ import annotations
@@ -17,20 +21,51 @@ from typing import Any
 from flask import Flask
 from waitress import create_server
 from waitress.channel import HTTPChannel
-from waitress.task import ErrorTask
+from waitress.task import ErrorTask, ThreadedTaskDispatcher
 
 from collation.core.settings import Settings
 from collation.service.problems import MEDIA_TYPE, PROBLEM_TYPE
+
+LIVENESS_PATHS = frozenset({"/api/v1/healthz"})
+"""Paths answered on the liveness thread: they must touch nothing but the process itself."""
 
 
 def make_server(app: Flask, settings: Settings, *, threads: int = 8) -> Any:
     """A waitress server of ``app`` on ``settings.host``/``settings.port``, bodies capped at
     ``settings.max_body_bytes``; ``server.run()`` serves, ``server.effective_port`` is its port."""
     server = create_server(
-        app, host=settings.host, port=settings.port, threads=threads, max_request_body_size=settings.max_body_bytes
+        app,
+        host=settings.host,
+        port=settings.port,
+        threads=threads,
+        max_request_body_size=settings.max_body_bytes,
+        _dispatcher=LivenessFirst(threads),
     )
     server.channel_class = problem_channel(settings.cors_origin)
     return server
+
+
+class LivenessFirst(ThreadedTaskDispatcher):
+    """waitress's pool of ``threads`` request threads, and one more for the connections whose request
+    is the liveness probe (``LIVENESS_PATHS``), so that it never queues behind requests that wait."""
+
+    def __init__(self, threads: int) -> None:
+        super().__init__()
+        self.set_thread_count(threads)
+        self.liveness = ThreadedTaskDispatcher()
+        self.liveness.set_thread_count(1)
+
+    def add_task(self, task: Any) -> None:
+        # a task is a connection whose first unanswered request is requests[0]
+        requests = getattr(task, "requests", None)
+        if requests and requests[0].path in LIVENESS_PATHS:
+            self.liveness.add_task(task)
+        else:
+            super().add_task(task)
+
+    def shutdown(self, cancel_pending: bool = True, timeout: int = 5) -> bool:
+        self.liveness.shutdown(cancel_pending, timeout)
+        return super().shutdown(cancel_pending, timeout)
 
 
 def problem_channel(cors_origin: str) -> type[HTTPChannel]:

@@ -28,6 +28,9 @@ def open_store(settings: Settings, metrics: Metrics | None = None) -> DataStore:
             settings.data_dir,
             settings.store_cache_bytes,
             endpoint=settings.store_endpoint,
+            connect_timeout=settings.store_connect_timeout,
+            read_timeout=settings.store_read_timeout,
+            retries=settings.store_retries,
             metrics=metrics,
         )
     return FolderStore(settings.data_dir, metrics=metrics)

@@ -25,7 +25,20 @@ Through boto3 (a kept client library: signing, retries, multipart uploads). How 
 Every failure to reach the store (connection refused, timeouts, 5xx after boto3's retries, a
 missing bucket, refused credentials) is raised as a ``StoreUnavailable``, an ``OSError`` with errno
 ``EIO`` whose message names the store: jobs fail and are retried, the sweeper backs off and the
-status says why (``collation.store.writable``), as for a full disk.
+status says why (``collation.store.writable``), as for a full disk. Refused credentials and a
+missing bucket are also ``refused``: a configuration error that no retry mends.
+
+**A store that stops answering** (a frozen process: connections open, nothing comes back) costs one
+wait: every request has short connect and read timeouts (``COLLATION_STORE_CONNECT_TIMEOUT``,
+``COLLATION_STORE_READ_TIMEOUT``), and once an attempt timed out the store is *silent*: for the
+next ``read_timeout`` seconds every request of this process, boto3's retries included, fails at
+once with a ``StoreUnavailable`` instead of waiting again. The API's request threads are then free
+within one timeout, and its status GETs answer 503 naming the store (issue 31: before, each took
+as long as the store was frozen, and ``/healthz`` waited behind them).
+
+Longer than 400 lines because each guarantee of ``DataStore`` (atomic objects, creation once, the
+lease, deletion) is built here from S3 requests, next to the one place that says what their
+failures mean.
 """
 
 from __future__ import annotations
@@ -65,11 +78,21 @@ OPERATIONS = {
 """The ``operation`` label of the S3 requests ``_calls`` counts, from the first word of its ``what``."""
 
 
-class StoreUnavailable(OSError):
-    """The object store cannot be reached or refuses the request; the message names it."""
+REFUSALS = frozenset(
+    {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken", "NoSuchBucket"}
+)
+"""S3 error codes that say the store's configuration is wrong (credentials, bucket), not its health."""
 
-    def __init__(self, message: str) -> None:
+
+class StoreUnavailable(OSError):
+    """The object store cannot be reached or refuses the request; the message names it.
+
+    ``refused``: the store answered that these credentials (or this bucket) will never do.
+    """
+
+    def __init__(self, message: str, *, refused: bool = False) -> None:
         super().__init__(errno.EIO, message)
+        self.refused = refused
 
 
 def parse_store_url(url: str) -> tuple[str, str]:
@@ -80,16 +103,16 @@ def parse_store_url(url: str) -> tuple[str, str]:
     return bucket, f"{prefix}/" if prefix else ""
 
 
-def s3_client(endpoint: str | None) -> Any:
-    """A boto3 S3 client: path-style addressing (what SeaweedFS, MinIO and Ceph serve), short connect
-    timeouts and boto3's standard retries (3 attempts with back-off) on throttling and 5xx."""
+def s3_client(endpoint: str | None, connect_timeout: float = 2.0, read_timeout: float = 5.0, retries: int = 1) -> Any:
+    """A boto3 S3 client: path-style addressing (what SeaweedFS, MinIO and Ceph serve), the timeouts
+    given, and boto3's standard retries (``retries`` further attempts with back-off) on throttling and 5xx."""
     import boto3
     from botocore.config import Config
 
     config = Config(
-        connect_timeout=5,
-        read_timeout=60,
-        retries={"max_attempts": 3, "mode": "standard"},
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+        retries={"total_max_attempts": 1 + retries, "mode": "standard"},
         s3={"addressing_style": "path"},
         # checksums only where the operation needs them (SeaweedFS and older servers refuse the rest)
         request_checksum_calculation="when_required",
@@ -108,6 +131,8 @@ class ObjectStore(DataStore):
         cache_bytes: the cache's bound.
         endpoint: the S3 API's URL (None: boto3's, from ``AWS_ENDPOINT_URL`` or AWS).
         client: a boto3 S3 client (tests); built from ``endpoint`` by default.
+        connect_timeout, read_timeout, retries: of the client built (``s3_client``); ``read_timeout``
+            is also how long the store stays silent after a request timed out.
         metrics: the process's, when it counts: every group of S3 requests (``_calls``) is counted
             (``collation.store.metering``).
     """
@@ -122,11 +147,20 @@ class ObjectStore(DataStore):
         endpoint: str | None = None,
         client: Any = None,
         metrics: Metrics | None = None,
+        *,
+        connect_timeout: float = 2.0,
+        read_timeout: float = 5.0,
+        retries: int = 1,
     ) -> None:
         self.bucket, self.prefix = parse_store_url(url)
-        self.client = client if client is not None else s3_client(endpoint)
+        self.client = client if client is not None else s3_client(endpoint, connect_timeout, read_timeout, retries)
         where = endpoint or getattr(self.client.meta, "endpoint_url", "")
         self.description = f"object store {url} at {where}" if where else f"object store {url}"
+        self.read_timeout = read_timeout
+        self._silent_until = 0.0
+        """``time.monotonic()`` until which the store is not asked (it did not answer in time)."""
+        self.client.meta.events.register("before-send.s3", self._unless_silent)
+        self.client.meta.events.register("needs-retry.s3", self._note_attempt)
         self.cache = FileCache(Path(cache_dir) / "objects", cache_bytes)
         self.staging = Path(cache_dir) / "staging"
         self.downloaded = 0
@@ -142,8 +176,10 @@ class ObjectStore(DataStore):
     def _calls(self, what: str) -> Iterator[None]:
         """Turns boto3's failures into ``StoreUnavailable`` naming the store and the operation; counts the
         block as one operation (``OPERATIONS``) when the store has metrics."""
-        from botocore.exceptions import BotoCoreError, ClientError
+        from boto3.exceptions import S3UploadFailedError
+        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
+        self._unless_silent()
         try:
             with measure(self.metrics, self.backend, OPERATIONS.get(what.split(" ", 1)[0], "other")):
                 yield
@@ -151,10 +187,35 @@ class ObjectStore(DataStore):
             code = exc.response.get("Error", {}).get("Code", "")
             status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
             if code == "NoSuchBucket":
-                raise StoreUnavailable(f"{self.description}: the bucket {self.bucket!r} does not exist") from None
-            raise StoreUnavailable(f"{self.description}: {what} failed: {code or status} {exc}") from None
+                message = f"{self.description}: the bucket {self.bucket!r} does not exist"
+                raise StoreUnavailable(message, refused=True) from None
+            refused = code in REFUSALS or status in (401, 403)
+            raise StoreUnavailable(
+                f"{self.description}: {what} failed: {code or status} {exc}", refused=refused
+            ) from None
+        except S3UploadFailedError as exc:  # boto3's wrapping of an upload's ClientError
+            raise StoreUnavailable(f"{self.description}: {what} failed: {exc}", refused="403" in str(exc)) from None
         except BotoCoreError as exc:  # connection refused or reset, timeouts, no credentials
-            raise StoreUnavailable(f"{self.description} cannot be reached ({what}): {exc}") from None
+            self._note_attempt(exc)
+            refused = isinstance(exc, NoCredentialsError)
+            raise StoreUnavailable(f"{self.description} cannot be reached ({what}): {exc}", refused=refused) from None
+
+    def _unless_silent(self, **_: Any) -> None:
+        """Fails at once while the store is silent (boto3 calls it before every attempt, ``_calls`` first)."""
+        left = self._silent_until - time.monotonic()
+        if left > 0:
+            raise StoreUnavailable(
+                f"{self.description} is not answering (no answer within {self.read_timeout:g} s; "
+                f"not asked again for {left:.1f} s)"
+            )
+
+    def _note_attempt(self, caught_exception: BaseException | None = None, **_: Any) -> None:
+        """An attempt that timed out makes the store silent for ``read_timeout`` seconds (boto3 calls
+        it after every attempt, before it decides on a retry, so the retry fails at once too)."""
+        from botocore.exceptions import ConnectTimeoutError, ReadTimeoutError
+
+        if isinstance(caught_exception, ConnectTimeoutError | ReadTimeoutError):
+            self._silent_until = time.monotonic() + self.read_timeout
 
     @staticmethod
     def _status(exc: Exception) -> int | None:
