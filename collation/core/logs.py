@@ -2,7 +2,7 @@
 step a line belongs to, and RQ's housekeeping out of the way.
 
 - ``COLLATION_LOG_FORMAT=text`` (the default): ``time logger level message``, as before.
-  ``COLLATION_LOG_FORMAT=json``: one JSON object a line (python-json-logger) with ``time``, ``level``,
+  ``COLLATION_LOG_FORMAT=json``: one JSON object a line (python-json-logger) with ``time`` (UTC), ``level``,
   ``logger``, ``message``, and ``collation_id``, ``job_id`` and ``step`` on the lines logged while a
   worker runs a job or the API answers a request about a collation; the API's access lines add
   ``method``, ``path``, ``status``, ``duration_ms`` and ``remote_addr``.
@@ -30,9 +30,9 @@ from collation.core.settings import Settings
 CONTEXT_FIELDS = ("collation_id", "job_id", "step")
 """The fields a line carries when it was logged inside ``log_context``."""
 TEXT_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
-JSON_FIELDS = "%(asctime)s %(levelname)s %(name)s %(message)s"
-JSON_NAMES = {"asctime": "time", "levelname": "level", "name": "logger"}
-"""The JSON keys of the standard fields (``time``, ``level``, ``logger``, ``message``)."""
+JSON_FIELDS = "%(levelname)s %(name)s %(message)s"
+JSON_NAMES = {"levelname": "level", "name": "logger"}
+"""The JSON keys of the standard fields (``level``, ``logger``, ``message``; ``time`` is added in UTC, ISO 8601)."""
 HANDLER_NAME = "collation"
 """The name of the handler ``configure_logging`` installs on the root logger."""
 RQ_HOUSEKEEPING = ("Worker %s: cleaning registries", "Worker %s: cleaning group registries")
@@ -94,7 +94,7 @@ class RQHousekeeping(logging.Filter):
 def formatter(log_format: str) -> logging.Formatter:
     """The formatter of ``COLLATION_LOG_FORMAT``: ``text`` or ``json``."""
     if log_format == "json":
-        return JsonFormatter(JSON_FIELDS, rename_fields=JSON_NAMES, json_ensure_ascii=False)
+        return JsonFormatter(JSON_FIELDS, rename_fields=JSON_NAMES, timestamp="time", json_ensure_ascii=False)
     return logging.Formatter(TEXT_FORMAT)
 
 

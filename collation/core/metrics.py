@@ -87,6 +87,8 @@ class Metrics:
             ["result"],
             **metric,
         )
+        for result in ("hit", "miss"):  # both series from the start, so that a ratio of them is defined
+            self.feature_cache.labels(result)
         self.requests = Counter(
             "collation_http_requests",
             "API requests, by method, route and status",
