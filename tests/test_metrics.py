@@ -1,18 +1,21 @@
 """What each part of a process counts in its ``Metrics`` (``collation.core.metrics``): fetches by host and
 outcome (``net.http``, against loopback servers), data store operations and their errors
-(``store.metering``), the worker's feature cache (``jobs.runtime``) and how a job's id and end read as
-labels (``jobs.worker``). The scrape of a real running service is in tests/service/test_monitoring.py."""
+(``store.metering``, on a folder and on SeaweedFS), the worker's feature cache (``jobs.runtime``), how
+a job's id and end read as labels (``jobs.worker``), and the metrics ports of ``collate serve``'s
+workers. The scrape of a real running service is in tests/service/test_monitoring.py."""
 
 from __future__ import annotations
 
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 from builders import static_server
 from rq.job import JobStatus
 
+from collation.cli.serve import worker_env
 from collation.core.errors import FetchError, LimitError, UnsafeURLError
 from collation.core.metrics import JobOutcome, Metrics
 from collation.core.settings import Settings
@@ -22,6 +25,7 @@ from collation.jobs.worker import job_outcome, job_step
 from collation.net.http import Fetcher, fetch_outcome
 from collation.store.datastore import CollationNotFound
 from collation.store.folder import FolderStore
+from collation.store.objects import ObjectStore, StoreUnavailable
 
 
 def value(metrics: Metrics, name: str, **labels: str) -> float:
@@ -124,3 +128,31 @@ def test_a_job_id_reads_back_as_its_collation_and_step() -> None:
     assert job_outcome(True, JobStatus.FINISHED) is JobOutcome.OK
     assert job_outcome(False, JobStatus.SCHEDULED) is JobOutcome.RETRIED
     assert job_outcome(False, JobStatus.FAILED) is JobOutcome.FAILED
+
+
+def test_object_store_requests_are_counted_and_an_unreachable_store_is_an_error(
+    s3_server: Any, s3_url: str, tmp_path: Path
+) -> None:
+    metrics = Metrics()
+    store = ObjectStore(s3_url, tmp_path / "cache", 2**20, endpoint=s3_server.endpoint, metrics=metrics)
+    store.write("a/one.json", b"{}")
+    assert store.read("a/one.json") == b"{}"
+    assert store.read("a/none.json") is None and not store.has("a/none.json")
+    assert sorted(store.versions("a/")) == ["a/one.json"]
+    down = ObjectStore(
+        s3_url, tmp_path / "cache2", 2**20, endpoint=f"http://127.0.0.1:{closed_port()}", metrics=metrics
+    )
+    with pytest.raises(StoreUnavailable):
+        down.read("a/one.json")
+    s3 = {"backend": "s3"}
+    assert value(metrics, "collation_store_operations_total", **s3, operation="write", outcome="ok") == 1
+    assert value(metrics, "collation_store_operations_total", **s3, operation="read", outcome="ok") == 2
+    assert value(metrics, "collation_store_operations_total", **s3, operation="has", outcome="ok") == 1
+    assert value(metrics, "collation_store_operations_total", **s3, operation="list", outcome="ok") == 1
+    assert value(metrics, "collation_store_operations_total", **s3, operation="read", outcome="error") == 1
+
+
+def test_serve_gives_each_of_its_workers_a_metrics_port_of_its_own() -> None:
+    env = {"COLLATION_WORKER_METRICS_PORT": "9101", "PATH": "/bin"}
+    assert [worker_env(env, i)["COLLATION_WORKER_METRICS_PORT"] for i in range(3)] == ["9101", "9102", "9103"]
+    assert worker_env({"PATH": "/bin"}, 1) == {"PATH": "/bin"}  # no port: the workers serve no metrics
