@@ -1,4 +1,4 @@
-"""The Flask app factory: one ``Runtime`` per app, the blueprints, one error handler, auth and CORS.
+"""The Flask app factory: one ``Runtime`` per app, the blueprints, one error handler, auth, CORS and security headers.
 
 Flask tutorial style: ``create_app`` builds everything an app needs and nothing is created at import
 time. The runtime (settings, data store, Redis) is kept with the app's document cache and sweeper in
@@ -20,6 +20,31 @@ from collation.service.auth import caller_token
 from collation.service.urls import API_PREFIX
 
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+
+PAGE_POLICY = "; ".join(
+    (
+        "default-src 'self'",
+        "script-src 'self'",  # our scripts and the Mirador bundles, all under /api/v1/viewer/static
+        "style-src 'self' 'unsafe-inline'",  # Mirador (Material UI) writes <style> elements and style attributes
+        "img-src * data: blob:",  # page images and thumbnails come from any IIIF Image API server
+        "connect-src *",  # Mirador reads manifests and info.json wherever they are
+        "font-src 'self' data:",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",  # no page of another origin frames ours (clickjacking the Cancel button)
+    )
+)
+"""Content-Security-Policy of the HTML pages (README, "A public deployment"): no inline or foreign script."""
+
+DOCUMENT_POLICY = "default-src 'none'; frame-ancestors 'none'"
+"""Content-Security-Policy of everything else (JSON, images, downloads): nothing to run, never framed."""
+
+SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",  # frame-ancestors for browsers that predate it
+    "Referrer-Policy": "no-referrer",  # page URLs hold collation ids: image servers need not learn them
+}
 
 
 def create_app(settings: Settings | None = None, *, runtime: Runtime | None = None, **flask_config: Any) -> Flask:
@@ -47,6 +72,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     app.before_request(refuse_large_body)
     app.before_request(require_token)
     app.after_request(add_cors_headers)
+    app.after_request(add_security_headers)
 
     from collation.service import api as routes
     from collation.viewer import pages as viewer_routes
@@ -88,4 +114,14 @@ def add_cors_headers(response: Response) -> Response:
     response.headers["Access-Control-Allow-Headers"] = "Authorization, Content-Type"
     response.headers["Access-Control-Allow-Methods"] = "GET, POST, DELETE, OPTIONS"
     response.headers["Access-Control-Expose-Headers"] = "Location"
+    return response
+
+
+def add_security_headers(response: Response) -> Response:
+    """The security headers of every response: the pages' policy on HTML, the documents' on the rest.
+    A header a route has set is kept (``setdefault``)."""
+    policy = PAGE_POLICY if response.mimetype == "text/html" else DOCUMENT_POLICY
+    response.headers.setdefault("Content-Security-Policy", policy)
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
     return response

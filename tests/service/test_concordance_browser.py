@@ -74,7 +74,9 @@ def row_members(page: Any) -> list[list[str]]:
 
 def test_concordance_page_lists_groups_sorts_and_takes_row_verdicts(page: Any, url: str) -> None:
     page.goto(f"{url}/concordance/view")
-    page.wait_for_function("window.collationConcordance && window.collationConcordance.loaded", timeout=TIMEOUT_MS)
+    page.wait_for_function(
+        "() => window.collationConcordance && window.collationConcordance.loaded", timeout=TIMEOUT_MS
+    )
     headers = page.eval_on_selector_all("#concordance thead th", "ths => ths.map(t => t.textContent)")
     assert headers == ["Group", "Codex A", "Codex B", "Codex C", "Verdict"]
     assert row_members(page) == [["0:0", "1:0", "-"]] + [[f"0:{k}", f"1:{k}", f"2:{k - 1}"] for k in range(1, 5)]
@@ -84,7 +86,7 @@ def test_concordance_page_lists_groups_sorts_and_takes_row_verdicts(page: Any, u
 
     page.select_option("#sort", "2")  # C's order: the group without C goes last
     page.wait_for_function(
-        "document.querySelector('#concordance tbody tr').dataset.group !== '0-0'", timeout=TIMEOUT_MS
+        "() => document.querySelector('#concordance tbody tr').dataset.group !== '0-0'", timeout=TIMEOUT_MS
     )
     assert row_members(page)[-1] == ["0:0", "1:0", "-"]
     assert "sort=2" in page.get_attribute("#csv", "href")
@@ -92,7 +94,7 @@ def test_concordance_page_lists_groups_sorts_and_takes_row_verdicts(page: Any, u
     row = page.locator('#concordance tbody tr[data-group="0-0"]')
     row.locator("select").select_option("none")  # no match on the whole row: two illustrations alone
     row.get_by_role("button", name="Apply to row").click()
-    page.wait_for_function("window.collationConcordance.doc.unmatched === 2", timeout=TIMEOUT_MS)
+    page.wait_for_function("() => window.collationConcordance.doc.unmatched === 2", timeout=TIMEOUT_MS)
     assert page.locator("tr.group-row.alone").count() == 2
     assert page.inner_text("#message").startswith("none: 1 verdicts stored")
 
@@ -108,7 +110,9 @@ def test_a_verdict_without_a_token_asks_for_one_and_every_page_keeps_it(page: An
     refused, the token field opens and says so; with the token typed in, the verdict is stored; the
     token is still there on a reload and on the workspace's pages (one browser storage for all)."""
     page.goto(f"{url}/concordance/view")
-    page.wait_for_function("window.collationConcordance && window.collationConcordance.loaded", timeout=TIMEOUT_MS)
+    page.wait_for_function(
+        "() => window.collationConcordance && window.collationConcordance.loaded", timeout=TIMEOUT_MS
+    )
     assert not page.locator("details.token").evaluate("d => d.open")
     row = page.locator('#concordance tbody tr[data-group="0-0"]')
     row.locator("select").select_option("none")
@@ -124,7 +128,7 @@ def test_a_verdict_without_a_token_asks_for_one_and_every_page_keeps_it(page: An
     requests: list[dict[str, str]] = []
     page.on("request", lambda r: requests.append(r.headers) if r.method == "POST" else None)
     row.get_by_role("button", name="Apply to row").click()
-    page.wait_for_function("window.collationConcordance.doc.unmatched === 2", timeout=TIMEOUT_MS)
+    page.wait_for_function("() => window.collationConcordance.doc.unmatched === 2", timeout=TIMEOUT_MS)
     assert page.inner_text("#message").startswith("none: 1 verdicts stored")
     assert [h.get("authorization") for h in requests] == [f"Bearer {TOKEN}"]
 

@@ -86,13 +86,13 @@ def test_a_historian_goes_the_whole_way(
     page.get_by_role("button", name="Look at these manifests").click()
     page.locator("#message", has_text="is a IIIF Collection of 3 manifest(s)").wait_for()
     assert page.get_by_label("Manifest addresses").input_value().split() == [*manifests, missing]
-    page.wait_for_function("document.querySelectorAll('#preview .witness h3').length === 3")
+    page.wait_for_function("() => document.querySelectorAll('#preview .witness h3').length === 3")
     cards = page.locator("#preview .witness")
     p2 = cards.filter(has_text="P2 Ott.gr.354")
     assert re.search(rf"{REGIONS} illustrations \(the manifest.s own region annotations\)", p2.inner_text())
     assert f"{REGIONS} illustrations" in cards.filter(has_text="P3 Marc.gr.IV.35").inner_text()
     page.wait_for_function(
-        "[...document.querySelectorAll('.region-thumb')].slice(0, 4).every(i => i.complete && i.naturalWidth > 0)"
+        "() => [...document.querySelectorAll('.region-thumb')].slice(0, 4).every(i => i.complete && i.naturalWidth > 0)"
     )
     assert page.locator(".region-thumb").count() == 12  # the first six of each witness
     bad = cards.filter(has_text="cannot be used")
@@ -271,7 +271,7 @@ def test_detected_regions_are_reviewed_and_corrected_before_starting(
     page.goto(f"{root}/new")
     page.get_by_label("Manifest addresses").fill("\n".join([synthetic.a, synthetic.b]))
     page.get_by_role("button", name="Look at these manifests").click()
-    page.wait_for_function("document.querySelectorAll('#preview .witness h3').length === 2")
+    page.wait_for_function("() => document.querySelectorAll('#preview .witness h3').length === 2")
     card = page.locator("#preview .witness").filter(has_text="Manuscript B")
     assert "detected on the page images" in card.locator(".summary").inner_text()
 
@@ -281,7 +281,7 @@ def test_detected_regions_are_reviewed_and_corrected_before_starting(
     found = boxes.count()
     assert found >= 2
     page.wait_for_function(
-        "[...document.querySelectorAll('.review-page img')].every(i => i.complete && i.naturalWidth)"
+        "() => [...document.querySelectorAll('.review-page img')].every(i => i.complete && i.naturalWidth)"
     )
     first = boxes.first.get_attribute("style")
     boxes.first.focus()

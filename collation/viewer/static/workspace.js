@@ -135,8 +135,16 @@
     card.appendChild(remove);
     return card;
   }
-  function inspectAll() {
-    var urls = lines();
+  // One look at the list (a click on "Look at these manifests") is bounded, whatever the collections in
+  // it say: each collection is opened once (one that lists itself, or two that list each other, would be
+  // opened again without end), MAX_COLLECTIONS at most (a chain of collections listed as manifests), and
+  // at most max_manifests + MAX_COLLECTIONS addresses are looked at (GET /inspect) in all.
+  var MAX_COLLECTIONS = 4;
+  function newLook() { return { opened: {}, collections: 0, looks: 0 }; }
+  function lookLimit() { return config.max_manifests + MAX_COLLECTIONS; }
+
+  function inspectAll(look) {
+    var urls = lines().filter(function (u) { return !look.opened[u]; });
     var preview = $('preview');
     preview.textContent = '';
     if (!urls.length) { message('Paste the addresses of two or more manifests, one per line.', true); return; }
@@ -156,17 +164,35 @@
         throw error;
       });
     }
-    var expanded = false;
+    var stopped = false; // a collection took the list's place, or a bound was reached
+    function stop(k, text) {
+      stopped = true;
+      message(text, true);
+      slots.slice(k).forEach(function (slot, i) { slot.textContent = 'Not looked at: ' + urls[k + i]; });
+    }
     urls.reduce(function (previous, url, k) {
       return previous.then(function () {
-        if (expanded) return null;
+        if (stopped) return null;
+        var known = inspected[url];
+        if (!known && look.looks >= lookLimit()) {
+          stop(k, 'The page stopped after looking at ' + look.looks + ' addresses (a collation takes at most ' +
+            config.max_manifests + ' manifests). Remove some, or paste the manifests you want, and look again.');
+          return null;
+        }
         slots[k].textContent = 'Looking at ' + url + '…';
-        var known = inspected[url] ? Promise.resolve(inspected[url]) : inspectOne(url, 0);
-        return known.then(function (report) {
-          if (report.collection) { expanded = true; expandCollection(url, report); return; }
-          inspected[url] = report;
+        if (!known) look.looks += 1;
+        return (known ? Promise.resolve(known) : inspectOne(url, 0)).then(function (report) {
+          if (!report.collection) { inspected[url] = report; return; }
+          if (look.collections >= MAX_COLLECTIONS) {
+            stop(k, (report.collection.label || url) + ' is a IIIF Collection too: the page has opened ' +
+              look.collections + ' collections for this look and opens no more. Paste the addresses of ' +
+              'manifests instead of collections inside collections.');
+            return;
+          }
+          stopped = true;
+          expandCollection(url, report, look);
         }, function (error) { inspected[url] = { error: error.message }; }).then(function () {
-          if (expanded) return;
+          if (stopped) return;
           slots[k].replaceWith(witnessCard(url, inspected[url]));
           estimate();
         });
@@ -174,24 +200,31 @@
     }, Promise.resolve());
   }
   // A IIIF Collection: its manifests take its place in the list (up to what one collation takes),
-  // then every witness is looked at.
-  function expandCollection(url, report) {
-    var members = report.manifests.map(function (m) { return m.id; });
-    var rest = lines().filter(function (u) { return u !== url; });
+  // then every witness is looked at. Collections already opened in this look are not listed again.
+  function expandCollection(url, report, look) {
+    look.opened[url] = true;
+    if (report.collection.id) look.opened[report.collection.id] = true;
+    look.collections += 1;
+    var listed = report.manifests.map(function (m) { return m.id; });
+    var again = listed.filter(function (m) { return look.opened[m]; });
+    var members = listed.filter(function (m) { return !look.opened[m]; });
+    var rest = lines().filter(function (u) { return !look.opened[u]; });
     var room = Math.max(0, config.max_manifests - rest.length);
     var added = members.filter(function (m) { return rest.indexOf(m) < 0; }).slice(0, room);
     $('manifests').value = rest.concat(added).join('\n');
     var name = report.collection.label || url;
     var text = name + ' is a IIIF Collection of ' + report.summary.manifests + ' manifest(s)' +
-      (report.summary.collections ? ' and ' + report.summary.collections + ' collection(s), not opened' : '') + '. ';
+      (report.summary.collections ? ' and ' + report.summary.collections + ' collection(s), not opened' : '') + '. ' +
+      (again.length ? 'It lists itself or a collection already opened, which the page does not open again. ' : '');
     if (!added.length) {
       message(text + 'It lists no manifest to add: paste manifest addresses instead.', true);
+      if (rest.length) inspectAll(look);
       return;
     }
     message(text + 'Its ' + (added.length < members.length ? 'first ' + added.length + ' ' : '') +
       'manifests are now in the list (a collation takes at most ' + config.max_manifests +
       '): remove those you do not want.');
-    inspectAll();
+    inspectAll(look);
   }
   function estimate() {
     var reports = lines().map(function (u) { return inspected[u]; }).filter(function (r) { return r && !r.error; });
@@ -283,7 +316,7 @@
 
   if (config.view === 'home') { $('filter').addEventListener('change', function () { home(1); }); home(1); }
   if (config.view === 'new') {
-    $('inspect').addEventListener('click', function () { message(''); inspectAll(); });
+    $('inspect').addEventListener('click', function () { message(''); inspectAll(newLook()); });
     $('new-form').addEventListener('submit', start);
   }
   if (config.view === 'follow') { $('cancel').addEventListener('click', cancel); follow(); }
