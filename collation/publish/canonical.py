@@ -2,6 +2,13 @@
 body = region B, plus a "mirrored copy" / "turned copy" tagging body for a transposed copy, each
 unordered pair once, scores as ``imcol:`` properties), paged, and the experts' ``assessing``
 annotations on a link.
+
+The collection and its pages come in two forms of the same annotations (docs/annotations.md): IIIF
+Presentation 3's (``paginate``: ``label`` a language map, ``first``/``last``/``next``/``prev`` and
+``partOf`` objects), which IIIF viewers read, and the W3C Web Annotation model's
+(``web_annotation_form``: ``label`` a string, those links IRIs, ``partOf`` the collection and each
+page's ``startIndex``), which passes the Working Group's tests and is served for the media type
+``application/ld+json; profile="http://www.w3.org/ns/anno.jsonld"``.
 """
 
 from __future__ import annotations
@@ -47,7 +54,7 @@ def _link_annotation(link: Link, urls: UrlScheme, method: str | None, created: s
     }
     if created:
         annotation["created"] = created
-    annotation["creator"] = software_agent(method)
+    annotation["creator"] = software_agent(urls, method)
     tag = transposition_body(link.correspondence)  # a transposed copy: region B and the words that say so
     annotation["body"] = [specific_resource(b), tag] if tag else specific_resource(b)
     annotation["target"] = specific_resource(a)
@@ -101,6 +108,35 @@ def paginate(
             page["next"] = {"id": page_ids[n + 1], "type": "AnnotationPage"}
         pages.append(page)
     return collection, pages
+
+
+def plain_label(label: Any) -> str:
+    """A IIIF language map's first value (``{"en": ["..."]}`` -> ``"..."``); a string as it is."""
+    if isinstance(label, dict):
+        return next((str(v[0]) for v in label.values() if v), "")
+    return str(label)
+
+
+def web_annotation_form(doc: dict[str, Any], *, start_index: int | None = None) -> dict[str, Any]:
+    """The W3C Web Annotation form of a collection or page of ``paginate`` (same annotations).
+
+    The Web Annotation context comes last, so that where it and IIIF's define a term (``label``,
+    ``partOf``, ``first``...) its meaning holds; IIIF's still names ``Canvas`` and ``Manifest``.
+    ``start_index`` is a page's (the index of its first annotation in the collection, from 0).
+    """
+    context = [c for c in doc["@context"] if c != ANNOTATION_CONTEXT] + [ANNOTATION_CONTEXT]
+    out: dict[str, Any] = {"@context": context, "id": doc["id"], "type": doc["type"]}
+    if doc["type"] == "AnnotationCollection":
+        out["label"] = plain_label(doc["label"])
+        out.update({k: doc[k] if k == "total" else doc[k]["id"] for k in ("total", "first", "last") if k in doc})
+        return out
+    collection = doc["partOf"][0]
+    out["partOf"] = {"id": collection["id"], "label": plain_label(collection["label"])}
+    out.update({k: doc[k]["id"] for k in ("next", "prev") if k in doc})
+    if start_index is not None:
+        out["startIndex"] = start_index
+    out["items"] = doc["items"]
+    return out
 
 
 def build_link_collection(

@@ -22,7 +22,8 @@ from collation.iiif.model import Canvas, Manifest
 from collation.iiif.regions import Region
 
 PROJECT_URL = "https://github.com/image-collation/image-collation"
-"""Where the project lives; named in the annotations' creator and the ``imcol:`` namespace."""
+"""The base of the ``imcol:`` namespace IRIs: a name for the terms, which the context served at
+``UrlScheme.context`` defines (the annotations' creator is the service itself, ``software_agent``)."""
 
 PRESENTATION_3 = "http://iiif.io/api/presentation/3/context.json"
 PRESENTATION_2 = "http://iiif.io/api/presentation/2/context.json"
@@ -91,6 +92,7 @@ class UrlScheme:
     collection: Template = "{base}/annotations"
     collection_page: Template = "{base}/annotations?page={page}"
     context: Template = "{root}/ns/imcol/1/context.json"
+    software: Template = "{root}/"  # the service that computed the correspondences: their creator
     viewer: Template | None = None  # e.g. "{base}/view/{link}": a Mirador compare view
 
     def render(self, name: str, **fields: Any) -> str:
@@ -224,9 +226,11 @@ def xywh_fragment(region: Region) -> str:
     return f"xywh={x},{y},{w},{h}"
 
 
-def software_agent(method: str | None = None) -> dict[str, Any]:
+def software_agent(urls: UrlScheme, method: str | None = None) -> dict[str, Any]:
+    """The creator of the service's annotations: the service itself, by its own URL (``urls.software``,
+    the home page of the deployment that computed them), and its version and method by name."""
     name = f"image-collation {__version__}" + (f" ({method})" if method else "")
-    return {"id": PROJECT_URL, "type": "Software", "name": name}
+    return {"id": urls.render("software"), "type": "Software", "name": name}
 
 
 def manifest_label(manifest: Manifest, number: int) -> str:

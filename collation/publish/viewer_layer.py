@@ -108,7 +108,7 @@ def _display_v3(link: Link, mine: End, other: End, urls: UrlScheme, created: str
     }
     if created:
         annotation["created"] = created
-    annotation["creator"] = software_agent()
+    annotation["creator"] = software_agent(urls)
     annotation["body"] = [
         {
             "type": "TextualBody",
@@ -204,7 +204,7 @@ def _detected(end: End, urls: UrlScheme, created: str | None) -> dict[str, Any]:
             "id": f"{page}#detected-{end.region.index}",
             "type": "Annotation",
             "motivation": "commenting",
-            "creator": software_agent(),
+            "creator": software_agent(urls),
             "body": [
                 {"type": "TextualBody", "purpose": "commenting", "format": "text/html", "language": "en", "value": text}
             ],

@@ -14,8 +14,9 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request
 from marshmallow import ValidationError
 
+from collation.publish.canonical import web_annotation_form
 from collation.service import annotations as layers
-from collation.service import collations, inspection, listing
+from collation.service import collations, inspection, listing, negotiation
 from collation.service.auth import caller_hash, require_creator
 from collation.service.concordance_rows import concordance, concordance_text, concordance_workbook
 from collation.service.health import readiness
@@ -177,12 +178,18 @@ def post_assessments_batch(cid: str) -> Response:
 
 @bp.route("/collations/<cid>/annotations", methods=["GET"])
 def get_annotations(cid: str) -> Response:
+    """The collection or one of its pages, in IIIF's form or, when ``Accept`` prefers it, the W3C Web
+    Annotation form (``negotiation``)."""
     query = PageQuerySchema().load(request.args.to_dict())
     state = service_state()
-    doc = layers.collection(
-        state.runtime.store, state.documents, cid, base_url(), query["page"], state.runtime.settings.page_size
-    )
-    return jsonld(doc, "http://www.w3.org/ns/anno.jsonld")
+    page, page_size = query["page"], state.runtime.settings.page_size
+    doc = layers.collection(state.runtime.store, state.documents, cid, base_url(), page, page_size)
+    if negotiation.wants_web_annotation(request.headers.get("Accept")):
+        start = None if page is None else (page - 1) * page_size
+        return negotiation.annotation_response(
+            web_annotation_form(doc, start_index=start), negotiation.WEB_ANNOTATION_PROFILE
+        )
+    return negotiation.annotation_response(doc, negotiation.IIIF_PROFILE)
 
 
 @bp.route("/collations/<cid>/manifests/<int:m>", methods=["GET"])

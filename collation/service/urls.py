@@ -69,5 +69,13 @@ def context_url(base: str) -> str:
 def url_scheme(cid: str, base: str) -> UrlScheme:
     """Ids of a collation's annotation documents; each display annotation links to the viewer's compare view."""
     return UrlScheme(
-        base=collation_url(base, cid), context=context_url(base), viewer="{base}/view?link={link}&side={side}"
+        base=collation_url(base, cid),
+        context=context_url(base),
+        viewer="{base}/view?link={link}&side={side}",
+        software=service_root(base),
     )
+
+
+def service_root(base: str) -> str:
+    """The service's home page (the workspace at ``/``): where the API at ``base`` is served from."""
+    return base.removesuffix(API_PREFIX) + "/"
