@@ -78,3 +78,9 @@ def test_a_real_collation_passes_the_w3c_musts_and_iiif_clients_keep_their_form(
     assert head.status_code == 200 and head.headers["ETag"] == w3c.headers["ETag"] and not head.data
     options = client.options(url)
     assert set(options.headers["Allow"].split(", ")) == {"GET", "HEAD", "OPTIONS"}
+    # a browser on another origin asks with a quoted profile (a preflight) and reads the tag and the links
+    preflight = client.options(
+        url, headers={"Origin": "https://w3c-client.example", "Access-Control-Request-Headers": "accept"}
+    )
+    assert "Accept" in preflight.headers["Access-Control-Allow-Headers"].split(", ")
+    assert {"ETag", "Link"} <= set(w3c.headers["Access-Control-Expose-Headers"].split(", "))
