@@ -111,9 +111,10 @@ def require_token() -> None:
 def add_cors_headers(response: Response) -> Response:
     """CORS on every response, so that viewers (Mirador) on other origins can read everything."""
     response.headers["Access-Control-Allow-Origin"] = state.current_runtime().settings.cors_origin
-    response.headers["Access-Control-Allow-Headers"] = "Authorization, Content-Type"
+    # Accept: a W3C client asks for the Web Annotation form with a quoted profile, which takes a preflight
+    response.headers["Access-Control-Allow-Headers"] = "Accept, Authorization, Content-Type, If-None-Match"
     response.headers["Access-Control-Allow-Methods"] = "GET, POST, DELETE, OPTIONS"
-    response.headers["Access-Control-Expose-Headers"] = "Location"
+    response.headers["Access-Control-Expose-Headers"] = "Location, ETag, Link"
     return response
 
 
