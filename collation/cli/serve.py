@@ -18,6 +18,9 @@ from collation.core.settings import ENV_PREFIX, Settings
 
 log = logging.getLogger("collation.service")
 
+EXIT_STORE_REFUSED = 3
+"""``collate worker``: the data store refused the worker's credentials (or has no such bucket)."""
+
 
 def add_subcommands(subparsers: Any) -> None:
     """Adds ``serve`` and ``worker`` to an argparse subparsers object (each sets ``handler``)."""
@@ -52,6 +55,7 @@ def add_subcommands(subparsers: Any) -> None:
 
 def run_worker(args: argparse.Namespace) -> int:
     """``collate worker [--burst] [--queues io,compute]``."""
+    from collation.jobs.tasks import StoreRefused
     from collation.jobs.worker import work
 
     settings = Settings.from_env()
@@ -60,7 +64,11 @@ def run_worker(args: argparse.Namespace) -> int:
         log.error("COLLATION_REDIS_URL is not set: a worker needs the service's Redis")
         return 2
     queues = [q.strip() for q in (getattr(args, "queues", None) or "io,compute").split(",") if q.strip()]
-    work(settings, queues, burst=bool(getattr(args, "burst", False)), name=getattr(args, "name", None))
+    try:
+        work(settings, queues, burst=bool(getattr(args, "burst", False)), name=getattr(args, "name", None))
+    except StoreRefused as exc:
+        log.error("Worker not started: %s", exc.message)
+        return EXIT_STORE_REFUSED
     return 0
 
 

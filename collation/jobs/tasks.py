@@ -6,7 +6,9 @@ entry point (``entry_point`` of a step) takes the runtime the worker made curren
 that does the work. A collation deleted or
 cancelled meanwhile is not a failed job: the entry point returns ``"gone"``, unless the collation
 is missing because this worker's data store is not the API's (``collation.store.sharing``): then the
-job fails, and the API's next sweep ends the collation with the reason.
+job fails, and the API's next sweep ends the collation with the reason. So does a store that refuses
+this worker (its credentials or bucket, ``StoreUnavailable.refused``): no retry would mend that, and
+leaving the step for later would loop (issue 31: queued for ever, thousands of log lines).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collation.jobs import steps
 from collation.jobs.runtime import Runtime, current
 from collation.store import sharing, writable
 from collation.store.datastore import CollationNotFound
+from collation.store.objects import StoreUnavailable
 
 log = logging.getLogger("collation.jobs")
 
@@ -29,13 +32,26 @@ class StoreNotShared(CollationError):
     """This worker's data store is not the API's (``collation.store.sharing``): its job fails."""
 
 
+class StoreRefused(CollationError):
+    """The data store refuses this worker (credentials, bucket): its job fails, or it does not start."""
+
+
+def refusal(exc: StoreUnavailable) -> str:
+    """The message a collation fails with, and a worker stops with, when the store refused the worker."""
+    return (
+        f"the data store refused a worker: {exc.strerror} (give every worker the credentials and "
+        "COLLATION_STORE_URL of the API's store)"
+    )
+
+
 def entry_point(step: Callable[..., str]) -> Callable[..., str]:
     """The RQ entry point of a step of ``collation.jobs.steps``: called by name with the collation id and
     small integers, it runs ``step`` with the runtime the worker made current.
 
     ``steps.Gone`` (and ``CollationNotFound``: the collation was deleted while the step wrote into it)
     become a normal return: a cancelled collation is not a failed job. A data store that cannot be
-    written is remembered (``store.writable``) before the job fails (and is retried).
+    written is remembered (``store.writable``) before the job fails (and is retried); one that refuses
+    this worker is reported for the collation (``StoreRefused``).
     """
 
     def gone_or_foreign(runtime: Runtime, cid: str) -> str:
@@ -55,6 +71,10 @@ def entry_point(step: Callable[..., str]) -> Callable[..., str]:
             except (steps.Gone, CollationNotFound):
                 return gone_or_foreign(runtime, cid)  # asks the store, which may fail too
         except OSError as exc:
+            if isinstance(exc, StoreUnavailable) and exc.refused:  # the API's next sweep fails the collation
+                sharing.report(runtime.redis, cid, refusal(exc))
+                log.error("Collation %s: %s: %s", cid, step.__name__, refusal(exc))
+                raise StoreRefused(refusal(exc)) from None
             if writable.is_store_error(exc):  # every status says so until a probe finds the disk writable
                 writable.remember(runtime.redis, writable.describe(exc))
                 log.error("Collation %s: %s: %s", cid, step.__name__, writable.describe(exc))

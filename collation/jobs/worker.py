@@ -44,7 +44,9 @@ from collation.core.logs import log_context
 from collation.core.metrics import JobOutcome, Metrics
 from collation.core.settings import Settings
 from collation.jobs.runtime import Runtime, activate
+from collation.jobs.tasks import StoreRefused, refusal
 from collation.store import sharing
+from collation.store.objects import StoreUnavailable
 
 log = logging.getLogger("collation.jobs.worker")
 
@@ -250,6 +252,27 @@ def preload_backbone(runtime: Runtime) -> None:
         log.info("Worker: backbone %s loaded in %.1f s", runtime.settings.backbone, time.monotonic() - started)
 
 
+def check_store(runtime: Runtime) -> None:
+    """A cheap authenticated call before the first job: a small object written and deleted.
+
+    A store that refuses this worker (wrong credentials, no such bucket) stops it before it takes a
+    job (issue 31: it took every job, failed each and logged thousands of lines while the collations
+    stayed queued). A store that cannot be reached now is logged: the worker starts, and its jobs
+    fail and are retried until the store is back.
+
+    Raises:
+        StoreRefused: naming the store and what it answered.
+    """
+    try:
+        runtime.store.probe()
+    except StoreUnavailable as exc:
+        if exc.refused:
+            raise StoreRefused(refusal(exc)) from None
+        log.warning("Worker: the data store cannot be reached yet: %s", exc.strerror)
+    except OSError as exc:
+        log.warning("Worker: the data store cannot be written yet: %s", exc)
+
+
 def work(
     settings: Settings, which: Sequence[str] = ("io", "compute"), *, burst: bool = False, name: str | None = None
 ) -> None:
@@ -269,9 +292,15 @@ def work(
 
     Raises:
         RuntimeError: ``settings.redis_url`` is not set.
+        StoreRefused: the data store refuses this worker's credentials (``check_store``).
     """
     keep_freed_memory()  # as collate does: features and scores allocate large tensors over and over
     runtime = Runtime.create(settings, metrics=Metrics() if settings.worker_metrics_port else None)
+    try:
+        check_store(runtime)
+    except StoreRefused:
+        runtime.close()
+        raise
     names = queue_names(settings, which)
     metrics_server = serve_metrics(runtime)
     if "compute" in which:

@@ -64,6 +64,9 @@ class MatrixQuerySchema(Schema):
     pair = PairParam(load_default=(0, 1))
     score = fields.String(load_default="normalized", validate=validate.OneOf(SCORES))
     max_side = fields.Integer(load_default=MAX_SIDE, validate=validate.Range(min=16, max=4096))
+    # The pair page adds the time to the address so that the browser fetches the matrix again after a
+    # verdict (an <img> whose address does not change is not reloaded); the server ignores it.
+    t = fields.String(load_default=None, validate=validate.Regexp(r"^[0-9]{1,16}$"))
 
 
 def mirador_bundle(major: str) -> tuple[str, bool]:

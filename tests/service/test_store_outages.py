@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import threading
 import time
 import urllib.error
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from service_helpers import service_settings
+from service_helpers import WorkerProcesses, drain, service_settings
 
 from collation.app import create_app
 from collation.cli.private_servers import SEAWEEDFS_KEYS, start_seaweedfs, stop
@@ -109,5 +110,70 @@ def test_a_frozen_object_store_does_not_freeze_the_api(synthetic: Any, redis_url
         thaw.cancel()
         weed.send_signal(signal.SIGCONT)
         live.close()
+        service_state(app).close()
+        stop(weed)
+
+
+def worker_log_lines(processes: WorkerProcesses) -> int:
+    return sum(len(p.read_text(errors="replace").splitlines()) for p in processes.log_dir.glob("worker*.log"))
+
+
+@pytest.mark.usefixtures("weed_keys")
+def test_a_worker_with_wrong_store_credentials_refuses_to_start(redis_url: str, tmp_path: Path) -> None:
+    """Before: the worker started, counted as ready in /readyz, and logged 11,420 lines in 90 s."""
+    weed, endpoint, _ = start_seaweedfs(tmp_path / "seaweedfs")
+    config = service_settings(tmp_path / "api", redis_url, store_url="s3://creds/data", store_endpoint=endpoint)
+    app = create_app(config)
+    client = app.test_client()
+    processes = WorkerProcesses(config, tmp_path)
+    processes.env["AWS_SECRET_ACCESS_KEY"] = "not-the-secret"
+    try:
+        open_store(config).ensure_bucket()
+        worker = processes.start(data_dir=tmp_path / "worker")
+        try:
+            status = worker.wait(60)
+        except subprocess.TimeoutExpired:
+            status = None
+        ready = client.get(f"{API}/readyz")
+        lines = worker_log_lines(processes)
+        print(f"\nworker with a wrong secret: exit status {status}, {lines} log lines; /readyz {ready.status_code}")
+        assert status == 3, processes.logs()[-2000:]
+        log = processes.logs()
+        assert "object store s3://creds/data" in log and "refused" in log and "SignatureDoesNotMatch" in log, log
+        assert lines <= 5, log
+        assert ready.status_code == 503 and ready.get_json()["checks"]["workers"][config.queue_io] == 0
+    finally:
+        processes.stop_all()
+        service_state(app).close()
+        stop(weed)
+
+
+@pytest.mark.usefixtures("weed_keys")
+def test_a_job_refused_by_the_store_fails_its_collation_naming_the_store(
+    synthetic: Any, redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker whose credentials stop working after it started (rotated, revoked): its jobs are refused.
+    Before: the collation stayed queued with no problem in its status, its jobs retried for ever."""
+    weed, endpoint, _ = start_seaweedfs(tmp_path / "seaweedfs")
+    config = service_settings(
+        tmp_path / "api", redis_url, store_url="s3://revoked/data", store_endpoint=endpoint, sweep_interval=1
+    )
+    app = create_app(config)
+    service_state(app).sweeper.start()
+    client = app.test_client()
+    try:
+        open_store(config).ensure_bucket()
+        cid = client.post(f"{API}/collations", json=body(synthetic)).get_json()["id"]
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "revoked")  # for the in-process worker's store only
+        started = time.monotonic()
+        deadline = started + 60
+        while (doc := client.get(f"{API}/collations/{cid}").get_json())["status"] != "failed":
+            assert time.monotonic() < deadline, doc
+            drain(config.replace(data_dir=tmp_path / "worker"), max_jobs=3)
+            time.sleep(0.5)
+        print(f"\nrefused jobs: the collation failed after {time.monotonic() - started:.1f} s: {doc['errors']}")
+        message = " ".join(e["message"] for e in doc["errors"])
+        assert "object store s3://revoked/data" in message and "SignatureDoesNotMatch" in message, doc
+    finally:
         service_state(app).close()
         stop(weed)

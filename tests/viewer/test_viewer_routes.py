@@ -208,6 +208,13 @@ def test_view_json_of_an_unfinished_collation_is_a_conflict(tmp_path: Path) -> N
     assert client.get(f"/api/v1/collations/{CID}/view").status_code == 200  # the page shows progress
 
 
+def test_matrix_png_takes_the_cache_buster_the_pair_page_sends(client: Any) -> None:
+    # viewer.js asks for matrix.png?pair=...&score=...&t=<Date.now()>; it answered 400 "t: Unknown field."
+    r = client.get(f"/api/v1/collations/{CID}/matrix.png?pair=0,1&score=propagated&t=1764170000000")
+    assert r.status_code == 200 and r.mimetype == "image/png", r.get_data(as_text=True)
+    assert client.get(f"/api/v1/collations/{CID}/matrix.png?t=javascript").status_code == 400
+
+
 def matrix_image(client: Any, query: str) -> Image.Image:
     r = client.get(f"/api/v1/collations/{CID}/matrix.png?{query}")
     assert r.status_code == 200 and r.mimetype == "image/png", r.get_data(as_text=True)
