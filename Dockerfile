@@ -47,5 +47,7 @@ RUN useradd --system --uid 1000 --home-dir /data collation && mkdir -p /data && 
 USER collation
 VOLUME ["/data"]
 EXPOSE 8000
-HEALTHCHECK --interval=30s --timeout=5s CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/api/v1/healthz', timeout=4)"
+# The API's check (GET /api/v1/healthz on COLLATION_PORT); a worker container replaces it with its own,
+# its heartbeat in Redis (`collate health --worker`, compose.yaml), since a worker listens on no port.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s CMD ["python", "-m", "collation", "health"]
 CMD ["python", "-m", "collation", "serve"]

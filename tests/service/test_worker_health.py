@@ -79,3 +79,26 @@ def test_without_redis_a_worker_is_unhealthy(tmp_path: Any) -> None:
     assert not healthy and message.startswith("Redis at redis://127.0.0.1:9/0 unreachable")
     healthy, message = worker_health(Settings.from_env({}, data_dir=tmp_path))
     assert not healthy and "COLLATION_REDIS_URL is not set" in message
+
+
+def test_the_api_check_asks_the_api_on_its_port(tmp_path: Any) -> None:
+    from http.server import BaseHTTPRequestHandler
+
+    from builders import serving
+
+    from collation.cli.maintenance import api_health
+
+    class Healthz(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200 if self.path == "/api/v1/healthz" else 404)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    with serving(Healthz) as server:
+        port = server.server_address[1]
+        healthy, message = api_health(Settings.from_env({}, data_dir=tmp_path, port=port), timeout=2)
+        assert healthy and message == f"http://127.0.0.1:{port}/api/v1/healthz: 200"
+    healthy, message = api_health(Settings.from_env({}, data_dir=tmp_path, port=port), timeout=2)
+    assert not healthy and "Connection refused" in message  # nothing listens there any more
