@@ -77,14 +77,16 @@ HEAVY = frozenset(
         "tests/test_transpositions.py::test_pruned_transposed_scores_equal_the_full_ones_on_the_candidates",
         "tests/test_transpositions.py::test_the_transposition_wins_and_is_reported",
         "tests/test_transpositions.py::test_transposed_features_are_transposition_major",
+        "tests/test_weak.py::test_restyled_copies_stay_grouped_and_are_never_weak",
     }
 )
 """Tests of the engine and the command line that start no component but compute for over 2 s on the
 2-core machine (``--durations``, the fast lane's own run): marked ``heavy``, left out of the fast lane."""
 
-HEAVY_FIXTURES = frozenset({"transposed", "matched"})
+HEAVY_FIXTURES = frozenset({"transposed", "matched", "random_witnesses"})
 """Module fixtures that compute for over 8 s (tests/test_transpositions.py's transposed features,
-tests/test_cli.py's ``collate match`` run): the tests that use them are ``heavy`` too."""
+tests/test_cli.py's ``collate match`` run, tests/test_weak.py's random witnesses): the tests that use them are
+``heavy`` too."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -159,9 +159,9 @@ def test_csv_has_one_row_per_group_and_the_cells_of_each_witness() -> None:
         }
     ]
     table = list(csv.reader(io.StringIO(concordance_csv(rows, ["A", "B"]))))
-    assert table[0][:4] == ["group", "size", "confidence", "A index"] and len(table[0]) == 3 + 2 * 7
+    assert table[0][:4] == ["group", "size", "confidence", "A index"] and len(table[0]) == 3 + 2 * 7 + 1
     assert table[1][:9] == ["0-0", "2", "0.5000", "0", "f. 1r", "c0", "1,2,3,4", "http://i/0", "0.5000"]
-    assert table[1][10:] == [""] * 7
+    assert table[1][10:] == [""] * 7 + [""]
 
 
 def test_collate_match_writes_the_same_concordance_csv(tmp_path) -> None:
@@ -184,7 +184,7 @@ def test_collate_match_writes_the_same_concordance_csv(tmp_path) -> None:
         collate(scores, propagation="3-cycles"),
     )
     table = list(csv.reader(io.StringIO((write_results(result, tmp_path) / "concordance.csv").read_text())))
-    assert table[0][:4] == ["group", "size", "confidence", "A index"] and len(table[0]) == 3 + 3 * 7
+    assert table[0][:4] == ["group", "size", "confidence", "A index"] and len(table[0]) == 3 + 3 * 7 + 1
     assert [row[:3] for row in table[1:]] == [["0-0", "2", "1.0000"], ["0-1", "3", "1.0000"], ["0-2", "3", "1.0000"]]
     assert table[2][3:6] == ["1", "A-1.png", "/crops/A/1.png"] and table[2][17:19] == ["0", "C-0.png"]
 

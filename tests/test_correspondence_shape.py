@@ -84,6 +84,7 @@ def test_command_line_rows() -> None:
                 "P_S": 0.9,
                 "two_cycle": True,
                 "three_cycle": True,
+                "weak": True,  # S under the floor 0.5
                 "transposition": "mirror",
             },
             {
@@ -94,6 +95,7 @@ def test_command_line_rows() -> None:
                 "P_S": 0.8,
                 "two_cycle": True,
                 "three_cycle": False,
+                "weak": True,
                 "transposition": "identity",
             },
         ],
@@ -245,6 +247,7 @@ def test_service_correspondences_name_positions_and_regions_apart(tmp_path: Path
             "P_S": float(results["P_S"][2, 0]),
             "rank": 2,
             "cycle_consistent": False,
+            "weak": True,  # S 0.3, under the floor 0.5
             "assessment": "confirmed",
             "category": "exact",
         },

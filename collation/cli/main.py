@@ -120,6 +120,7 @@ OPTION_FLAGS = (
     "orientation",
     "transpositions",
     "partial",
+    "weak_below",
 )
 """The flags of ``collate match`` that are options of the collation (``CollationOptions``); absent: default."""
 
@@ -250,6 +251,13 @@ def build_parser() -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
         default=defaults.PARTIAL,
         help="partial copies: S_trans counts only the query cells of the matched area",
+    )
+    match.add_argument(
+        "--weak-below",
+        type=float,
+        metavar="S",
+        help="matches whose raw S is below S are weak: flagged, and in no concordance group "
+        "(default: the floor calibrated for the backbone and similarity; 0: none; docs/concordance.md)",
     )
     match.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: $COLLATION_DEVICE, else auto)")
     match.add_argument("--seed", type=int, default=defaults.SEED)

@@ -29,6 +29,7 @@ Shapes::
         verdict: str | None = None,       # the expert's category: exact | partial | semantic | none
         transposition: str | None = None, # of the target's region, the one that gave S; None: plain
         link_id: str | None = None,       # the link's id in URLs; None: its position in the list
+        weak: bool = False,               # raw S under the floor, or a blank region (engine.weak)
     )
 
 Nothing here checks values against manuscripts: ``collation.publish.parts.read_links`` does, where
@@ -75,6 +76,7 @@ class Correspondence:
     verdict: str | None = None
     transposition: str | None = None
     link_id: str | None = None
+    weak: bool = False
 
     def __post_init__(self) -> None:
         if not set(self.cycles) <= set(CYCLES):

@@ -10,7 +10,8 @@ API's schema take them from here), and so does every rule between options:
 - ``transpositions`` other than "none" need s_trans or s_matching;
 - ``candidates`` None scores every pair; s_features always scores every pair (it is a matrix
   product, cheaper than any pruning), so its candidates are ignored;
-- 3-cycle propagation needs three or more manuscripts (``check_manuscripts``).
+- 3-cycle propagation needs three or more manuscripts (``check_manuscripts``);
+- ``weak_below`` unset takes the floor calibrated for the backbone and similarity (``floor``).
 
 Nothing here imports torch: the API process and the command line's parser use it as it is.
 """
@@ -52,6 +53,8 @@ TRANSPOSITION_SETS = {
 
 MAX_CANDIDATES = 100_000
 MAX_SEED = 2**31 - 1
+MAX_WEAK_BELOW = 2.0
+"""S_trans and S_matching are at most 2 (S = S1 + S2, each at most 1), S_features at most 1."""
 THREE_CYCLES_MIN_MANUSCRIPTS = 3
 
 CHOICES = {
@@ -65,7 +68,12 @@ CHOICES = {
 }
 """Option -> its allowed values, for the options that take a name."""
 
-RECORDED_WHEN_SET = {"orientation": defaults.ORIENTATION, "transpositions": "none", "partial": False}
+RECORDED_WHEN_SET = {
+    "orientation": defaults.ORIENTATION,
+    "transpositions": "none",
+    "partial": False,
+    "weak_below": None,
+}
 """Options a record holds only when they differ from these values: records, and so collation ids, made
 before the option existed stay as they were."""
 
@@ -84,6 +92,9 @@ class CollationOptions:
             (``collation.engine.cascade``); None scores every pair.
         transpositions: also score the second illustration mirrored ("mirror") or turned ("all").
         partial: partial-copy S_trans (``collation.engine.partial``).
+        weak_below: matches whose raw S is below it are weak: flagged, and never join a concordance
+            group (docs/concordance.md, "Weak matches"); 0 flags none. None (unset): the floor calibrated
+            for the backbone and similarity, ``floor``. It changes no score, so no cached feature or score.
     """
 
     # in the order of the stored records (the status document shows them so)
@@ -97,6 +108,7 @@ class CollationOptions:
     orientation: str = defaults.ORIENTATION
     transpositions: str = defaults.TRANSPOSITIONS
     partial: bool = defaults.PARTIAL
+    weak_below: float | None = None
 
     def __post_init__(self) -> None:
         for name, allowed in CHOICES.items():
@@ -116,6 +128,11 @@ class CollationOptions:
             raise InputError(f"partial copies need similarity s_trans, not {self.similarity}", field="partial")
         if self.transpositions != "none" and self.similarity == "s_features":
             raise InputError("transpositions need similarity s_trans or s_matching", field="transpositions")
+        if self.weak_below is not None and not _is_floor(self.weak_below):
+            raise InputError(
+                f"weak_below must be a number from 0 to {MAX_WEAK_BELOW}, or none for the calibrated floor",
+                field="weak_below",
+            )
 
     # -- the edges --------------------------------------------------------------------------------
 
@@ -167,6 +184,14 @@ class CollationOptions:
         return len(self.transposition_names)
 
     @property
+    def floor(self) -> float:
+        """The floor of raw S under which a match is weak: ``weak_below``, else the one calibrated for the
+        backbone and similarity (``defaults.WEAK_BELOW``), else 0 (none is weak for its score)."""
+        if self.weak_below is not None:
+            return float(self.weak_below)
+        return defaults.WEAK_BELOW.get((self.backbone, self.similarity), 0.0)
+
+    @property
     def pruned(self) -> bool:
         """Whether only candidate pairs are scored (s_features scores every pair)."""
         return self.candidates is not None and self.similarity != "s_features"
@@ -177,3 +202,7 @@ class CollationOptions:
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_floor(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= MAX_WEAK_BELOW

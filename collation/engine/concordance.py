@@ -15,6 +15,10 @@ are stated in docs/concordance.md:
   ends (union-find) unless the merged group would hold two illustrations of one witness, or two
   illustrations an expert said ``none`` about: such a link is skipped. Every illustration left alone
   is a group of its own.
+- **Weak links.** An automatic link that is a weak match (raw S under the collation's floor, or a blank
+  region: ``collation.engine.weak``) joins nothing: the normalized scores are relative, so unrelated
+  images close cycles too, and a group must not rest on scores no true copy has. An illustration left
+  alone that such a link would have joined is a *weak* row. Expert links are never weak.
 - **Confidence.** Member x of a group of two or more: the mean over the other members y of c(x, y),
   1 for an expert link of a match category, else (P[x, y] / max of x's row + P[x, y] / max of y's
   column) / 2 on the pair's score matrix P (P_S by default), clipped to [0, 1]: 1 when x and y are
@@ -82,11 +86,13 @@ class PairEvidence:
         scores: ``(n_a, n_b)`` the score that ranks links and gives confidences (P_S by default).
         cycles: ``(K, 2)`` cycle-consistent positions (2-cycles and pairs of 3-cycles).
         verdicts: ``{(row, column): category}`` of the experts (the latest verdict per pair).
+        weak: ``(n_a, n_b)`` bool, the weak matches (``collation.engine.weak.weak_matches``); None: none.
     """
 
     scores: np.ndarray
     cycles: np.ndarray
     verdicts: Mapping[Pair, str]
+    weak: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -105,16 +111,21 @@ class Group:
 
     members: tuple[Member, ...]
     confidence: float | None = None
+    weak: bool = False  # a lone illustration whose cycle-consistent match was weak (module docstring)
 
     def member(self, manuscript: int) -> Member | None:
         return next((x for x in self.members if x.manuscript == manuscript), None)
 
 
-def _links(evidence: Mapping[Pair, PairEvidence], min_score: float | None) -> list[tuple[tuple, Pair, Pair]]:
-    """Every link as (sort key, end 0, end 1); ends are (manuscript, position)."""
-    out = []
+def _links(
+    evidence: Mapping[Pair, PairEvidence], min_score: float | None
+) -> tuple[list[tuple[tuple, Pair, Pair]], set[Pair]]:
+    """Every link as (sort key, end 0, end 1), and the ends of the weak links left out; ends are
+    (manuscript, position)."""
+    out, weak_ends = [], set()
     for (a, b), ev in evidence.items():
         scores = np.asarray(ev.scores, dtype=np.float64)
+        weak = np.zeros(scores.shape, dtype=bool) if ev.weak is None else np.asarray(ev.weak, dtype=bool)
         for (i, j), verdict in ev.verdicts.items():
             if verdict in MATCH_CATEGORIES:
                 out.append(((0, MATCH_CATEGORIES.index(verdict), 0.0, a, b, i, j), (a, i), (b, j)))
@@ -124,8 +135,11 @@ def _links(evidence: Mapping[Pair, PairEvidence], min_score: float | None) -> li
             score = float(scores[i, j])
             if min_score is not None and not score >= min_score:
                 continue
+            if weak[i, j]:
+                weak_ends |= {(a, i), (b, j)}
+                continue
             out.append(((1, 0, -score, a, b, i, j), (a, i), (b, j)))
-    return sorted(set(out))
+    return sorted(set(out)), weak_ends
 
 
 def _check(sizes: Mapping[int, int], evidence: Mapping[Pair, PairEvidence]) -> None:
@@ -137,6 +151,8 @@ def _check(sizes: Mapping[int, int], evidence: Mapping[Pair, PairEvidence]) -> N
                 f"scores of pair {(a, b)} have shape {np.shape(ev.scores)}, expected {(sizes[a], sizes[b])}",
                 field="evidence",
             )
+        if ev.weak is not None and np.shape(ev.weak) != np.shape(ev.scores):
+            raise InputError(f"weak matches of pair {(a, b)} have shape {np.shape(ev.weak)}", field="evidence")
         for (i, j), verdict in ev.verdicts.items():
             if verdict not in CATEGORIES:
                 raise InputError(f"verdict {verdict!r} of pair {(a, b)} is not a category", field="verdicts")
@@ -172,13 +188,15 @@ def build_groups(
 
     Returns:
         Every illustration in exactly one group; groups in order of their first member
-        (witness, position). Use ``sort_groups`` for another order.
+        (witness, position). Use ``sort_groups`` for another order. A lone illustration that a weak
+        link would have joined is a ``weak`` group.
     """
     _check(sizes, evidence)
     group_of: dict[tuple[int, int], int] = {}
     groups: dict[int, dict[int, int]] = {}  # group id -> {manuscript: position}
     refused = {((a, i), (b, j)) for (a, b), ev in evidence.items() for (i, j), v in ev.verdicts.items() if v == "none"}
-    for _key, x, y in _links(evidence, min_score):
+    links, weak_ends = _links(evidence, min_score)
+    for _key, x, y in links:
         gx = group_of.setdefault(x, len(group_of))  # a new illustration gets a new group id
         gy = group_of.setdefault(y, len(group_of))
         gx_members = groups.setdefault(gx, {x[0]: x[1]})
@@ -199,7 +217,7 @@ def build_groups(
             out.append(_group(evidence, ends))
     grouped = {end for members in groups.values() if len(members) >= 2 for end in members.items()}
     for m, n in sorted(sizes.items()):
-        out.extend(Group((Member(m, k),)) for k in range(n) if (m, k) not in grouped)
+        out.extend(Group((Member(m, k),), weak=(m, k) in weak_ends) for k in range(n) if (m, k) not in grouped)
     return sorted(out, key=lambda g: (g.members[0].manuscript, g.members[0].position))
 
 
@@ -233,13 +251,15 @@ def sort_groups(groups: Sequence[Group], by: int, witnesses: Sequence[int]) -> l
 
 
 def concordance_csv(rows: Sequence[Mapping[str, Any]], witnesses: Sequence[str]) -> str:
-    """The concordance as CSV: ``group``, ``size``, ``confidence``, then ``CELL_FIELDS`` per witness.
+    """The concordance as CSV: ``group``, ``size``, ``confidence``, then ``CELL_FIELDS`` per witness, then
+    ``weak`` ("weak" on a lone illustration whose cycle-consistent match was weak; the last column, so that
+    the witnesses' columns stay where they were).
 
     A cell a spreadsheet would run as a formula (a label beginning with ``=``, say) gets a leading
     single quote (``collation.core.tables``).
 
     Args:
-        rows: ``{"id", "size", "confidence", "cells": [cell or None per witness]}``, each cell a
+        rows: ``{"id", "size", "confidence", "weak", "cells": [cell or None per witness]}``, each cell a
             mapping with the keys of ``CELL_FIELDS`` (``xywh`` a list, written ``x,y,w,h``).
         witnesses: the column names of the witnesses, in the order of ``cells``.
     """
@@ -249,13 +269,19 @@ def concordance_csv(rows: Sequence[Mapping[str, Any]], witnesses: Sequence[str])
 def concordance_table(rows: Sequence[Mapping[str, Any]], witnesses: Sequence[str]) -> list[list[Any]]:
     """The lines of ``concordance_csv`` (a header, then one line per group), as text cells."""
     table: list[list[Any]] = [
-        ["group", "size", "confidence", *[f"{name} {name_field}" for name in witnesses for name_field in CELL_FIELDS]]
+        [
+            "group",
+            "size",
+            "confidence",
+            *[f"{name} {name_field}" for name in witnesses for name_field in CELL_FIELDS],
+            "weak",
+        ]
     ]
     for row in rows:
         line = [row["id"], row["size"], _text(row.get("confidence"))]
         for c in row["cells"]:
             line += [_text(c.get(f)) if c else "" for f in CELL_FIELDS]
-        table.append(line)
+        table.append([*line, "weak" if row.get("weak") else ""])
     return table
 
 

@@ -19,17 +19,26 @@ from collation.core.options import CollationOptions
 from collation.engine.concordance import PairEvidence, build_groups, concordance_csv
 from collation.engine.pipeline import CollationResult
 from collation.engine.transpositions import winner_names
+from collation.engine.weak import weak_matches
 
 
 def pair_name(result: CollationResult, a: int, b: int) -> str:
     return f"{result.manuscripts[a].name}-{result.manuscripts[b].name}"
 
 
+def weak_links(result: CollationResult, a: int, b: int) -> np.ndarray:
+    """``(n_a, n_b)`` bool: the weak matches of manuscripts a and b (``collation.engine.weak``): raw S under
+    the options' floor, or a blank illustration."""
+    blank = result.blank or [None] * len(result.manuscripts)
+    return weak_matches(result.pairs[(a, b)].S, result.options.floor, blank[a], blank[b])
+
+
 def best_matches(result: CollationResult, a: int, b: int) -> list[Correspondence]:
     """For each illustration of manuscript a, its best match in b by P_S, with all three scores, the
-    cycles it closes and, with transpositions, the transposition of the match that gave S
-    (docs/transpositions.md). An illustration's index is its position, so ``region`` is the position."""
+    cycles it closes, whether it is weak and, with transpositions, the transposition of the match that
+    gave S (docs/transpositions.md). An illustration's index is its position, so ``region`` is the position."""
     pr, turned = result.pairs[(a, b)], result.transposed.get((a, b))
+    weak = weak_links(result, a, b)
     two, three = ({tuple(p) for p in cycles.tolist()} for cycles in (pr.two_cycles, pr.three_cycles))
     names = None if turned is None else winner_names(turned, result.options.transpositions)
     matches = []
@@ -46,6 +55,7 @@ def best_matches(result: CollationResult, a: int, b: int) -> list[Correspondence
                 cycle_consistent=bool(cycles),
                 cycles=cycles,
                 transposition=None if names is None else str(names[i, j]),
+                weak=bool(weak[i, j]),
             )
         )
     return matches
@@ -58,7 +68,7 @@ def match_row(result: CollationResult, c: Correspondence) -> dict:
         return {"index": side.position, "id": result.manuscripts[side.manuscript].illustrations[side.position].id}
 
     row = {"source": end(c.source), "match": end(c.target), "S": c.S, "N_S": c.N_S, "P_S": c.P_S}
-    row.update(two_cycle=2 in c.cycles, three_cycle=3 in c.cycles)
+    row.update(two_cycle=2 in c.cycles, three_cycle=3 in c.cycles, weak=c.weak)
     if c.transposition is not None:
         row["transposition"] = c.transposition
     return row
@@ -72,10 +82,11 @@ def correspondences(result: CollationResult, a: int, b: int) -> list[dict]:
 def concordance_rows(result: CollationResult) -> list[dict]:
     """The concordance of all manuscripts (``collation.engine.concordance``, P_S and the 2- and 3-cycles), one row
     per group in the order of the first manuscript, cells as in the service's ``concordance.csv``:
-    label = the illustration's id, canvas = its folio or file, image = its file when it has one."""
+    label = the illustration's id, canvas = its folio or file, image = its file when it has one. Weak
+    links join no group (``weak_links``)."""
     sizes = {m: len(ms.illustrations) for m, ms in enumerate(result.manuscripts)}
     evidence = {
-        pair: PairEvidence(pr.P_S, np.concatenate([pr.two_cycles, pr.three_cycles]), {})
+        pair: PairEvidence(pr.P_S, np.concatenate([pr.two_cycles, pr.three_cycles]), {}, weak_links(result, *pair))
         for pair, pr in result.pairs.items()
     }
     rows = []
@@ -105,6 +116,7 @@ def concordance_rows(result: CollationResult) -> list[dict]:
                 "id": f"{first.manuscript}-{first.position}",
                 "size": len(group.members),
                 "confidence": group.confidence,
+                "weak": group.weak,
                 "cells": cells,
             }
         )
@@ -113,12 +125,14 @@ def concordance_rows(result: CollationResult) -> list[dict]:
 
 def recorded_options(options: CollationOptions) -> dict:
     """The options as ``collation.json`` has always recorded them: every option but ``partial`` and
-    ``transpositions``, which are there when set, with the transpositions' names."""
+    ``transpositions``, which are there when set, with the transpositions' names; and ``weak_below``, the
+    floor of raw S that was applied (``CollationOptions.floor``: the calibrated one when unset)."""
     recorded = {
         name: getattr(options, name)
         for name in ("backbone", "similarity", "seed", "kernel", "normalization", "propagation", "orientation")
     }
     recorded["candidates"] = options.candidates
+    recorded["weak_below"] = options.floor
     if options.partial:
         recorded["partial"] = True
     if options.n_transpositions > 1:
@@ -162,6 +176,7 @@ def write_results(result: CollationResult, out_dir: str | Path) -> Path:
         out / "correspondences.json",
         {
             "similarity": result.options.similarity,
+            "weak_below": result.options.floor,
             **({"transposition_names": list(result.options.transposition_names)} if result.transposed else {}),
             "pairs": [
                 {

@@ -35,6 +35,7 @@ from collation.engine.features import features_key as images_features_key
 from collation.engine.illustrations import Illustration
 from collation.engine.similarity import all_pairs, score_pairs, transposition_count
 from collation.engine.transpositions import extract_transposed_features
+from collation.engine.weak import is_blank
 
 Stage = Callable[[str, int, int], None]
 """Progress of a named stage: ``stage(name, done, total)``."""
@@ -181,6 +182,9 @@ class CollationResult:
     transposed: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
     """T of each pair with transpositions: ``(n_a, n_b)`` int8 index into ``options.transposition_names``
     of the transposition of b's illustration that gave S, 0 where the pair is unscored (docs/transpositions.md)."""
+    blank: list[np.ndarray] = field(default_factory=list)
+    """``(n_m,)`` bool per manuscript: the illustrations with nothing drawn (``collation.engine.weak.is_blank``),
+    whose matches are weak; empty: none known."""
 
 
 def run_collation(
@@ -235,6 +239,7 @@ def run_collation(
             scores[(a, b)], turned = assemble((len(plain[a]), len(plain[b])), pairs, s, t)
             if options.n_transpositions > 1:
                 transposed[(a, b)] = turned
-    result = CollationResult(list(manuscripts), options, transposed=transposed)
+    blank = [np.array([is_blank(image) for image in ims], dtype=bool) for ims in images]
+    result = CollationResult(list(manuscripts), options, transposed=transposed, blank=blank)
     result.pairs = correspond(scores, options)
     return result

@@ -141,9 +141,11 @@ def read_manuscript(
 def _document(
     doc: dict[str, Any], found: ManuscriptRegions, store: DataStore, options: CollationOptions
 ) -> dict[str, Any]:
-    """Fills ``doc`` from what was read, storing each region image by its content digest."""
+    """Fills ``doc`` from what was read, storing each region image by its content digest; a region with
+    nothing drawn is marked ``"blank": true`` (``collation.engine.weak.is_blank``: its matches are weak)."""
     from collation.engine.features import image_digest
     from collation.engine.pipeline import features_key
+    from collation.engine.weak import is_blank
 
     manifest = found.manifest
     doc.update(
@@ -163,7 +165,10 @@ def _document(
     # hashing and PNG-encoding release the GIL: the region images are stored side by side, in order
     with ThreadPoolExecutor(max_workers=FETCH_THREADS, thread_name_prefix="store-images") as pool:
         digests = list(pool.map(save, found.images))
-    kept = [{**region.to_dict(), "digest": key} for region, key in zip(found.regions, digests, strict=True)]
+    kept = [
+        {**region.to_dict(), "digest": key, **({"blank": True} if is_blank(image) else {})}
+        for region, key, image in zip(found.regions, digests, found.images, strict=True)
+    ]
     doc["regions"] = kept
     if kept:
         doc["features_key"] = features_key([r["digest"] for r in kept], options)

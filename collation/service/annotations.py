@@ -129,6 +129,7 @@ def pair_correspondence(
         # of region j of b, as the correspondence reads (source a)
         transposition=None if res["transpositions"] is None else str(res["transpositions"][i, j]),
         link_id=f"{a}-{b}-{ri}-{cj}",
+        weak=bool(res["weak"][i, j]),
     )
 
 

@@ -123,7 +123,7 @@ def status_document(store: DataStore, cid: str, base: str, redis: Redis | None =
     return {
         **record_summary(record),
         "ended": record.ended,
-        "options": record.options.to_record(),
+        "options": {**record.options.to_record(), "weak_below": record.options.floor},
         "manuscripts": manuscripts,
         "errors": record.errors,
         "problem": problem,
@@ -152,7 +152,8 @@ def correspondences(
     """``GET /collations/{id}/correspondences``: for each region of ``pair[0]``, its best ``top``
     candidates in ``pair[1]`` by the chosen score, those below ``min_score`` left out (a region
     may then have no candidate; ranks stay those of the full list). With transpositions, the
-    document names them (``transposition_names``) and each candidate says which one gave its S."""
+    document names them (``transposition_names``) and each candidate says which one gave its S. Each
+    candidate says whether it is ``weak`` (raw S under ``weak_below``, or a blank region: docs/concordance.md)."""
     record = finished_record(store, cid)
     a, b = pair
     res = pair_results(store, record, a, b)
@@ -167,7 +168,7 @@ def correspondences(
             if min_score is None or matrix[r, c] >= min_score
         ]
         items.append({"source": _region(region), "candidates": [_candidate(c, res, assessed) for c in found]})
-    doc = {"id": cid, "pair": [a, b], "score": score, "top": top, "items": items}
+    doc = {"id": cid, "pair": [a, b], "score": score, "top": top, "weak_below": record.options.floor, "items": items}
     if res["transposition_names"] is not None:
         doc["transposition_names"] = res["transposition_names"]
     if min_score is not None:
@@ -185,6 +186,7 @@ def _candidate(c: Correspondence, res: dict[str, Any], assessed: dict[tuple[int,
         "P_S": c.P_S,
         "rank": c.rank,
         "cycle_consistent": c.cycle_consistent,
+        "weak": c.weak,
     }
     if c.transposition is not None:
         candidate["transposition"] = c.transposition

@@ -68,7 +68,7 @@ def _evidence(store: DataStore, record: CollationRecord, score: str) -> tuple[di
             if i in rows and j in cols
         }
         cycles = np.array(sorted(res["cycles"]), dtype=np.int64).reshape(-1, 2)
-        evidence[(a, b)] = PairEvidence(res[SCORE_ARRAYS[score]], cycles, verdicts)
+        evidence[(a, b)] = PairEvidence(res[SCORE_ARRAYS[score]], cycles, verdicts, res["weak"])
     return sizes, evidence, regions
 
 
@@ -118,12 +118,14 @@ def concordance(
         "id": cid,
         "score": score,
         "min_score": min_score,
+        "weak_below": record.options.floor,
         "sort": sort,
         "witnesses": witnesses,
         "categories": CATEGORY_LABELS,
         "total": len(rows),
         "matched": sum(1 for r in rows if r["size"] >= 2),
         "unmatched": sum(1 for r in rows if r["size"] < 2),
+        "weak": sum(1 for r in rows if r["weak"]),
         "rows": rows,
     }
 
@@ -160,6 +162,7 @@ def _row(
         "id": f"{first.manuscript}-{regions[first.manuscript][first.position]['index']}",
         "size": len(group.members),
         "confidence": group.confidence,
+        "weak": group.weak,
         "cells": cells,
     }
 

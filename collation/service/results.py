@@ -14,6 +14,7 @@ import numpy as np
 from collation.core.errors import InputError
 from collation.engine.concordance import verdict_category
 from collation.engine.transpositions import INVERSES
+from collation.engine.weak import weak_matches
 from collation.service.problems import Conflict
 from collation.store.datastore import CollationNotFound, DataStore
 from collation.store.records import CollationRecord, CollationStatus
@@ -63,8 +64,10 @@ def pair_results(store: DataStore, record: CollationRecord, a: int, b: int, fiel
     """Scores of manuscripts ``a`` and ``b`` oriented as asked (rows a, columns b) with their regions.
 
     Returns:
-        ``{"S", "N_S", "P_S": (n_a, n_b) arrays, "cycles": {(row, column)}, "regions0", "regions1",
-        "transposition_names", "transpositions"}``: with the ``transpositions`` option, the names of
+        ``{"S", "N_S", "P_S": (n_a, n_b) arrays, "weak": (n_a, n_b) bool, "cycles": {(row, column)},
+        "regions0", "regions1", "transposition_names", "transpositions"}``: ``weak`` the weak matches (raw S
+        under the options' floor, or a region stored ``blank``: ``collation.engine.weak``); with the
+        ``transpositions`` option, the names of
         the option's transpositions and an (n_a, n_b) array of names, the transposition of the column's
         region that gave S (the inverse of the stored one when a > b: the column's region transposed
         so matches the row's); both None for plain collations.
@@ -90,11 +93,14 @@ def pair_results(store: DataStore, record: CollationRecord, a: int, b: int, fiel
         arrays = {name: m.T for name, m in arrays.items()}
         cycles = {(j, i) for i, j in cycles}
         transposed = None if transposed is None else transposed.T
+    regions0, regions1 = store.load_manuscript(cid, a)["regions"], store.load_manuscript(cid, b)["regions"]
+    blank0, blank1 = ([bool(r.get("blank")) for r in regions] for regions in (regions0, regions1))
     return {
         **arrays,
+        "weak": weak_matches(arrays["S"], record.options.floor, blank0, blank1),
         "cycles": cycles,
-        "regions0": store.load_manuscript(cid, a)["regions"],
-        "regions1": store.load_manuscript(cid, b)["regions"],
+        "regions0": regions0,
+        "regions1": regions1,
         "transposition_names": names,
         "transpositions": transposed,
     }

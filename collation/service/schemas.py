@@ -96,6 +96,15 @@ class StrictBoolean(fields.Field):
         return value
 
 
+class StrictNumber(fields.Float):
+    """A JSON number only: marshmallow's Float also reads "0.5", a string."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValidationError("must be a number")
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
 def _one_of(option: str) -> validate.OneOf:
     return validate.OneOf(options.CHOICES[option])
 
@@ -115,6 +124,9 @@ class OptionsSchema(Schema):
     )
     transpositions = fields.String(validate=_one_of("transpositions"))
     partial = StrictBoolean()
+    weak_below = StrictNumber(
+        allow_none=True, allow_nan=False, validate=validate.Range(min=0, max=options.MAX_WEAK_BELOW)
+    )
 
     @validates_schema(skip_on_field_errors=True)
     def _rules(self, data: dict[str, Any], **kwargs: Any) -> None:

@@ -67,15 +67,22 @@
     var body = $('concordance').querySelector('tbody');
     body.textContent = '';
     doc.rows.forEach(function (row) {
-      var first = el('td', { className: 'group' }, [
+      var lines = [
         el('div', { text: row.size > 1 ? row.size + ' witnesses' : 'alone' }),
         el('div', { className: 'scores', text: row.confidence !== null ? 'confidence ' + fmt(row.confidence) : '' })
-      ]);
-      body.appendChild(el('tr', { className: 'group-row' + (row.size > 1 ? '' : ' alone'), 'data-group': row.id,
-                                  'data-size': row.size },
+      ];
+      if (row.weak) {
+        lines.push(el('div', { className: 'weak', text: 'weak match left out: it scores as low as unrelated images',
+          title: 'Its cycle-consistent match has a raw S under ' + fmt(doc.weak_below) +
+                 ' (no true copy scored so low) or a blank region: it joins no group' }));
+      }
+      var first = el('td', { className: 'group' }, lines);
+      body.appendChild(el('tr', { className: 'group-row' + (row.size > 1 ? '' : ' alone') + (row.weak ? ' weak' : ''),
+                                  'data-group': row.id, 'data-size': row.size, 'data-weak': row.weak ? 'true' : 'false' },
         [first].concat(row.cells.map(cellNode)).concat([verdictNode(row)])));
     });
-    $('status').textContent = doc.matched + ' groups, ' + doc.unmatched + ' illustrations alone';
+    $('status').textContent = doc.matched + ' groups, ' + doc.unmatched + ' illustrations alone' +
+      (doc.weak ? ' (' + doc.weak + ' of them with only a weak match, raw S under ' + fmt(doc.weak_below) + ')' : '');
     $('csv').href = links.concordance_csv + '?' + query();
     state.loaded = true;
   }

@@ -123,12 +123,24 @@
 
   function has(map, key) { return !!key && Object.prototype.hasOwnProperty.call(map, key); }
 
+  // a weak match (docs/concordance.md, "Weak matches"): raw S under the collation's floor, or a blank region
+  function weakText(c) {
+    if (typeof c.S === 'number' && typeof state.weakBelow === 'number' && c.S < state.weakBelow) {
+      return 'weak: S below ' + fmt(state.weakBelow, 2) + ', as low as unrelated images score';
+    }
+    return 'weak: a blank region, nothing drawn to match';
+  }
+
   function candidateNode(source, c) {
     var verdict = c.assessment || null;
     var category = c.category || page.category(verdict);
     var look = category ? (page.isMatch(category) ? 'match' : 'no-match') : ''; // viewer.css
     var badges = [];
     if (c.cycle_consistent) badges.push(el('span', { className: 'badge cycle', text: '⟲ cycle-consistent' }));
+    if (c.weak) {
+      badges.push(el('span', { className: 'badge weak', text: weakText(c),
+        title: 'No true copy scored so low: this match joins no concordance group' }));
+    }
     if (has(TRANSPOSITION_TEXT, c.transposition)) {
       badges.push(el('span', { className: 'badge transposed', text: TRANSPOSITION_TEXT[c.transposition],
         title: 'S is highest with the counterpart transposed (' + c.transposition + ')' }));
@@ -153,7 +165,8 @@
       className: 'candidate' + (look ? ' ' + look : ''),
       'data-source': source.index, 'data-target': c.index, 'data-rank': c.rank,
       'data-cycle': c.cycle_consistent ? 'true' : 'false', 'data-assessment': verdict || '',
-      'data-category': category || '', 'data-transposition': c.transposition || ''
+      'data-category': category || '', 'data-transposition': c.transposition || '',
+      'data-weak': c.weak ? 'true' : 'false'
     }, [
       thumb(state.pair[1], c.index),
       el('div', { text: '#' + c.rank + ' → ' + where(state.pair[1], c.index) }),
@@ -207,6 +220,7 @@
     var url = links.correspondences + '?pair=' + pairParam() + '&score=' + state.score + '&top=' + config.top;
     return api(url).then(function (doc) {
       state.items = doc.items || [];
+      state.weakBelow = doc.weak_below;
       renderList();
       refreshMatrix();
       return state.items;
