@@ -90,7 +90,13 @@ def observed(redis_server: Any, synthetic: Any, tmp_path_factory: pytest.TempPat
     try:
         workers.start()
         wait_for(scrape_worker, 120, "the worker's metrics port", interval=0.5)
-        body = {"manifests": [synthetic.a, synthetic.b], "regions": {"1": synthetic.b_regions}}
+        # A's copy whose third folio answers 404, and a callback URL the site answers 501 (it serves GET only)
+        hook = synthetic.a.rsplit("/", 2)[0] + "/hook"
+        body = {
+            "manifests": [synthetic.partial, synthetic.b],
+            "regions": {"1": synthetic.b_regions},
+            "callback_url": hook,
+        }
         r = client.post(f"{API}/collations", json=body)
         assert r.status_code == 202, r.get_json()
         cid = r.get_json()["id"]
@@ -106,12 +112,12 @@ def observed(redis_server: Any, synthetic: Any, tmp_path_factory: pytest.TempPat
             text = client.get("/metrics").get_data(as_text=True)
             return text if value(text, "collation_collations", status="finished") == 1 else None
 
-        def worker_counts_finalize() -> str | None:  # RQ ends the job just after the record says finished
+        def worker_counts_the_callback() -> str | None:  # it runs after finalize, and fails: RQ retries it
             text = scrape_worker()
-            return text if text and total(text, "collation_jobs_total", step="finalize") == 1 else None
+            return text if text and total(text, "collation_jobs_total", step="callback") == 1 else None
 
         api_after = wait_for(api_counts_it, 30, "the API to count the finished collation", interval=0.5)
-        worker_after = wait_for(worker_counts_finalize, 30, "the worker to count finalize", interval=0.3)
+        worker_after = wait_for(worker_counts_the_callback, 30, "the worker to count the callback", interval=0.3)
         client.get(f"{API}/collations/{cid}")  # one more access line, after the collation
         workers.stop_all()
         text = (tmp / "worker0.log").read_text(errors="replace")
@@ -131,14 +137,16 @@ def test_the_worker_counts_its_jobs_fetches_store_operations_and_feature_cache(o
     assert jobs == {"prepare": 2, "features": 2}
     assert total(after, "collation_jobs_total", step="plan", outcome="ok") == 1
     assert total(after, "collation_jobs_total", step="chunk", outcome="ok") >= 1
+    assert total(after, "collation_jobs_total", step="finalize", outcome="ok") == 1
+    # the callback failed (HTTP 501) and is scheduled again (5 s later): retried, not failed
+    assert total(after, "collation_jobs_total", step="callback", outcome="retried") == 1
     assert total(after, "collation_jobs_total", outcome="failed") == 0
     assert total(after, "collation_job_duration_seconds_count") == total(after, "collation_jobs_total")
     assert total(after, "collation_job_duration_seconds_sum", step="features") > 0
-    # the two manifests and the folios of both manuscripts, all from the loopback site, all fetched
-    assert value(after, "collation_fetches_total", host="127.0.0.1", outcome="ok") >= 2 + 4
-    assert total(after, "collation_fetches_total") == value(
-        after, "collation_fetches_total", host="127.0.0.1", outcome="ok"
-    )
+    # the two manifests and the folios of both manuscripts from the loopback site, but one folio: 404
+    assert value(after, "collation_fetches_total", host="127.0.0.1", outcome="ok") >= 2 + 3 + 4
+    assert value(after, "collation_fetches_total", host="127.0.0.1", outcome="http_404") >= 1
+    assert total(after, "collation_fetches_total", host="127.0.0.1") == total(after, "collation_fetches_total")
     assert total(after, "collation_store_operations_total", backend="folder", outcome="ok") > 0
     assert total(after, "collation_store_operations_total", outcome="error") == 0
     cache = {r: total(after, "collation_feature_cache_lookups_total", result=r) for r in ("hit", "miss")}
@@ -179,6 +187,8 @@ def test_a_worker_logs_json_lines_with_the_collation_job_and_step(observed: Obse
     assert all(line["job_id"] == f"{cid}-{line['step']}" for line in mine)
     ok = [line for line in mine if line["logger"] == "rq.worker" and "Job OK" in line["message"]]
     assert {line["step"] for line in ok} >= {"prepare-0", "features-1", "plan", "finalize"}
+    failure = [line for line in mine if line["level"] == "ERROR" and line["step"] == "callback"]
+    assert failure and "CallbackFailed" in failure[0]["message"]  # RQ writes the traceback into the message
     assert all({"time", "level", "logger", "message"} <= set(line) for line in observed.worker_lines)
     # RQ's maintenance ran every few seconds (COLLATION_HEARTBEAT_TTL=3): none of it at INFO
     assert not [line for line in observed.worker_lines if "cleaning registries" in line["message"]]
@@ -187,7 +197,7 @@ def test_a_worker_logs_json_lines_with_the_collation_job_and_step(observed: Obse
 
 def test_the_api_logs_an_access_line_per_request(observed: Observed) -> None:
     cid, lines = observed.cid, observed.access_lines
-    post = [line for line in lines if line["method"] == "POST"]
+    post = [line for line in lines if line["method"] == "POST" and line["collation_id"] == cid]
     assert len(post) == 1
     assert post[0]["path"] == f"{API}/collations" and post[0]["status"] == 202 and post[0]["collation_id"] == cid
     assert post[0]["remote_addr"] == "127.0.0.1" and post[0]["duration_ms"] > 0
