@@ -153,6 +153,13 @@ def test_newer_objects_are_refused_with_a_message_naming_them(tmp_path: Path) ->
     with pytest.raises(StoreFormatError, match=r"newer.pt is in data store format 5, written by a newer release"):
         store.load_features("newer")
 
+    from collation.app import create_app  # the API answers a problem naming the object, no traceback
+
+    api = create_app(Settings.from_env({}, data_dir=tmp_path / "data"), TESTING=True).test_client()
+    answer = api.get(f"/api/v1/collations/{cid}")
+    assert answer.status_code == 500 and answer.get_json()["field"] == "format"
+    assert answer.get_json()["detail"] == message and "Traceback" not in answer.get_data(as_text=True)
+
     found = inventory(store)
     assert set(found.unreadable) == {
         f"collations/{cid}/record.json",
