@@ -317,11 +317,15 @@ SERVICE_COMMANDS = ("serve", "worker")
 
 def check_store_format(settings: Settings) -> None:
     """Stops ``serve`` and ``worker`` before they start on a store of a newer format (a message naming
-    it and what to run); marks a new store with this release's format (``collation.store.migration``)."""
+    it and what to run), notes an older one, and marks a new store with this release's format
+    (``collation.store.migration``)."""
     from collation.store.location import open_store
-    from collation.store.migration import require_readable
+    from collation.store.migration import require_readable, upgrade_note
 
-    require_readable(open_store(settings))
+    store = open_store(settings)
+    note = upgrade_note(store, require_readable(store))
+    if note is not None:
+        print(f"collate: note: {note}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

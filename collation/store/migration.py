@@ -123,8 +123,8 @@ def require_readable(store: DataStore) -> int | None:
     """The check a process makes when it starts: the store's format, which this release must read.
 
     A new (empty) store is marked with this release's format; an unmarked store that holds data is
-    format 1 and read as it is (logged, with what to run). An unreachable store is logged and
-    returns None: the process starts, and its requests and jobs report the store's own error.
+    format 1, read as it is (``upgrade_note`` says what to run). An unreachable store gives None: the
+    process starts, and its requests and jobs report the store's own error.
 
     Raises:
         StoreFormatError: the store is in a format this release does not read (the message says which
@@ -133,31 +133,22 @@ def require_readable(store: DataStore) -> int | None:
     try:
         marker = read_marker(store)
         if marker is None and is_empty(store):
-            store.create_once(
-                MARKER, json_bytes({"format": STORE_FORMAT, "written_by": f"image-collation {__version__}"})
-            )
+            store.create_once(MARKER, marker_bytes())  # two processes starting at once: one writes it
             return read_marker(store)
-    except OSError as exc:
-        log.error("Data store %s: its format could not be read: %s", store.description, exc)
+    except OSError:
         return None
-    if marker is None:
-        log.warning(
-            "Data store %s is in format %d (written before formats had numbers): image-collation %s reads it; "
-            "`collate store migrate` brings it to format %d",
-            store.description,
-            UNVERSIONED,
-            __version__,
-            STORE_FORMAT,
-        )
-        return UNVERSIONED
-    if marker < STORE_FORMAT:
-        log.warning(
-            "Data store %s is in format %d: readable; `collate store migrate` brings it to format %d",
-            store.description,
-            marker,
-            STORE_FORMAT,
-        )
-    return marker
+    return UNVERSIONED if marker is None else marker
+
+
+def upgrade_note(store: DataStore, found: int | None) -> str | None:
+    """What to tell an operator whose store is in an older format than this release writes (None: nothing)."""
+    if found is None or found >= STORE_FORMAT:
+        return None
+    why = " (written before formats had numbers)" if found == UNVERSIONED else ""
+    return (
+        f"data store {store.description} is in format {found}{why}: image-collation {__version__} reads it as "
+        f"it is; `collate store migrate` (workers stopped) brings it to format {STORE_FORMAT}"
+    )
 
 
 def hidden(key: str) -> bool:

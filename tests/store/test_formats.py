@@ -23,7 +23,7 @@ from collation.core.settings import Settings
 from collation.store.datastore import DataStore
 from collation.store.folder import FolderStore
 from collation.store.location import open_store
-from collation.store.migration import MARKER, inventory, migrate, require_readable
+from collation.store.migration import MARKER, inventory, migrate, require_readable, upgrade_note
 from collation.store.records import CollationStatus
 from collation.store.stepnames import Step
 
@@ -195,10 +195,14 @@ def test_serve_and_worker_refuse_a_newer_store_and_collate_store_reports_it(
 
 def test_a_new_store_is_marked_and_an_unmarked_one_is_format_1(tmp_path: Path) -> None:
     new = FolderStore(tmp_path / "new")
-    assert require_readable(new) == STORE_FORMAT
+    assert require_readable(new) == STORE_FORMAT and upgrade_note(new, STORE_FORMAT) is None
     assert json.loads(new.read(MARKER))["format"] == STORE_FORMAT
     old = copy_format1(FolderStore(tmp_path / "old"))
     assert require_readable(old) == 1 and old.read(MARKER) is None  # read as it is, left unmarked
+    assert upgrade_note(old, 1) == (
+        f"data store folder {tmp_path / 'old'} is in format 1 (written before formats had numbers): "
+        "image-collation 0.1.0 reads it as it is; `collate store migrate` (workers stopped) brings it to format 2"
+    )
 
 
 def test_the_service_serves_and_finishes_a_format_1_store(tmp_path: Path, redis_url: str) -> None:
