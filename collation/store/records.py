@@ -277,6 +277,9 @@ def pair_key(options: CollationOptions, features0: str, features1: str) -> str:
         "kernel": options.kernel,
         "iterations": defaults.RANSAC_ITERATIONS,
         "tolerance": defaults.RANSAC_TOLERANCE,
+        # The format of the pair's arrays (matrix, winners, chunks, candidate pairs), which have no room for
+        # one of their own (collation.core.formats): a release that changes them changes it, and then never
+        # finds, so never misreads, arrays of another format.
         "v": 2,
     }
     if options.pruned:
