@@ -238,6 +238,8 @@ class Settings:
     )
     max_manifests: int = field(default=32, metadata=_help("Manifests per collation."))
     max_regions: int = field(default=5000, metadata=_help("Regions per manuscript."))
+    max_regions_total: int = field(default=10_000, metadata=_help("Regions per collation, all manuscripts together."))
+    max_pairs: int = field(default=5_000_000, metadata=_help("Region pairs per collation to score, x transpositions."))
     features_cached: int = field(default=8, metadata=_help("Feature sets a worker keeps in memory between jobs."))
     page_size: int = field(default=100, metadata=_help("Annotations per page of the AnnotationCollection."))
     cors_origin: str = field(default="*", metadata=_help("`Access-Control-Allow-Origin` of every response."))
@@ -311,6 +313,8 @@ class Settings:
             "heartbeat_ttl",
             "max_manifests",
             "max_regions",
+            "max_regions_total",
+            "max_pairs",
             "features_cached",
             "store_cache_bytes",
             "page_size",

@@ -33,7 +33,8 @@ from collation.engine.backbones import BACKBONE_CHANNELS, Backbone
 from collation.engine.checks import check_dtype, check_option, check_positive_int, check_shape
 
 Progress = Callable[[int, int], None]
-"""Called as ``progress(done, total)`` while long work advances."""
+"""Called as ``progress(done, total)`` while long work advances, between batches. It may raise to stop
+the work (the service's cancellation check): the exception comes out once the batches running end."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -332,7 +333,8 @@ def extract_features(
     memory of large manuscripts).
 
     Args:
-        images: n RGB images.
+        images: n RGB images; a sequence read one image at a time (and again for each scale), so a lazy
+            one (the service reads each from its store when asked) need not hold them all decoded.
         scales: cells on the long side of each map, positive integers; query_scale one of them.
         dtype: storage type of the descriptors, one of ``FEATURE_DTYPES``.
         batch_size: images per forward pass; by default ``defaults.FEATURES_BATCH_CPU`` on a CPU, 32 on a GPU.
@@ -358,11 +360,11 @@ def extract_features(
     check_positive_int("bucket", bucket)
     check_positive_int("workers", workers)
     n, n_scales = len(images), len(scales)
-    rgb = [image if image.mode == "RGB" else image.convert("RGB") for image in images]
+    sizes = [images[i].size for i in range(n)]
     jobs: dict[tuple[int, int], list[tuple[int, int, int, int]]] = {}  # bucket -> [(image, scale, rows, cols)]
-    for i, image in enumerate(rgb):
+    for i, size in enumerate(sizes):
         for s, scale in enumerate(scales):
-            rows, cols = cells_for_scale(*image.size, scale)
+            rows, cols = cells_for_scale(*size, scale)
             jobs.setdefault(bucket_shape(rows, cols, scale, bucket), []).append((i, s, rows, cols))
     length = max(rows * cols for members in jobs.values() for _, _, rows, cols in members)
     desc = torch.zeros((n, n_scales, length, backbone.channels), dtype=dtype, device=device)
@@ -374,7 +376,7 @@ def extract_features(
         rows_b, cols_b = frame
         x = torch.zeros((len(batch), 3, 16 * rows_b, 16 * cols_b))
         for k, (i, _, rows, cols) in enumerate(batch):
-            x[k, :, : 16 * rows, : 16 * cols] = image_to_tensor(rgb[i], rows, cols)
+            x[k, :, : 16 * rows, : 16 * cols] = image_to_tensor(images[i], rows, cols)
         padded = any((rows, cols) != (rows_b, cols_b) for _, _, rows, cols in batch)
         valid = torch.tensor([[16 * rows, 16 * cols] for _, _, rows, cols in batch]) if padded else None
         maps = backbone(x.to(device), valid)

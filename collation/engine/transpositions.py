@@ -66,6 +66,23 @@ def transpose_image(image: Image.Image, name: str) -> Image.Image:
     return image if name == "identity" else image.transpose(_PIL_METHODS[name])
 
 
+class TransposedImages(Sequence[Image.Image]):
+    """``images`` under each transposition of ``names``, transposition-major (item ``t * n + j`` is image
+    j transposed by ``names[t]``), each made when asked for: a view that holds no image."""
+
+    def __init__(self, images: Sequence[Image.Image], names: Sequence[str]) -> None:
+        self.images, self.names = images, tuple(names)
+
+    def __len__(self) -> int:
+        return len(self.names) * len(self.images)
+
+    def __getitem__(self, index: int | slice) -> Image.Image | list[Image.Image]:  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self[k] for k in range(*index.indices(len(self)))]
+        t, j = divmod(index, len(self.images))
+        return transpose_image(self.images[j], self.names[t])
+
+
 def extract_transposed_features(
     images: Sequence[Image.Image],
     backbone: Backbone,
@@ -94,7 +111,7 @@ def extract_transposed_features(
         plain = extract_features(images, backbone, progress=progress, **extract_options)
     if len(names) == 1:
         return plain
-    turned = [transpose_image(image, name) for name in names[1:] for image in images]
+    turned = TransposedImages(images, names[1:])
     return MultiScaleFeatures.concat([plain, extract_features(turned, backbone, progress=progress, **extract_options)])
 
 

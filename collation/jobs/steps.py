@@ -4,12 +4,16 @@ Every step reads its inputs from the data store and writes its output there atom
 nothing when its output already exists, so a step run twice (a retry after a crash, a step
 re-enqueued after a Redis restart) costs a little time and changes nothing. Steps that find their
 collation deleted or cancelled raise ``Gone`` at the next check; ``collation.jobs.tasks`` (the RQ
-entry points) turns that into a normal return.
+entry points) turns that into a normal return. Long computations check between batches (the engine's
+progress callback, ``CancellationCheck``), so a DELETE stops a worker within seconds. The prepare,
+features and plan steps also fail a collation over its budget (``collation.jobs.budget``).
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Iterable
 from itertools import combinations
 
 import numpy as np
@@ -17,6 +21,7 @@ from rq import get_current_job
 
 from collation.core.errors import CollationError, UnsafeURLError
 from collation.core.options import CollationOptions
+from collation.jobs.budget import over_budget
 from collation.jobs.planning import usable_manuscripts
 from collation.jobs.runtime import Runtime
 from collation.jobs.scheduling import Scheduler, update_scoring_progress
@@ -30,9 +35,12 @@ from collation.store.records import (
     pair_key,
     second_features_key,
 )
-from collation.store.transitions import AlreadyEnded, finish, set_progress
+from collation.store.transitions import AlreadyEnded, fail, finish, set_progress
 
 log = logging.getLogger("collation.jobs")
+
+CANCEL_CHECK_SECONDS = 1.0
+"""How often a long computation asks the store whether its collation was deleted or cancelled."""
 
 
 class Gone(Exception):
@@ -52,6 +60,32 @@ def live_record(store: DataStore, cid: str) -> CollationRecord:
     if record.terminal:
         raise Gone(cid)
     return record
+
+
+class CancellationCheck:
+    """A progress callback for the engine's long loops that raises ``Gone`` once the collation was
+    deleted or cancelled, asking the store at most every ``every`` seconds. The engine calls it
+    between batches and stops there (it knows nothing of stores or queues)."""
+
+    def __init__(self, store: DataStore, cid: str, every: float = CANCEL_CHECK_SECONDS) -> None:
+        self.store, self.cid, self.every = store, cid, every
+        self.last = time.monotonic()
+
+    def __call__(self, done: int, total: int) -> None:
+        if time.monotonic() - self.last >= self.every:
+            self.last = time.monotonic()
+            live_record(self.store, self.cid)
+
+
+def check_budget(runtime: Runtime, record: CollationRecord, docs: Iterable[dict | None]) -> None:
+    """Fails the collation, and raises ``Gone``, when the regions read so far are over its budget
+    (``COLLATION_MAX_REGIONS_TOTAL``, ``COLLATION_MAX_PAIRS``): they only grow as more are read."""
+    counts = {m: len(doc["regions"]) for m, doc in enumerate(docs) if doc is not None}
+    settings = runtime.settings
+    problem = over_budget(counts, record.options, settings.max_regions_total, settings.max_pairs)
+    if problem is not None:
+        fail(runtime.store, record.id, problem)
+        raise Gone(record.id)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -75,6 +109,7 @@ def prepare_manuscript(runtime: Runtime, cid: str, m: int) -> str:
     doc, manifest = read_manuscript(record, m, store, runtime.fetcher, max_regions=runtime.settings.max_regions)
     live_record(store, cid)
     store.save_manuscript(cid, m, doc, manifest)
+    check_budget(runtime, record, [store.load_manuscript(cid, i) for i in range(n)])
     set_progress(store, cid, "preparing", _count_prepared(store, cid, n), n)
     return f"{len(doc['regions'])} regions, {len(doc['errors'])} errors"
 
@@ -87,6 +122,7 @@ def plan(runtime: Runtime, cid: str) -> str:
     """Runs once the manuscripts are ready: computes the candidate pairs of each manuscript pair
     (option ``candidates``), then enqueues the pair scoring and the final step."""
     record = live_record(runtime.store, cid)
+    check_budget(runtime, record, [runtime.store.load_manuscript(cid, m) for m in range(record.manuscript_count)])
     store_candidates(runtime, record)
     return Scheduler(runtime).advance(cid)
 
@@ -115,7 +151,8 @@ def store_candidates(runtime: Runtime, record: CollationRecord) -> int:
             continue
         if not (store.has_features(key0) and store.has_features(key1)):
             continue  # planned again once they are there
-        store.save_pairs(key, candidate_pairs(runtime.features(key0), runtime.features(key1), options))
+        check = CancellationCheck(store, cid)
+        store.save_pairs(key, candidate_pairs(runtime.features(key0), runtime.features(key1), options, progress=check))
         computed += 1
     return computed
 
@@ -218,29 +255,33 @@ def extract_features(runtime: Runtime, cid: str, m: int) -> str:
     (``extract_transposed_features``), stored under ``transposed_features_key``.
     """
     from collation.engine.pipeline import describe, describe_transposed
+    from collation.jobs.manuscripts import StoredImages
 
     store = runtime.store
     record = live_record(store, cid)
-    doc = store.load_manuscript(cid, m)
+    n = record.manuscript_count
+    docs = [store.load_manuscript(cid, i) for i in range(n)]
+    doc = docs[m]
     if not doc or not doc["regions"]:
         return "nothing to describe"
+    check_budget(runtime, record, docs)
     options, key = record.options, doc["features_key"]
     keys = feature_keys(options, m, key)
     if all(store.has_features(k) for k in keys):
         return "cached"
-    n = record.manuscript_count
     set_progress(store, cid, "features", _count_features(store, options, cid, n), n)
-    images = [store.load_image(region["digest"]) for region in doc["regions"]]
+    images = StoredImages(store, [region["digest"] for region in doc["regions"]])
     backbone = runtime.backbone(options.backbone)
+    check = CancellationCheck(store, cid)
     if store.has_features(key):
         feats = runtime.features(key)
     else:
-        feats = describe(images, backbone, options)
+        feats = describe(images, backbone, options, progress=check)
         live_record(store, cid)
         store.save_features(key, feats)
         runtime.keep_features(key, feats)
     for turned_key in keys[1:]:
-        turned = describe_transposed(images, backbone, options, feats)
+        turned = describe_transposed(images, backbone, options, feats, progress=check)
         live_record(store, cid)
         store.save_features(turned_key, turned)
         runtime.keep_features(turned_key, turned)

@@ -12,9 +12,10 @@ from typing import Any
 from redis import Redis
 
 from collation.core.correspondence import Correspondence
-from collation.core.errors import InputError
+from collation.core.errors import InputError, LimitError
 from collation.core.options import CollationOptions
 from collation.engine.concordance import verdict_category
+from collation.jobs.budget import given_counts, over_budget
 from collation.jobs.finishing import apply_assessments
 from collation.jobs.runtime import Runtime
 from collation.jobs.scheduling import Scheduler
@@ -60,12 +61,17 @@ def submit(runtime: Runtime, body: dict[str, Any], base: str, owner: str | None 
 
     Raises:
         Unavailable: no Redis is configured (503); ``RedisError`` when it is not reachable.
+        LimitError: the regions the request lists are over the collation's budget (422, ``jobs.budget``).
     """
     jobs = scheduler(runtime)  # before any write: without Redis nothing is stored
     options = CollationOptions.parse(body.get("options"), backbone=runtime.settings.backbone)
     request = CollationRequest(
         tuple(body["manifests"]), body.get("regions") or {}, body.get("options") or {}, body.get("callback_url")
     )
+    settings = runtime.settings
+    problem = over_budget(given_counts(request.regions), options, settings.max_regions_total, settings.max_pairs)
+    if problem is not None:  # before anything is stored or enqueued
+        raise LimitError(problem, field="regions")
     cid = collation_id(request.manifests, request.regions, options, owner)
     record = new_record(cid, request, options, runtime.settings)
     record.base_url = base
