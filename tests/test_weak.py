@@ -65,7 +65,7 @@ def test_all_different_random_images_form_no_group(random_witnesses: CollationRe
     """The attack's case (issue 31, item 10): without the floor these witnesses form rows of 8 at
     confidence above 0.8; every raw S is far under what a true copy scores, so none is a finding."""
     s = np.concatenate([pr.S.ravel() for pr in random_witnesses.pairs.values()])
-    assert s.max() < defaults.WEAK_BELOW[("efficientnet-lite0", "s_trans")] < 0.6
+    assert s.max() < OPTIONS.floor == defaults.WEAK_BELOW[("efficientnet-lite0", "s_trans", False)]
     rows = concordance_rows(random_witnesses)
     assert groups(rows) == []
     assert len(rows) == 16 and sum(row["weak"] for row in rows) >= 8  # alone, most of them for a weak cycle
@@ -156,6 +156,7 @@ def test_weak_links_join_no_group_but_expert_links_do() -> None:
 
 def test_the_floor_is_an_option_with_a_calibrated_default() -> None:
     assert CollationOptions().floor == 0.5 and CollationOptions(similarity="s_matching").floor == 0.5
+    assert CollationOptions(partial=True).floor == 0.6  # partial S divides by fewer cells: all scores rise
     assert CollationOptions(backbone="resnet50-conv4").floor == 0.0  # not calibrated: no floor
     assert CollationOptions(similarity="s_features").floor == 0.0
     assert CollationOptions(weak_below=0.8).floor == 0.8 and CollationOptions(weak_below=0).floor == 0.0

@@ -11,7 +11,7 @@ API's schema take them from here), and so does every rule between options:
 - ``candidates`` None scores every pair; s_features always scores every pair (it is a matrix
   product, cheaper than any pruning), so its candidates are ignored;
 - 3-cycle propagation needs three or more manuscripts (``check_manuscripts``);
-- ``weak_below`` unset takes the floor calibrated for the backbone and similarity (``floor``).
+- ``weak_below`` unset takes the floor calibrated for the backbone, similarity and ``partial`` (``floor``).
 
 Nothing here imports torch: the API process and the command line's parser use it as it is.
 """
@@ -186,10 +186,10 @@ class CollationOptions:
     @property
     def floor(self) -> float:
         """The floor of raw S under which a match is weak: ``weak_below``, else the one calibrated for the
-        backbone and similarity (``defaults.WEAK_BELOW``), else 0 (none is weak for its score)."""
+        backbone, similarity and ``partial`` (``defaults.WEAK_BELOW``), else 0 (none is weak for its score)."""
         if self.weak_below is not None:
             return float(self.weak_below)
-        return defaults.WEAK_BELOW.get((self.backbone, self.similarity), 0.0)
+        return defaults.WEAK_BELOW.get((self.backbone, self.similarity, self.partial), 0.0)
 
     @property
     def pruned(self) -> bool:

@@ -129,6 +129,10 @@ def test_status_of_a_queued_collation(api: Any, synthetic: Any) -> None:
         ({"manifests": ["http://h/a", "http://h/b"], "options": {"seed": -1}}, "options.seed"),
         ({"manifests": ["http://h/a", "http://h/b"], "options": {"seed": "1"}}, "options.seed"),
         ({"manifests": ["http://h/a", "http://h/b"], "options": {"sed": 1}}, "options.sed"),
+        ({"manifests": ["http://h/a", "http://h/b"], "options": {"weak_below": -0.1}}, "options.weak_below"),
+        ({"manifests": ["http://h/a", "http://h/b"], "options": {"weak_below": 2.5}}, "options.weak_below"),
+        ({"manifests": ["http://h/a", "http://h/b"], "options": {"weak_below": "0.5"}}, "options.weak_below"),
+        ({"manifests": ["http://h/a", "http://h/b"], "options": {"weak_below": True}}, "options.weak_below"),
         ({"manifests": ["http://h/a", "http://h/b"], "colour": "red"}, "colour"),
         ({"manifests": ["http://h/a", "http://h/b"], "regions": {"2": []}}, "regions"),
         (

@@ -1,0 +1,129 @@
+"""Weak matches in the service (docs/concordance.md, "Weak matches"): a finished three-witness collation
+written straight into a data store (no Redis, no workers), whose raw scores hold a weak cycle and whose
+third witness is blank pages. Every response is checked against ``openapi.yaml``."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from builders import stored_region, v3_canvas, v3_image_body, v3_manifest
+from PIL import Image
+from service_helpers import OpenAPIClient
+from synthetic import PAPER, drawing
+
+from collation.app import create_app
+from collation.core.options import CollationOptions
+from collation.core.settings import Settings
+from collation.iiif.manifests import parse_manifest
+from collation.iiif.regions import Region
+from collation.iiif.sources import ManuscriptRegions
+from collation.jobs.finishing import compute_results
+from collation.jobs.manuscripts import empty_doc
+from collation.service.state import service_state
+from collation.store.folder import FolderStore
+from collation.store.records import CollationRequest, CollationStatus, new_record
+
+CID = "00112233445566bb"
+API = f"/api/v1/collations/{CID}"
+
+
+def manifest(m: int, n: int) -> dict[str, Any]:
+    canvases = [
+        v3_canvas(f"http://lib.test/{m}/canvas/{k}", (1000, 800), body=v3_image_body(f"http://img.test/{m}/{k}.jpg"))
+        for k in range(n)
+    ]
+    return v3_manifest(f"http://lib.test/{m}/manifest", canvases, f"Codex {'ABC'[m]}")
+
+
+def write_collation(root: Path, options: CollationOptions) -> FolderStore:
+    """A and B: three illustrations, 0 and 1 true copies (raw S 1.2), 2 and 2 a mutual best of raw S 0.3
+    (what unrelated images score). C: three blank pages, which match A's and B's illustrations at 1.9."""
+    store = FolderStore(root)
+    manifests = [f"http://lib.test/{m}/manifest" for m in range(3)]
+    request = CollationRequest.from_json({"manifests": manifests, "regions": {}, "options": {}, "callback_url": None})
+    settings = Settings.from_env({}, backbone="efficientnet-lite0", chunk_pairs=8)
+    record = new_record(CID, request, options, settings)
+    record.status, record.usable = CollationStatus.FINISHED, [0, 1, 2]
+    store.create_collation(record)
+    for m in range(3):
+        regions = [{**stored_region(m, k), **({"blank": True} if m == 2 else {})} for k in range(3)]
+        doc = {"index": m, "label": f"Codex {'ABC'[m]}", "regions": regions, "errors": [], "features_key": str(m)}
+        store.save_manuscript(CID, m, doc, manifest(m, 3))
+    ab = np.array([[1.2, 0.1, 0.1], [0.1, 1.2, 0.1], [0.1, 0.1, 0.3]])
+    blank = np.full((3, 3), 0.2) + np.eye(3) * 1.7  # blank pages: as high as copies
+    for pair, arrays in compute_results({(0, 1): ab, (0, 2): blank, (1, 2): blank}, record.options).items():
+        store.save_results(CID, *pair, **arrays)
+    return store
+
+
+@pytest.fixture
+def api(tmp_path: Path, openapi: dict[str, Any]) -> Any:
+    store = write_collation(tmp_path / "data", CollationOptions())
+    app = create_app(Settings.from_env({}, data_dir=store.root, public_url="http://collation.test"), TESTING=True)
+    yield OpenAPIClient(app.test_client(), openapi)
+    service_state(app).close()
+
+
+def members(doc: dict[str, Any]) -> list[list[tuple[int, int] | None]]:
+    return [[(c["manuscript"], c["index"]) if c else None for c in row["cells"]] for row in doc["rows"]]
+
+
+def test_weak_links_and_blank_pages_join_no_group(api: Any) -> None:
+    doc = api.get(f"{API}/concordance").get_json()
+    assert doc["weak_below"] == 0.5
+    assert members(doc) == [
+        [(0, 0), (1, 0), None],
+        [(0, 1), (1, 1), None],
+        [(0, 2), None, None],
+        [None, (1, 2), None],
+        [None, None, (2, 0)],
+        [None, None, (2, 1)],
+        [None, None, (2, 2)],
+    ]
+    assert [row["weak"] for row in doc["rows"]] == [False, False, True, True, True, True, True]
+    assert (doc["matched"], doc["unmatched"], doc["weak"]) == (2, 5, 5)
+    table = list(csv.reader(io.StringIO(api.get(f"{API}/concordance.csv").get_data(as_text=True), newline="")))
+    assert table[0][-1] == "weak" and [row[-1] for row in table[1:]] == ["", ""] + ["weak"] * 5
+
+
+def test_correspondences_say_which_candidates_are_weak(api: Any) -> None:
+    doc = api.get(f"{API}/correspondences?pair=0,1&score=raw&top=1").get_json()
+    assert doc["weak_below"] == 0.5
+    assert [(c["index"], c["S"], c["weak"]) for item in doc["items"] for c in item["candidates"]] == [
+        (0, 1.2, False),
+        (1, 1.2, False),
+        (2, 0.3, True),
+    ]
+    blank = api.get(f"{API}/correspondences?pair=2,0&score=raw&top=1").get_json()  # S 1.9, a blank region
+    assert [(c["S"], c["weak"]) for item in blank["items"] for c in item["candidates"]] == [(1.9, True)] * 3
+
+
+def test_an_expert_may_lower_the_floor(tmp_path: Path, openapi: dict[str, Any]) -> None:
+    """``weak_below`` 0.2: the 0.3 cycle is no longer weak and joins A and B (blank pages stay weak);
+    the status document shows the floor applied."""
+    store = write_collation(tmp_path / "data", CollationOptions(weak_below=0.2))
+    app = create_app(Settings.from_env({}, data_dir=store.root), TESTING=True)
+    client = OpenAPIClient(app.test_client(), openapi)
+    doc = client.get(f"{API}/concordance").get_json()
+    assert doc["weak_below"] == 0.2 and [(0, 2), (1, 2), None] in members(doc)
+    assert client.get(API).get_json()["options"]["weak_below"] == 0.2
+    service_state(app).close()
+
+
+def test_the_status_document_shows_the_calibrated_floor(api: Any) -> None:
+    assert api.get(API).get_json()["options"]["weak_below"] == 0.5
+
+
+def test_prepared_regions_with_nothing_drawn_are_marked_blank(tmp_path: Path) -> None:
+    from collation.jobs.manuscripts import _document
+
+    parsed = parse_manifest(manifest(0, 2))
+    regions = [Region(k, f"http://lib.test/0/canvas/{k}", k, (0, 0, 320, 256), "") for k in range(2)]
+    found = ManuscriptRegions(parsed, regions, [drawing(0), Image.new("RGB", (320, 256), PAPER)], [])
+    doc = _document(empty_doc(0, "http://lib.test/0/manifest"), found, FolderStore(tmp_path), CollationOptions())
+    assert ["blank" in r for r in doc["regions"]] == [False, True] and doc["regions"][1]["blank"] is True
