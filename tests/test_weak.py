@@ -167,3 +167,17 @@ def test_the_floor_is_an_option_with_a_calibrated_default() -> None:
         with pytest.raises(InputError) as caught:
             CollationOptions.parse({"weak_below": bad})
         assert caught.value.field == "weak_below"
+
+
+def test_collate_match_takes_the_floor(tmp_path) -> None:
+    from collation.cli.main import build_parser, options_from_args
+    from collation.core.settings import Settings
+
+    def floor(*flags: str) -> float:
+        args = build_parser().parse_args(["match", "A=a", "B=b", "--out", str(tmp_path), *flags])
+        return options_from_args(args, Settings.from_env({})).floor
+
+    assert (floor(), floor("--weak-below", "0.3"), floor("--weak-below", "0")) == (0.5, 0.3, 0.0)
+    with pytest.raises(InputError) as caught:
+        floor("--weak-below", "-1")
+    assert caught.value.field == "weak_below"

@@ -1,0 +1,85 @@
+"""Weak matches in the pages, in a real browser (Debian's Chromium driven by Playwright), served over a
+loopback port from the three-witness collation of test_weak_service (a weak cycle between A and B, and
+blank pages in C): the plain-words marks of the pair page and of the concordance page."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_weak_service import CID, write_collation
+
+from collation.app import create_app
+from collation.core.options import CollationOptions
+from collation.core.settings import Settings
+from collation.service.state import service_state
+
+pytestmark = pytest.mark.slow
+
+TIMEOUT_MS = 20_000
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> Iterator[str]:
+    from werkzeug.serving import make_server
+
+    store = write_collation(tmp_path / "data", CollationOptions())
+    app = create_app(Settings.from_env({}, data_dir=store.root), TESTING=True)
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, name="weak-test-server", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/api/v1/collations/{CID}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+        service_state(app).close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A new page of the session's browser; the images of the made-up libraries are answered locally."""
+
+    def nothing(route: Any) -> None:
+        route.fulfill(status=404, body="")
+
+    browser.route("http://img.test/**", nothing)
+    page = browser.new_page()
+    page.errors = []
+    page.on("pageerror", lambda exc: page.errors.append(str(exc)))
+    try:
+        yield page
+    finally:
+        page.close()
+        browser.unroute("http://img.test/**", nothing)
+
+
+def test_the_concordance_page_says_which_rows_had_only_a_weak_match(page: Any, url: str) -> None:
+    page.goto(f"{url}/concordance/view")
+    page.wait_for_function(
+        "() => window.collationConcordance && window.collationConcordance.loaded", timeout=TIMEOUT_MS
+    )
+    assert page.locator("tr.group-row.weak").count() == 5
+    assert page.locator("tr.group-row:not(.weak)").count() == 2
+    assert page.locator('tr[data-group="0-2"] .weak').inner_text() == (
+        "weak match left out: it scores as low as unrelated images"
+    )
+    assert "(5 of them with only a weak match, raw S under 0.50)" in page.inner_text("#status")
+    assert page.errors == []
+
+
+def test_the_pair_page_marks_weak_candidates_in_plain_words(page: Any, url: str) -> None:
+    page.goto(f"{url}/view?pair=0,1")
+    page.wait_for_function("() => document.querySelectorAll('.candidate').length >= 3", timeout=TIMEOUT_MS)
+    weak = page.locator('.candidate[data-weak="true"][data-source="2"][data-target="2"] .badge.weak')
+    assert weak.inner_text() == "weak: S below 0.50, as low as unrelated images score"
+    assert page.locator('.candidate[data-source="0"][data-target="0"]').get_attribute("data-weak") == "false"
+    assert page.locator('.candidate[data-source="0"][data-target="0"] .badge.weak').count() == 0
+    page.goto(f"{url}/view?pair=0,2")
+    page.wait_for_function("() => document.querySelectorAll('.candidate').length >= 3", timeout=TIMEOUT_MS)
+    assert page.locator(".candidate .badge.weak").first.inner_text() == "weak: a blank region, nothing drawn to match"
+    assert page.errors == []
