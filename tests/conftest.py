@@ -7,7 +7,14 @@ The fast lane: every test that uses a fixture in ``STACK`` (directly or through 
 the object-store side of a ``folder``/``s3`` parametrization, is marked ``stack`` (a test that starts
 a component itself carries ``@pytest.mark.stack``), every test in ``HEAVY`` ``heavy``; ``-m "not stack
 and not heavy and not slow"`` runs the rest (see README.md, "The two commands"). With ``FAST_LANE=1`` in the
-environment, starting any real component fails the test loudly (a check of the marking)."""
+environment, starting any real component fails the test loudly (a check of the marking).
+
+Two pytest-xdist workers run the suite (``--numprocesses``, ``--dist loadfile`` in pyproject.toml's
+addopts): all the tests of a module on one worker, in the module's order, so a module's fixtures are
+computed once and a test may read what the module's earlier tests recorded, as in one process. Each
+worker has session fixtures of its own: its own Redis, SeaweedFS, iipsrv, Chromium and static servers,
+on ports the kernel hands out, with their files under the worker's own ``tmp_path_factory`` folder
+(``.../popen-gw0``, ``gw1``)."""
 
 from __future__ import annotations
 
@@ -321,11 +328,18 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     from collation.core.errors import CollationError
 
     refuse_in_fast_lane("SeaweedFS")
-    folder = tmp_path_factory.mktemp("seaweedfs")
-    try:
-        process, endpoint, ports = start_seaweedfs(folder)
-    except CollationError as exc:
-        pytest.skip(str(exc))
+    # Its gRPC ports (+10000) are free when drawn but lie in the kernel's range of outgoing ports: another
+    # process (the other xdist worker, another run) may take one before SeaweedFS binds it. Draw again.
+    for attempt in range(3):
+        folder = tmp_path_factory.mktemp("seaweedfs")
+        try:
+            process, endpoint, ports = start_seaweedfs(folder)
+            break
+        except CollationError as exc:
+            if "not installed" in str(exc):
+                pytest.skip(str(exc))
+            if attempt == 2:
+                pytest.fail(f"SeaweedFS did not start on three sets of ports: {exc}")
     saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")}
     os.environ.update(
         AWS_ACCESS_KEY_ID=SEAWEEDFS_KEYS[0], AWS_SECRET_ACCESS_KEY=SEAWEEDFS_KEYS[1], AWS_DEFAULT_REGION="us-east-1"

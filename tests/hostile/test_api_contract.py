@@ -4,6 +4,15 @@ invalid), no server error and no contract mismatch (status code, content type, h
 Bounded and deterministic: ``EXAMPLES`` examples per operation, ``derandomize`` (a fixed seed). Half
 of the examples that name a collation name a finished one, so the result routes answer 200 too, not
 only 404. The figures (operations, examples, statuses) are printed by the last test of the module.
+
+One plain test per operation (``pytest.mark.parametrize`` over ``schema.get_all_operations()``) runs
+the three kinds of cases that ``@schema.parametrize()`` ran: the schema's examples, the coverage
+phase's cases (each parameter's boundary and invalid values, the methods a path does not document),
+and ``EXAMPLES`` cases drawn by Hypothesis in the positive and negative modes. Not
+``@schema.parametrize()`` itself: under pytest 9.2 its items all have one node id, and pytest-xdist's
+scheduler, which keys tests by node id, then ran one operation of the 26 and silently dropped the
+others. pytest-xdist runs the whole module on one worker, in order (``--dist loadfile``),
+so the figures test sees what every operation's test recorded in the module's ``live`` app.
 """
 
 from __future__ import annotations
@@ -18,7 +27,8 @@ from typing import Any
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 from redis import Redis
 from rq import SimpleWorker
 from schemathesis.checks import not_a_server_error
@@ -74,6 +84,7 @@ class Live:
         self.cid = cid
         self.statuses: Counter[int | str] = Counter()  # "502 upstream": documented upstream failures
         self.operations: set[str] = set()
+        self.cases: Counter[str] = Counter()  # cases sent per operation of the contract ("GET /collations")
 
 
 @pytest.fixture(scope="module")
@@ -111,16 +122,43 @@ def live(redis_server: Any, synthetic: Any, tmp_path_factory: pytest.TempPathFac
 schema = schemathesis.openapi.from_path(REPO / "openapi.yaml")
 
 
-@schema.parametrize()
-@settings(
-    max_examples=EXAMPLES,
-    derandomize=True,
-    deadline=None,
-    database=None,
-    phases=[Phase.explicit, Phase.generate],
-    suppress_health_check=list(HealthCheck),
-)
-def test_every_operation_keeps_the_contract(case: Any, live: Live) -> None:
+OPERATIONS = [result.ok() for result in schema.get_all_operations()]
+"""Every operation of the contract, one test each (ids such as ``GET /collations/{id}``)."""
+
+
+def coverage_cases(operation: Any) -> Iterator[Any]:
+    """schemathesis's coverage phase for one operation: boundary and invalid values of each parameter
+    and body field, and the methods its path does not document (answered 405)."""
+    config = schema.config.generation_for(operation=operation, phase="coverage")
+    return schema.iter_coverage_cases(operation, generation_modes=config.modes, generation_config=config)
+
+
+def fuzzing(operation: Any) -> Any:
+    """Hypothesis cases of one operation in each generation mode the config enables (positive, negative)."""
+    modes = schema.config.generation_for(operation=operation, phase="fuzzing").modes
+    return st.one_of([operation.as_strategy(generation_mode=mode) for mode in modes])
+
+
+def drive(strategy: Any, examples: int, live: Live) -> None:
+    """Runs ``keep_the_contract`` on ``examples`` cases that Hypothesis draws, with a fixed seed."""
+
+    @settings(
+        max_examples=examples,
+        derandomize=True,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(case=strategy)
+    def run(case: Any) -> None:
+        keep_the_contract(case, live)
+
+    run()
+
+
+def keep_the_contract(case: Any, live: Live) -> None:
+    """Sends one case to the live app, checks the answer against the contract and records its status."""
     if "id" in (case.path_parameters or {}):
         digest = hashlib.sha256(repr(case.path_parameters).encode() + repr(case.query).encode()).digest()
         if digest[0] % 2 == 0:  # deterministic: half of them ask for the finished collation
@@ -131,6 +169,18 @@ def test_every_operation_keeps_the_contract(case: Any, live: Live) -> None:
     documented = UPSTREAM_FAILURES.get((case.method.upper(), case.path)) == response.status_code
     live.statuses[f"{response.status_code} upstream" if documented else response.status_code] += 1
     live.operations.add(f"{case.method.upper()} {case.path}")  # also undocumented methods (405 expected)
+    live.cases[case.operation.label] += 1
+
+
+@pytest.mark.parametrize("operation", OPERATIONS, ids=lambda operation: operation.label)
+def test_every_operation_keeps_the_contract(operation: Any, live: Live) -> None:
+    for example in operation.get_strategies_from_examples():  # the schema's own examples, one case each
+        drive(example, 1, live)
+    for case in coverage_cases(operation):
+        keep_the_contract(case, live)
+    drive(fuzzing(operation), EXAMPLES, live)
+    assert operation.label in live.operations  # the documented method itself was called, not only probes
+    assert live.cases[operation.label] > EXAMPLES // 2, live.cases[operation.label]
 
 
 def test_contract_figures(live: Live) -> None:
