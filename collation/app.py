@@ -17,34 +17,10 @@ from collation.core.settings import Settings
 from collation.jobs.runtime import Runtime
 from collation.service import monitoring, problems, state
 from collation.service.auth import caller_token
+from collation.service.headers import security_headers
 from collation.service.urls import API_PREFIX
 
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
-
-PAGE_POLICY = "; ".join(
-    (
-        "default-src 'self'",
-        "script-src 'self'",  # our scripts and the Mirador bundles, all under /api/v1/viewer/static
-        "style-src 'self' 'unsafe-inline'",  # Mirador (Material UI) writes <style> elements and style attributes
-        "img-src * data: blob:",  # page images and thumbnails come from any IIIF Image API server
-        "connect-src *",  # Mirador reads manifests and info.json wherever they are
-        "font-src 'self' data:",
-        "object-src 'none'",
-        "base-uri 'none'",
-        "form-action 'self'",
-        "frame-ancestors 'none'",  # no page of another origin frames ours (clickjacking the Cancel button)
-    )
-)
-"""Content-Security-Policy of the HTML pages (README, "A public deployment"): no inline or foreign script."""
-
-DOCUMENT_POLICY = "default-src 'none'; frame-ancestors 'none'"
-"""Content-Security-Policy of everything else (JSON, images, downloads): nothing to run, never framed."""
-
-SECURITY_HEADERS = {
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",  # frame-ancestors for browsers that predate it
-    "Referrer-Policy": "no-referrer",  # page URLs hold collation ids: image servers need not learn them
-}
 
 
 def create_app(settings: Settings | None = None, *, runtime: Runtime | None = None, **flask_config: Any) -> Flask:
@@ -121,8 +97,6 @@ def add_cors_headers(response: Response) -> Response:
 def add_security_headers(response: Response) -> Response:
     """The security headers of every response: the pages' policy on HTML, the documents' on the rest.
     A header a route has set is kept (``setdefault``)."""
-    policy = PAGE_POLICY if response.mimetype == "text/html" else DOCUMENT_POLICY
-    response.headers.setdefault("Content-Security-Policy", policy)
-    for name, value in SECURITY_HEADERS.items():
+    for name, value in security_headers(response.mimetype).items():
         response.headers.setdefault(name, value)
     return response

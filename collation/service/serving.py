@@ -6,7 +6,8 @@ set to ``settings.max_body_bytes`` it refuses a larger body as soon as the Conte
 the running total of a chunked body) passes the cap, without reading the rest. Its own error answers
 (413, and the 400 of a header it cannot parse, e.g. a NUL byte in a bearer token) are plain text
 without CORS headers; ``ProblemErrorTask`` answers them as the app's problem documents, with the
-``Access-Control-Allow-Origin`` of every other response, so a browser client can read them too.
+``Access-Control-Allow-Origin`` and the security headers of every other response, so a browser client
+can read them too.
 
 The liveness probe ``/healthz`` has a thread of its own (``LivenessFirst``): when every request thread
 waits on a backend (an object store that stopped answering, issue 31), it still answers at once, and
@@ -24,6 +25,7 @@ from waitress.channel import HTTPChannel
 from waitress.task import ErrorTask, ThreadedTaskDispatcher
 
 from collation.core.settings import Settings
+from collation.service.headers import security_headers
 from collation.service.problems import MEDIA_TYPE, PROBLEM_TYPE
 
 LIVENESS_PATHS = frozenset({"/api/v1/healthz"})
@@ -56,9 +58,10 @@ class LivenessFirst(ThreadedTaskDispatcher):
         self.liveness.set_thread_count(1)
 
     def add_task(self, task: Any) -> None:
-        # a task is a connection whose first unanswered request is requests[0]
+        # a task is a connection whose first unanswered request is requests[0]; a request waitress could
+        # not parse (a NUL byte in a header) has no path, and goes to the pool, which answers its error
         requests = getattr(task, "requests", None)
-        if requests and requests[0].path in LIVENESS_PATHS:
+        if requests and getattr(requests[0], "path", None) in LIVENESS_PATHS:
             self.liveness.add_task(task)
         else:
             super().add_task(task)
@@ -81,6 +84,7 @@ def problem_channel(cors_origin: str) -> type[HTTPChannel]:
             data = json.dumps(body).encode("utf-8")
             self.status = f"{error.code} {error.reason}"
             self.response_headers.extend([("Content-Type", MEDIA_TYPE), ("Access-Control-Allow-Origin", cors_origin)])
+            self.response_headers.extend(security_headers(MEDIA_TYPE).items())
             self.set_close_on_finish()
             self.content_length = len(data)
             self.write(data)

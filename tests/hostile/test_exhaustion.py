@@ -337,6 +337,8 @@ def test_a_token_with_a_nul_byte_gets_a_problem_document(tmp_path: Path, redis_u
     print(f"\nbearer token with a NUL byte: {status_line.decode()}")
     assert status_line.split(b" ", 2)[1] == b"400", answer
     assert b"application/problem+json" in rest and b"Access-Control-Allow-Origin: *" in rest, rest
+    # waitress answers this error itself, yet with the security headers of every other response
+    assert b"X-Content-Type-Options: nosniff" in rest and b"frame-ancestors 'none'" in rest, rest
 
 
 # --------------------------------------------------------------------------------------------------

@@ -14,8 +14,9 @@ import pytest
 from builders import RECORD_ID, record
 from flask import Response
 
-from collation.app import DOCUMENT_POLICY, PAGE_POLICY, create_app
+from collation.app import create_app
 from collation.core.settings import Settings
+from collation.service.headers import DOCUMENT_POLICY, PAGE_POLICY
 from collation.service.state import service_state
 
 COMMON = {"X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer"}
