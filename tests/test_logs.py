@@ -20,6 +20,9 @@ def configured() -> Iterator[tuple[io.StringIO, logging.Handler]]:
     stream = io.StringIO()
     root, rq_worker = logging.getLogger(), logging.getLogger("rq.worker")
     level, rq_level, rq_filters = root.level, rq_worker.level, list(rq_worker.filters)
+    # An in-process RQ worker earlier in this process (service_helpers.drain: work(logging_level="WARNING"))
+    # leaves rq.worker at WARNING; a worker process starts with it unset, as here.
+    rq_worker.setLevel(logging.NOTSET)
     handler = configure_logging(Settings.from_env({}, log_format="json", log_level="INFO"), stream)
     yield stream, handler
     root.removeHandler(handler)
