@@ -242,7 +242,7 @@ def test_the_follow_page_survives_a_service_restart(
     cid = requests.post(f"{root}/api/v1/collations", json=body, timeout=30).json()["id"]
     page.set_default_timeout(TIMEOUT_MS)
     page.goto(f"{root}/collations/{cid}")
-    page.locator("#state", has_text="Stage").wait_for()
+    page.locator("#witnesses li").first.wait_for()  # the first status is drawn
     server.shutdown()  # the service stops...
     service_state(app).close()
     page.locator("#message.error").wait_for()  # ...the page says so, and keeps asking

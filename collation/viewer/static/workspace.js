@@ -12,6 +12,22 @@
   function when(stamp) { return stamp ? new Date(stamp).toLocaleString() : ''; }
   function percent(p) { return p && p.total ? Math.round(100 * p.done / p.total) + '%' : ''; }
   function capital(text) { return text.charAt(0).toUpperCase() + text.slice(1); }
+  // "1 witness", "3 witnesses": counts read as words, not as a form to fill
+  function plural(n, one, many) { return n + ' ' + (n === 1 ? one : many || one + 's'); }
+  // A message as a sentence: the service's bare "HTTP 404" says nothing to a reader
+  var HTTP_WORDS = { 401: 'asks for a login', 403: 'refuses access to it', 404: 'does not know this address',
+    410: 'says it is gone' };
+  function sentence(text) {
+    var http = /^HTTP (\d{3})\b/.exec(text || '');
+    if (http) {
+      var code = Number(http[1]);
+      text = 'The library\u2019s server ' + (HTTP_WORDS[code] ||
+        (code >= 500 ? 'had a problem answering (try again later)' : 'did not give the manifest')) +
+        ' (HTTP ' + code + ')' + text.slice(http[0].length).replace(/^[\s:.]+$/, '');
+    }
+    text = (text || '').trim();
+    return /[.!?]$/.test(text) ? text : text + '.';
+  }
   // the concordance is the first page of a collation of this many witnesses or more (the server's rule)
   function manyWitnesses(count) { return count >= page.rules.concordance_witnesses; }
 
@@ -88,8 +104,8 @@
     card.setAttribute('data-manifest', url);
     if (report.error) {
       card.appendChild(el('h3', { text: url }));
-      card.appendChild(el('p', { className: 'message error', text: 'This manifest cannot be used: ' +
-        report.error + ' Check the address, or remove this witness.' }));
+      card.appendChild(el('p', { className: 'message error', text: 'This manifest cannot be used. ' +
+        sentence(report.error) + ' Check the address, or remove this witness.' }));
       card.appendChild(remove);
       return card;
     }
@@ -234,8 +250,8 @@
     var pairs = 0;
     for (var i = 0; i < counts.length; i++) for (var j = i + 1; j < counts.length; j++) pairs += counts[i] * counts[j];
     var total = counts.reduce(function (a, b) { return a + b; }, 0);
-    $('estimate').textContent = reports.length ? reports.length + ' witnesses, ' + total + ' illustrations, ' +
-      pairs + ' pairs of illustrations to compare.' : '';
+    $('estimate').textContent = reports.length ? plural(reports.length, 'witness', 'witnesses') + ', ' +
+      plural(total, 'illustration') + ', ' + plural(pairs, 'pair') + ' of illustrations to compare.' : '';
   }
   function options() {
     var o = {};
@@ -262,33 +278,55 @@
   }
 
   // -- Follow --------------------------------------------------------------------------------------
-  var seen = null;
+  // The stages in words (jobs.planning's stages and the progress the steps report)
+  var STAGES = { queued: 'Waiting for a free worker', preparing: 'Reading the manifests and finding the illustrations',
+    features: 'Looking at each illustration', scoring: 'Comparing the illustrations with each other',
+    finalizing: 'Putting the results together', running: 'Working' };
+  var WITNESS_STATES = { pending: 'waiting', ready: 'ready', failed: 'cannot be used' };
+  var seen = null; // where the current stage started: {stage, done, t}, and the last time left shown
+  // Seconds left in the stage from its average rate since it started; never more than last shown,
+  // so the time left falls (a slow step does not make it count up)
+  function secondsLeft(p, now) {
+    if (!seen || seen.stage !== p.stage) { seen = { stage: p.stage, done: p.done || 0, t: now, left: null }; }
+    if (!p.total || !(p.done > seen.done) || now <= seen.t) return null;
+    var left = Math.max(1, Math.round((p.total - p.done) / ((p.done - seen.done) / (now - seen.t)) / 1000));
+    seen.left = seen.left === null ? left : Math.min(seen.left, left);
+    return seen.left;
+  }
+  // A queued witness has no label yet: its place and the manifest's host, not a long raw address
+  function witnessName(m) {
+    if (m.label) return m.label;
+    var host;
+    try { host = new URL(m.manifest).host; } catch (e) { host = ''; }
+    return 'Witness ' + (m.index + 1) + (host ? ' (from ' + host + ')' : '');
+  }
   function follow() {
     api(links.status).then(function (doc) {
       var p = doc.progress || {};
       var done = page.isTerminal(doc.status);
-      $('state').textContent = done ? capital(doc.status) + '.' : 'Stage: ' + (p.stage || doc.status) + ' — ' +
-        (p.done || 0) + ' of ' + (p.total || '?') + ' ' + percent(p);
+      var words = STAGES[p.stage] || capital(p.stage || doc.status);
+      // nothing counted yet in a long step: say what is done, without a bar stuck at 0%
+      var counted = p.total && p.done ? ' \u2014 ' + p.done + ' of ' + p.total + ' (' + percent(p) + ')' : '\u2026';
+      $('state').textContent = done ? capital(doc.status) + '.' : words + counted;
       $('state').className = 'status ' + doc.status;
-      $('progress').max = p.total || 1;
-      $('progress').value = p.done || 0;
-      var now = Date.now();
-      if (seen && seen.stage === p.stage && p.done > seen.done && p.total) {
-        var rate = (p.done - seen.done) / (now - seen.t);
-        $('eta').textContent = 'About ' + Math.max(1, Math.round((p.total - p.done) / rate / 1000)) + ' s left in this stage.';
-      } else if (!seen || seen.stage !== p.stage) {
-        seen = { stage: p.stage, done: p.done || 0, t: now };
-        $('eta').textContent = '';
-      }
+      var bar = $('progress');
+      bar.hidden = done; // a failed or cancelled collation shows no bar, a finished one its results
+      bar.max = p.total || 1;
+      if (p.done) bar.value = p.done; else bar.removeAttribute('value'); // indeterminate: it moves
+      var left = done ? null : secondsLeft(p, Date.now());
+      $('eta').textContent = left === null ? '' : 'About ' + left + ' s left in this step.';
       var list = $('witnesses');
       list.textContent = '';
       doc.manuscripts.forEach(function (m) {
-        var item = el('li', { text: (m.label || m.manifest) + ': ' + m.status + (m.regions ? ', ' + m.regions + ' illustrations' : '') });
+        var item = el('li', { text: witnessName(m) + ': ' + (WITNESS_STATES[m.status] || m.status) +
+          (m.regions ? ', ' + plural(m.regions, 'illustration') : '') });
+        if (!m.label) item.title = m.manifest;
         m.errors.forEach(function (e) { item.appendChild(el('div', { className: 'problem', text: e.message })); });
         list.appendChild(item);
       });
       doc.errors.forEach(function (e) { list.appendChild(el('li', { className: 'problem', text: e.message })); });
-      $('cancel').hidden = done;
+      $('cancel').hidden = doc.status === STATUS.finished;
+      $('cancel').textContent = done ? 'Delete this collation' : 'Cancel and delete this collation';
       if (doc.status === STATUS.finished) {
         $('finish').hidden = false;
         $('eta').textContent = '';
@@ -309,7 +347,7 @@
     }).catch(function (error) { fail(error); setTimeout(follow, 5000); });
   }
   function cancel() {
-    if (!window.confirm('Cancel this collation and delete it?')) return;
+    if (!window.confirm($('cancel').textContent + '?')) return;
     api(links.status, { method: 'DELETE' })
       .then(function () { window.location.href = links.home; }).catch(fail);
   }
