@@ -158,6 +158,12 @@ def _parse_manifest(doc: Any, *, url: str | None, max_canvases: int) -> Manifest
             problems.append(f"{name} has no id: skipped")
             continue
         canvases.append(_parse_canvas(raw, len(canvases), version, url, name))
+    if not canvases and not json_type(doc) and not any(isinstance(raw, dict) for raw in raw_canvases):
+        # a JSON file that merely has an "items" list (no type, no canvas in it): say what it is, not
+        # "items[0] is a number, not a canvas" for each of its entries
+        raise ManifestError(
+            f"{where}: this file is not a IIIF manifest (no type, and no canvas)", url=url, field="type"
+        )
     if not canvases:
         detail = f" ({'; '.join(problems[:3])})" if problems else ""
         raise ManifestError(f"{where} has no usable canvases{detail}", url=url, field=path)

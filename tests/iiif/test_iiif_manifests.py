@@ -249,6 +249,7 @@ def _broken() -> dict[str, tuple[Any, type[CollationError], str]]:
         "list": ([good3], ManifestError, "not a JSON object but a list"),
         "string": ("manifest", ManifestError, "not a JSON object"),
         "empty object": ({}, ManifestError, "not a IIIF manifest"),
+        "a JSON list of numbers": ({"items": [1, 2, 3]}, ManifestError, "this file is not a IIIF manifest"),
         "v2 no sequences": (
             {"@context": P2, "@id": "https://x/m", "@type": "sc:Manifest"},
             ManifestError,
