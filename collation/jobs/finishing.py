@@ -75,8 +75,8 @@ def apply_assessments(
             a, b, i, j = b, a, j, i
         verdicts.setdefault((a, b), {})[(i, j)] = item["verdict"]  # the latest verdict wins
     if pairs is not None:
-        wanted = set(pairs)
-        verdicts = {pair: v for pair, v in verdicts.items() if pair in wanted}
+        # a wanted pair with no verdict left (all cleared) goes back to its automatic seeds
+        verdicts = {pair: verdicts.get(pair, {}) for pair in set(pairs)}
     changed = []
     for (a, b), by_region in verdicts.items():
         res = store.load_results(cid, a, b)

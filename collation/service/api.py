@@ -25,6 +25,7 @@ from collation.service.results import check_id
 from collation.service.schemas import (
     AssessmentSchema,
     BatchAssessmentSchema,
+    ClearQuerySchema,
     CollationRequestSchema,
     ConcordanceQuerySchema,
     CorrespondenceQuerySchema,
@@ -164,6 +165,14 @@ def post_assessment(cid: str) -> Response:
     response = jsonify(collations.add_assessment(current_runtime().store, cid, body, base_url()))
     response.status_code = 201
     return response
+
+
+@bp.route("/collations/<cid>/assessments", methods=["DELETE"])
+def delete_assessments(cid: str) -> Response:
+    check_id(cid)
+    query = ClearQuerySchema().load(request.args.to_dict())
+    creator_only(cid, "clear verdicts on it")
+    return jsonify(collations.clear_assessments(current_runtime().store, cid, query))
 
 
 @bp.route("/collations/<cid>/assessments/batch", methods=["POST"])

@@ -234,6 +234,21 @@ def add_batch(store: DataStore, cid: str, body: dict[str, Any], base: str) -> di
     return {"id": cid, "items": [with_links(item, cid, base) for item in _store(store, cid, pairs, body)]}
 
 
+def clear_assessments(store: DataStore, cid: str, query: dict[str, Any]) -> dict[str, Any]:
+    """``DELETE /collations/{id}/assessments?pair=a,b&source=i&target=j``: removes every verdict on that
+    correspondence (stored in either direction), so that it is unjudged again, and recomputes P_S."""
+    record = finished_record(store, check_id(cid))
+    a, b = query["pair"]
+    check_pair(record, a, b, field="pair")
+    link = {(a, b, query["source"], query["target"]), (b, a, query["target"], query["source"])}
+    with store.locked(cid):
+        items = store.load_assessments(cid)
+        kept = [i for i in items if (i["pair"][0], i["pair"][1], i["source"], i["target"]) not in link]
+        store.save_assessments(cid, kept)
+        apply_assessments(store, cid, {(min(a, b), max(a, b))})
+    return {"id": cid, "cleared": len(items) - len(kept)}
+
+
 def _check_region(store: DataStore, record: CollationRecord, m: int, index: int, field: str) -> None:
     """Raises the 400 problem naming ``field`` when manuscript m has no region ``index``: it reads the
     manuscript's region list, not any pair's scores."""

@@ -274,6 +274,14 @@ class CorrespondenceQuerySchema(Schema):
     min_score = fields.Float(load_default=None, allow_nan=False)
 
 
+class ClearQuerySchema(Schema):
+    """Query of ``DELETE /collations/{id}/assessments``: the correspondence whose verdicts are cleared."""
+
+    pair = PairParam(required=True)
+    source = fields.Integer(required=True, validate=validate.Range(min=0))
+    target = fields.Integer(required=True, validate=validate.Range(min=0))
+
+
 class ConcordanceQuerySchema(Schema):
     """Query of ``GET /collations/{id}/concordance`` and ``.csv``."""
 

@@ -39,20 +39,31 @@
     var lines = [link, el('div', { text: 'No. ' + cell.index + (cell.label ? ' · ' + cell.label : '') })];
     var notes = [];
     if (cell.confidence !== null) notes.push('confidence ' + fmt(cell.confidence));
-    if (cell.verdict) notes.push('expert: ' + cell.verdict);
     if (notes.length) lines.push(el('div', { className: 'scores', text: notes.join(' · ') }));
+    // the expert's verdict stands out: it is what a reader trusts most
+    if (cell.verdict) lines.push(el('div', { className: 'verdict-shown', text: 'Judged: ' + verdictWords(cell.verdict) }));
     return el('td', { className: 'member', 'data-manuscript': cell.manuscript, 'data-index': cell.index }, lines);
   }
 
+  function verdictWords(verdict) {
+    var category = page.category(verdict) || verdict;
+    return VERDICTS.labels[category] || verdict;
+  }
+
+  // The menu starts on an empty "choose…": a row is judged only when someone picks a verdict
+  // (a preselected one made every row look judged, and "Apply" would have confirmed it).
   function verdictNode(row) {
     var members = row.cells.filter(function (c) { return c; });
     if (members.length < 2) return el('td', { className: 'actions' });
-    var menu = el('select', { 'aria-label': 'Verdict on the row' }, VERDICTS.categories.map(function (cat) {
+    var choices = [el('option', { value: '', text: 'choose…', selected: true })];
+    var menu = el('select', { 'aria-label': 'Verdict on the row' }, choices.concat(VERDICTS.categories.map(function (cat) {
       return el('option', { value: cat, text: VERDICTS.labels[cat] });
-    }));
-    var button = el('button', { type: 'button', text: 'Apply to row' });
+    })));
+    var button = el('button', { type: 'button', text: 'Apply to row', disabled: true });
+    menu.addEventListener('change', function () { button.disabled = !menu.value; });
     button.addEventListener('click', function () {
-      assess(members.map(function (c) { return { manuscript: c.manuscript, index: c.index }; }), menu.value);
+      if (!menu.value) return;
+      assess(members.map(function (c) { return { manuscript: c.manuscript, index: c.index }; }), menu.value, button);
     });
     return el('td', { className: 'actions' }, [menu, button]);
   }
@@ -73,7 +84,7 @@
       ];
       if (row.weak) {
         lines.push(el('div', { className: 'weak', text: 'weak match left out: it scores as low as unrelated images',
-          title: 'Its cycle-consistent match has a raw S under ' + fmt(doc.weak_below) +
+          title: 'Its mutual best match has a raw S under ' + fmt(doc.weak_below) +
                  ' (no true copy scored so low) or a blank region: it joins no group' }));
       }
       var first = el('td', { className: 'group' }, lines);
@@ -99,11 +110,19 @@
     }).catch(function (error) { message('The concordance could not be read: ' + error.message, true); });
   }
 
-  function assess(members, verdict) {
-    return api(links.assessments_batch, { method: 'POST', body: JSON.stringify({ members: members, verdict: verdict }) })
+  // the confirmation is shown next to the row judged (found again after the table is redrawn)
+  function assess(members, verdict, button) {
+    var group = button.closest('tr').getAttribute('data-group');
+    var body = window.collationReviewer.extras({ members: members, verdict: verdict }); // reviewer.js
+    return api(links.assessments_batch, { method: 'POST', body: JSON.stringify(body) })
       .then(function (doc) {
-        message(verdict + ': ' + doc.items.length + ' verdicts stored. Concordance updated.');
-        return load();
+        window.collationReviewer.noteUsed();
+        return load().then(function () {
+          var row = document.querySelector('#concordance tr[data-group="' + group + '"] td.actions');
+          var text = verdictWords(verdict) + ': ' + doc.items.length + ' verdicts stored.';
+          if (row) row.appendChild(el('div', { className: 'row-message', role: 'status', text: text }));
+          else message(text);
+        });
       })
       .catch(page.failure('The verdicts were not stored: '));
   }

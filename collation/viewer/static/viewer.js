@@ -6,7 +6,9 @@
  *   ranking (GET /correspondences?pair=a,b&score=...&top=3), list it, and open Mirador with the two
  *   derived manifests side by side.
  * - Clicking a candidate points both Mirador windows at the two canvases; Confirm / Reject POST an
- *   assessment, after which the ranking (propagated scores) and the matrix are fetched again.
+ *   assessment (with the reviewer's name and note, reviewer.js), after which the ranking, the matrix and
+ *   Mirador's annotations are fetched again and the next illustration is selected.
+ * - It is longer than 400 lines because the list, Mirador's windows and the verdicts share one state.
  */
 (function () {
   'use strict';
@@ -136,7 +138,10 @@
     var category = c.category || page.category(verdict);
     var look = category ? (page.isMatch(category) ? 'match' : 'no-match') : ''; // viewer.css
     var badges = [];
-    if (c.cycle_consistent) badges.push(el('span', { className: 'badge cycle', text: '⟲ cycle-consistent' }));
+    if (c.cycle_consistent) {
+      badges.push(el('span', { className: 'badge cycle', text: '⟲ each other’s best match',
+        title: 'Cycle-consistent: each is the best candidate of the other' }));
+    }
     if (c.weak) {
       badges.push(el('span', { className: 'badge weak', text: weakText(c),
         title: 'No true copy scored so low: this match joins no concordance group' }));
@@ -161,6 +166,11 @@
         assess(source.index, c.index, button.getAttribute('data-verdict'));
       });
     });
+    if (verdict) { // a verdict given by mistake can be taken back (key 0, keys.js)
+      var clearButton = el('button', { type: 'button', text: 'Clear', className: 'clear', title: 'Clear the verdict' });
+      clearButton.addEventListener('click', function (event) { event.stopPropagation(); clear(source.index, c.index); });
+      buttons.push(clearButton);
+    }
     var node = el('div', {
       className: 'candidate' + (look ? ' ' + look : ''),
       'data-source': source.index, 'data-target': c.index, 'data-rank': c.rank,
@@ -170,7 +180,9 @@
     }, [
       thumb(state.pair[1], c.index),
       el('div', { text: '#' + c.rank + ' → ' + where(state.pair[1], c.index) }),
-      el('div', { className: 'scores', text: 'P_S ' + fmt(c.P_S, 3) + ' · N_S ' + fmt(c.N_S, 3) + ' · S ' + fmt(c.S, 3) }),
+      el('div', { className: 'likeness', text: 'Similarity ' + fmt(c.S, 2) }),
+      el('details', { className: 'scores' }, [el('summary', { text: 'details' }),
+        el('span', { text: 'P_S ' + fmt(c.P_S, 3) + ' · N_S ' + fmt(c.N_S, 3) + ' · S ' + fmt(c.S, 3) })]),
       el('div', {}, badges),
       el('div', { className: 'actions' }, buttons)
     ]);
@@ -198,7 +210,25 @@
       });
       body.appendChild(row);
     });
+    countReviewed();
     highlight();
+  }
+
+  // "4 of 15 illustrations reviewed": an illustration is reviewed once any of its candidates has a verdict
+  function countReviewed() {
+    var open = state.items.filter(function (item) { return item.candidates.length; });
+    var done = open.filter(function (item) { return item.candidates.some(function (c) { return c.assessment; }); });
+    $('reviewed').textContent = done.length + ' of ' + open.length + ' illustrations reviewed';
+  }
+
+  // after a verdict, the next illustration's best candidate (the review moves on by itself)
+  function nextIllustration(source) {
+    var at = state.items.findIndex(function (item) { return item.source.index === source; });
+    var next = state.items.slice(at + 1).find(function (item) { return item.candidates.length; });
+    if (!next) return;
+    select(next.source.index, next.candidates[0].index);
+    var row = document.querySelector('#correspondences tr.row[data-source="' + next.source.index + '"]');
+    if (row) row.scrollIntoView({ block: 'nearest' });
   }
 
   function highlight() {
@@ -292,6 +322,15 @@
       workspace: { showZoomControls: true }
     });
     window.viewer = state.viewer;
+    stackOnNarrowScreens();
+  }
+
+  // On a portrait screen (a tablet) the two windows side by side would be a few cm wide each: one above
+  // the other, each gets the whole width.
+  function stackOnNarrowScreens() {
+    if (!window.matchMedia || !window.matchMedia('(orientation: portrait)').matches) return;
+    var layout = { direction: 'column', first: WINDOW_IDS[0], second: WINDOW_IDS[1], splitPercentage: 50 };
+    state.viewer.store.dispatch(miradorActions().updateWorkspaceMosaicLayout(layout));
   }
 
   function miradorActions() {
@@ -320,6 +359,23 @@
   }
 
   function annotationId(annotation) { return annotation.id || annotation['@id']; }
+
+  // After a verdict, Mirador's annotation pages are fetched again and handed to its store, so that
+  // the annotation says "confirmed" (or "rejected") at once rather than after a reload.
+  function refreshAnnotations() {
+    if (!state.viewer || !window.Mirador) return;
+    var pages = state.viewer.store.getState().annotations || {};
+    var receive = miradorActions().receiveAnnotation;
+    Object.keys(pages).forEach(function (canvasId) {
+      Object.keys(pages[canvasId] || {}).forEach(function (pageId) {
+        window.fetch(pageId, { cache: 'no-store' }).then(function (response) {
+          return response.ok ? response.json() : null;
+        }).then(function (json) {
+          if (json) state.viewer.store.dispatch(receive(canvasId, pageId, json));
+        }).catch(function () { /* the old page stays: the list already shows the verdict */ });
+      });
+    });
+  }
 
   /*
    * Selects the display annotation of the match in both windows, once Mirador has fetched the two
@@ -363,15 +419,30 @@
   // -- assessments -----------------------------------------------------------------------------
 
   function assess(source, target, verdict) {
-    var body = { pair: state.pair.slice(), source: source, target: target, verdict: verdict };
+    var body = window.collationReviewer.extras({ pair: state.pair.slice(), source: source, target: target,
+      verdict: verdict }); // reviewer.js: the reviewer's name and note
     return api(links.assessments, { method: 'POST', body: JSON.stringify(body) })
       .then(function (item) {
         state.lastAssessment = item;
+        window.collationReviewer.noteUsed();
+        // the message sits at the top of the list pane, which stays in view (viewer.css)
         message(verdict.charAt(0).toUpperCase() + verdict.slice(1) + ': No. ' + source + ' ↔ No. ' + target +
           '. Ranking updated.');
         return refreshList();
       })
+      .then(function () { refreshAnnotations(); nextIllustration(source); })
       .catch(page.failure('The assessment was not stored: '));
+  }
+
+  function clear(source, target) {
+    var query = '?pair=' + pairParam() + '&source=' + source + '&target=' + target;
+    return api(links.assessments + query, { method: 'DELETE' })
+      .then(function () {
+        message('Verdict cleared: No. ' + source + ' ↔ No. ' + target + '.');
+        return refreshList();
+      })
+      .then(function () { refreshAnnotations(); select(source, target, true); })
+      .catch(page.failure('The verdict was not cleared: '));
   }
 
   // -- wiring ----------------------------------------------------------------------------------
