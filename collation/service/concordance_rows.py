@@ -28,7 +28,7 @@ from collation.engine.concordance import (
     sort_groups,
 )
 from collation.iiif.manifests import Manifest, parse_manifest
-from collation.service.images import FULL_WIDTH, region_image_url
+from collation.service.images import FULL_WIDTH, region_image_url, stored_region_url
 from collation.service.results import SCORE_ARRAYS, assessment_categories, check_id, finished_record, pair_results
 from collation.service.urls import collation_url, manifest_url
 from collation.store.datastore import DataStore
@@ -144,6 +144,7 @@ def _row(
         manifest = manifests.get(member.manuscript)
         canvas = manifest.canvas(region["canvas_id"]) if manifest else None
         xywh = [int(v) for v in region["xywh"]]
+        stored = stored_region_url(base, cid, member.manuscript, region["index"]) if region.get("digest") else None
         cells.append(
             {
                 "manuscript": member.manuscript,
@@ -151,8 +152,9 @@ def _row(
                 "canvas": region["canvas_id"],
                 "label": canvas.label if canvas and canvas.label else region.get("label") or "",
                 "xywh": xywh,
-                "image": region_image_url(canvas, xywh, FULL_WIDTH) if canvas else None,
-                "thumbnail": region_image_url(canvas, xywh) if canvas else None,
+                # the library's Image service cuts the region; without one, the service's own copy
+                "image": (region_image_url(canvas, xywh, FULL_WIDTH) if canvas else None) or stored,
+                "thumbnail": (region_image_url(canvas, xywh) if canvas else None) or stored,
                 "confidence": member.confidence,
                 "verdict": member.verdict,
                 "view": _view_url(group, member, regions, evidence, cid, base),

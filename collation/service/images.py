@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from PIL import Image
+
 from collation.core.errors import InputError
 from collation.iiif.geometry import canvas_to_image
 from collation.iiif.links import is_web_link
 from collation.iiif.model import Canvas
+from collation.store.datastore import CollationNotFound, DataStore
 
 THUMBNAIL_WIDTH = 160
 """Width requested for list thumbnails (never more than the region's own width: no upscaling)."""
@@ -44,3 +47,24 @@ def region_image_url(canvas: Canvas, xywh: Sequence[int], width: int = THUMBNAIL
         return None
     quality = "native" if image.service_version == 1 else "default"
     return f"{image.service_id}/{x0},{y0},{x1 - x0},{y1 - y0}/{min(width, x1 - x0)},/0/{quality}.jpg"
+
+
+def stored_region_url(base: str, cid: str, m: int, index: int) -> str:
+    """The service's own copy of a region (``GET /collations/{id}/regions/{m}/{index}.jpg``): for an
+    image the library's server cannot cut (a plain image, a level-0 service), the service fetched and
+    cropped it itself, so it can show it."""
+    from collation.service.urls import collation_url
+
+    return f"{collation_url(base, cid)}/regions/{m}/{index}.jpg"
+
+
+def region_from_store(store: DataStore, cid: str, m: int, index: int) -> Image.Image:
+    """The stored image of region ``index`` of manuscript ``m`` (404 when there is none)."""
+    doc = store.load_manuscript(cid, m) if store.exists(cid) else None
+    region = next((r for r in (doc or {}).get("regions", []) if r.get("index") == index), None)
+    if region is None or not region.get("digest"):
+        raise CollationNotFound(f"collation {cid} has no region {index} in manuscript {m}")
+    try:
+        return store.load_image(region["digest"])
+    except FileNotFoundError:
+        raise CollationNotFound(f"the image of region {index} of manuscript {m} is not in the store") from None

@@ -17,7 +17,7 @@ import numpy as np
 from collation.engine.concordance import MATCH_CATEGORIES
 from collation.engine.evaluation import parse_ground_truth
 from collation.iiif.manifests import Canvas, parse_manifest
-from collation.service.images import THUMBNAIL_WIDTH, region_image_url
+from collation.service.images import THUMBNAIL_WIDTH, region_image_url, stored_region_url
 from collation.service.results import SCORE_ARRAYS, assessment_categories, check_id, finished_record, pair_results
 from collation.service.urls import manifest_url
 from collation.store.datastore import DataStore
@@ -68,7 +68,8 @@ def pair_view(store: DataStore, cid: str, pair: tuple[int, int], base: str) -> d
                 "canvas": region["canvas_id"],
                 "canvas_label": canvas.label if canvas else "",
                 "xywh": xywh,
-                "thumbnail": thumbnail_url(canvas, xywh) if canvas else None,
+                "thumbnail": (thumbnail_url(canvas, xywh) if canvas else None)
+                or (stored_region_url(base, cid, m, region["index"]) if region.get("digest") else None),
             }
         regions[str(m)] = out
     return {"id": cid, "pair": [a, b], "manuscripts": manuscripts, "regions": regions}

@@ -159,3 +159,25 @@ def matrix_png(cid: str) -> Response:
     response = Response(render_matrix_png(matrix, marks, max_side=query["max_side"]), mimetype="image/png")
     response.headers["Cache-Control"] = "no-cache"  # assessments change P_S and the marks
     return response
+
+
+STORED_SIDE = 480
+"""The longest side of a region image served from the store (``stored_region``): a thumbnail or a
+preview, never the full-size copy the features were computed from."""
+
+
+@bp.route("/collations/<cid>/regions/<int:m>/<int:region>.jpg", methods=["GET"])
+def stored_region(cid: str, m: int, region: int) -> Response:
+    """A region image as the service fetched and cropped it (``collation.jobs.manuscripts`` stores
+    them by content digest): the thumbnail of a witness whose images have no IIIF Image service."""
+    import io
+
+    from collation.service.images import region_from_store
+
+    image = region_from_store(current_runtime().store, check_id(cid), m, region)
+    image.thumbnail((STORED_SIDE, STORED_SIDE))
+    out = io.BytesIO()
+    image.convert("RGB").save(out, format="JPEG", quality=85)
+    response = Response(out.getvalue(), mimetype="image/jpeg")
+    response.headers["Cache-Control"] = "public, max-age=86400"  # a region's image never changes
+    return response
