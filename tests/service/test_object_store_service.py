@@ -19,7 +19,7 @@ import pytest
 from service_helpers import WorkerProcesses, drain, service_settings, wait_for
 
 from collation.app import create_app
-from collation.cli.private_servers import start_seaweedfs, stop
+from collation.cli.private_servers import SEAWEEDFS_KEYS, start_seaweedfs, stop
 from collation.service.state import service_state
 from collation.store.location import open_store
 
@@ -72,10 +72,16 @@ def test_features_and_scores_are_reused_through_the_object_store(
         service_state(app).close()
 
 
-def test_an_object_store_down_for_10_s_loses_nothing(synthetic: Any, redis_url: str, tmp_path: Path) -> None:
+def test_an_object_store_down_for_10_s_loses_nothing(
+    synthetic: Any, redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """SeaweedFS of its own, stopped for 10 s once the collation is scoring, then started again on the
     same folder and ports: jobs fail meanwhile with a message naming the store, are retried, and the
     collation finishes with every correspondence right."""
+    # its credentials, as the session's s3_server sets them (run alone, nobody else has)
+    for key, value in zip(("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"), SEAWEEDFS_KEYS, strict=True):
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     folder = tmp_path / "seaweedfs"
     server, endpoint, ports = start_seaweedfs(folder)
     options = {"store_url": "s3://outage/data", "store_endpoint": endpoint}
