@@ -68,3 +68,39 @@ def test_a_failed_collation_shows_no_full_bar_and_offers_to_delete_it(page: Any,
     assert page.locator("#cancel").is_visible()
     assert page.locator("#cancel").inner_text() == "Delete this collation"
     assert page.errors == []
+
+
+def test_a_witness_without_image_service_shows_its_thumbnails_before_starting(page: Any, root: str, site: Any) -> None:
+    """New collation, a manifest whose page is a plain image (no IIIF Image service) with one tagged
+    illustration: the preview shows that illustration, cropped from the page by the browser (issue 29,
+    item 3), and no request of the page fails."""
+    from builders import v3_canvas, v3_image_body, v3_manifest, v3_tagging_page
+    from PIL import Image
+
+    picture = site.root / "plain" / "page.png"
+    picture.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", (400, 300), (40, 90, 200)).save(picture)
+    canvas_id = f"{site.url}/plain/canvas/1"
+    canvas = v3_canvas(
+        canvas_id,
+        (400, 300),
+        body=v3_image_body(f"{site.url}/plain/page.png", (400, 300)),
+        annotations=[v3_tagging_page(f"{canvas_id}/tags", canvas_id, [[100, 50, 100, 100]], [f"{canvas_id}/a1"])],
+    )
+    url = site.write_json("plain/manifest.json", v3_manifest(f"{site.url}/plain/manifest.json", [canvas], "Plain"))
+    failed: list[str] = []
+    page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    page.goto(f"{root}/new")
+    page.get_by_label("Manifest addresses").fill(url)
+    page.locator("#inspect").click()
+    thumb = page.locator(".witness .region-crop img")
+    thumb.wait_for()
+    page.wait_for_function("document.querySelector('.region-crop img').complete")
+    assert page.evaluate("document.querySelector('.region-crop img').naturalWidth") == 400  # the page image loaded
+    window = page.locator(".witness .region-crop").evaluate("w => [w.clientWidth, w.clientHeight]")
+    assert window == [120, 120]
+    # the 100 x 100 region fills the 120 px window: the page is drawn at 1.2 times, shifted to the region
+    assert thumb.evaluate("i => [i.style.width, i.style.left, i.style.top]") == ["480px", "-120px", "-60px"]
+    assert "1 witness, 1 illustration" in page.locator("#estimate").inner_text()
+    assert failed == []
+    assert page.errors == []

@@ -79,12 +79,25 @@
   function regionThumb(report, region) {
     var canvas = report.canvases[region.canvas_index];
     var image = canvas && canvas.images[0];
-    if (!image || !image.service_id || !canvas.width || !canvas.height) return null;
+    if (!image || !canvas.width || !canvas.height) return null;
+    if (!image.service_id) return image.static_url ? croppedThumb(report, region, canvas, image.static_url) : null;
     var b = region.xywh, share = function (v, whole) { return (100 * v / whole).toFixed(2); };
     var src = page.fill(config.images.region_thumbnail, { service: image.service_id, x: share(b[0], canvas.width),
       y: share(b[1], canvas.height), w: share(b[2], canvas.width), h: share(b[3], canvas.height) });
     return el('img', { className: 'region-thumb', src: src,
       alt: 'Illustration ' + (region.index + 1) + ' of ' + (report.manifest.label || 'this witness'), loading: 'lazy' });
+  }
+  // A plain image (no Image service to cut the region): the whole page, scaled and shifted inside a
+  // 120 px window so that only the region shows (the page image is taken to paint the whole canvas)
+  function croppedThumb(report, region, canvas, url) {
+    var b = region.xywh, scale = 120 / Math.max(b[2], b[3]);
+    var img = el('img', { src: url, loading: 'lazy',
+      alt: 'Illustration ' + (region.index + 1) + ' of ' + (report.manifest.label || 'this witness') });
+    img.style.width = Math.round(canvas.width * scale) + 'px';
+    img.style.height = Math.round(canvas.height * scale) + 'px';
+    img.style.left = Math.round(-b[0] * scale + (120 - b[2] * scale) / 2) + 'px';
+    img.style.top = Math.round(-b[1] * scale + (120 - b[3] * scale) / 2) + 'px';
+    return el('span', { className: 'region-thumb region-crop' }, [img]);
   }
   var SOURCES = {
     annotations: 'the manifest\u2019s own region annotations', detected: 'detected on the page images',
