@@ -35,6 +35,8 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     store = service_state(app).runtime.store
     store.create_collation(record(status="queued", cid=WAITING))
     store.create_collation(record(status="failed", cid=FAILED, errors=[{"message": "The worker stopped."}]))
+    for m, label in enumerate(("P2 Ott.gr.354", "P3 Marc.gr.IV.35")):
+        store.save_manuscript(FAILED, m, {"index": m, "label": label, "regions": [], "errors": []})
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, name="follow-test-server", daemon=True)
     thread.start()
@@ -67,6 +69,9 @@ def test_a_failed_collation_shows_no_full_bar_and_offers_to_delete_it(page: Any,
     assert not page.locator("#progress").is_visible()
     assert page.locator("#cancel").is_visible()
     assert page.locator("#cancel").inner_text() == "Delete this collation"
+    # named by its witnesses' labels, not "Collation fedcba9876543210"
+    assert page.locator("#title").inner_text() == "P2 Ott.gr.354 \u00b7 P3 Marc.gr.IV.35"
+    assert page.title() == "P2 Ott.gr.354 \u00b7 P3 Marc.gr.IV.35 \u2014 Image collation"
     assert page.errors == []
 
 

@@ -328,6 +328,12 @@
       if (p.done) bar.value = p.done; else bar.removeAttribute('value'); // indeterminate: it moves
       var left = done ? null : secondsLeft(p, Date.now());
       $('eta').textContent = left === null ? '' : 'About ' + left + ' s left in this step.';
+      // named by its witnesses once each has its label (until then, by its id)
+      var labels = doc.manuscripts.map(function (m) { return m.label; });
+      if (labels.length && labels.every(Boolean)) {
+        $('title').textContent = labels.join(' \u00b7 ');
+        document.title = labels.join(' \u00b7 ') + ' \u2014 Image collation';
+      }
       var list = $('witnesses');
       list.textContent = '';
       doc.manuscripts.forEach(function (m) {
