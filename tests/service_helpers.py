@@ -10,8 +10,10 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +119,26 @@ class WorkerProcesses:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+@contextmanager
+def served_app(app: Any) -> Iterator[str]:
+    """``app`` served over real HTTP on a free loopback port by a thread (for the browser tests), as
+    ``http://127.0.0.1:PORT``; stopped, and its state closed, on leaving."""
+    from werkzeug.serving import make_server
+
+    from collation.service.state import service_state
+
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, name="test-app-server", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+        service_state(app).close()
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:

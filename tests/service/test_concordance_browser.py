@@ -6,17 +6,16 @@ Mirador compare view on the illustration. Everything stays on 127.0.0.1.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from service_helpers import served_app
 from test_concordance_api import CID, write_collation
 
 from collation.app import create_app
 from collation.core.settings import Settings
-from collation.service.state import service_state
 
 pytestmark = pytest.mark.slow
 
@@ -29,20 +28,10 @@ TOKEN = "s3cret"
 @pytest.fixture(params=[()], ids=["open"])
 def url(request: Any, tmp_path: Path) -> Iterator[str]:
     """The collation page's URL on a service that asks for the tokens ``request.param`` (none: open)."""
-    from werkzeug.serving import make_server
-
     store = write_collation(tmp_path / "data")
     app = create_app(Settings.from_env({}, data_dir=store.root, api_tokens=request.param), TESTING=True)
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="concordance-test-server", daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/api/v1/collations/{CID}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
-        service_state(app).close()
+    with served_app(app) as root:
+        yield f"{root}/api/v1/collations/{CID}"
 
 
 @pytest.fixture
@@ -96,7 +85,8 @@ def test_concordance_page_lists_groups_sorts_and_takes_row_verdicts(page: Any, u
     row.get_by_role("button", name="Apply to row").click()
     page.wait_for_function("() => window.collationConcordance.doc.unmatched === 2", timeout=TIMEOUT_MS)
     assert page.locator("tr.group-row.alone").count() == 2
-    assert page.inner_text("#message").startswith("none: 1 verdicts stored")
+    # the confirmation sits in the table, next to the row judged (issue 29: not at the top of the page)
+    page.locator("#concordance td.actions .row-message", has_text="1 verdicts stored").wait_for(timeout=TIMEOUT_MS)
 
     page.click('td.member[data-manuscript="1"][data-index="2"] a')  # Mirador on B2 and its partner
     page.wait_for_url("**/view?link=1-*", timeout=TIMEOUT_MS)
@@ -129,7 +119,8 @@ def test_a_verdict_without_a_token_asks_for_one_and_every_page_keeps_it(page: An
     page.on("request", lambda r: requests.append(r.headers) if r.method == "POST" else None)
     row.get_by_role("button", name="Apply to row").click()
     page.wait_for_function("() => window.collationConcordance.doc.unmatched === 2", timeout=TIMEOUT_MS)
-    assert page.inner_text("#message").startswith("none: 1 verdicts stored")
+    # the confirmation sits in the table, next to the row judged (issue 29: not at the top of the page)
+    page.locator("#concordance td.actions .row-message", has_text="1 verdicts stored").wait_for(timeout=TIMEOUT_MS)
     assert [h.get("authorization") for h in requests] == [f"Bearer {TOKEN}"]
 
     page.reload()

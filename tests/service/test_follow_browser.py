@@ -4,13 +4,13 @@ their place and host rather than their raw addresses; a failed one shows no bar 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import test_viewer_browser as viewer_test
 from builders import record
+from service_helpers import served_app
 
 from collation.app import create_app
 from collation.core.settings import Settings
@@ -26,8 +26,6 @@ WAITING, FAILED = "0123456789abcdef", "fedcba9876543210"
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The service's root URL, with a collation waiting for a worker and a failed one."""
-    from werkzeug.serving import make_server
-
     settings = Settings.from_env(
         {}, data_dir=tmp_path_factory.mktemp("follow") / "data", allowed_hosts=("127.0.0.1",), sweep_interval=0
     )
@@ -37,16 +35,8 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     store.create_collation(record(status="failed", cid=FAILED, errors=[{"message": "The worker stopped."}]))
     for m, label in enumerate(("P2 Ott.gr.354", "P3 Marc.gr.IV.35")):
         store.save_manuscript(FAILED, m, {"index": m, "label": label, "regions": [], "errors": []})
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="follow-test-server", daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
-        service_state(app).close()
+    with served_app(app) as root:
+        yield f"{root}"
 
 
 def test_a_collation_that_counted_nothing_yet_shows_words_and_a_moving_bar(page: Any, root: str) -> None:

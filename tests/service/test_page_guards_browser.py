@@ -13,7 +13,6 @@ collections come from the loopback static site.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import pytest
 import test_viewer_browser as viewer_test
 from builders import RECORD_ID, record
+from service_helpers import served_app
 
 from collation.app import create_app
 from collation.core.settings import Settings
@@ -38,23 +38,13 @@ requests in that time."""
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The service's root URL (pages at /, API at /api/v1), with a running collation to follow."""
-    from werkzeug.serving import make_server
-
     settings = Settings.from_env(
         {}, data_dir=tmp_path_factory.mktemp("guards") / "data", allowed_hosts=("127.0.0.1",), sweep_interval=0
     )
     app = create_app(settings, TESTING=True)
     service_state(app).runtime.store.create_collation(record(status="running"))
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="guards-test-server", daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
-        service_state(app).close()
+    with served_app(app) as root:
+        yield f"{root}"
 
 
 def v3_collection(url: str, members: list[str]) -> dict[str, Any]:

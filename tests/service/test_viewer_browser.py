@@ -19,7 +19,6 @@ import json
 import os
 import re
 import shutil
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,11 +30,10 @@ import pytest
 import requests
 from PIL import Image
 from redis import Redis
-from service_helpers import drain, physiologus_v2, physiologus_v3
+from service_helpers import drain, physiologus_v2, physiologus_v3, served_app
 
 from collation.app import create_app
 from collation.core.settings import Settings
-from collation.service.state import service_state
 from collation.viewer import pages as viewer_routes
 from collation.viewer.matrix import COLORS, layout
 
@@ -86,8 +84,6 @@ def served(
     Session-scoped: the collation is computed once. Features and scores are cached in the data store
     by content, so a second collation of the same regions (other options) only re-runs the cheap steps.
     """
-    from werkzeug.serving import make_server
-
     # P2 with canvases twice their images (as at the Vatican), where Mirador 3.4.3 and 4.0.0 misplace
     # boxes unless the view opens its image-space variant (mirador#4533); regions in the request
     p2, regions2 = physiologus_v2(
@@ -112,17 +108,9 @@ def served(
         heartbeat_ttl=10,
     )
     app = create_app(settings, TESTING=True)
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="viewer-test-server", daemon=True)
-    thread.start()
     body = {"manifests": urls, "regions": {"0": regions2, "1": regions3}}
-    try:
-        yield Served(f"http://127.0.0.1:{server.server_port}/api/v1", settings, body, app, regions=(regions2, regions3))
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
-        service_state(app).close()
+    with served_app(app) as root:
+        yield Served(f"{root}/api/v1", settings, body, app, regions=(regions2, regions3))
 
 
 @pytest.fixture(scope="session")

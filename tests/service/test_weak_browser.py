@@ -4,18 +4,17 @@ blank pages in C): the plain-words marks of the pair page and of the concordance
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from service_helpers import served_app
 from test_weak_service import CID, write_collation
 
 from collation.app import create_app
 from collation.core.options import CollationOptions
 from collation.core.settings import Settings
-from collation.service.state import service_state
 
 pytestmark = pytest.mark.slow
 
@@ -24,20 +23,10 @@ TIMEOUT_MS = 20_000
 
 @pytest.fixture
 def url(tmp_path: Path) -> Iterator[str]:
-    from werkzeug.serving import make_server
-
     store = write_collation(tmp_path / "data", CollationOptions())
     app = create_app(Settings.from_env({}, data_dir=store.root), TESTING=True)
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="weak-test-server", daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/api/v1/collations/{CID}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
-        service_state(app).close()
+    with served_app(app) as root:
+        yield f"{root}/api/v1/collations/{CID}"
 
 
 @pytest.fixture
