@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +33,34 @@ SCORES = "3bda485a2a55add7b34a6c772fe32525"  # the finished collation's pair
 PENDING = "0e95c178b1dc04c198f7d64e472ab7e5"  # the running collation's pair: candidate pairs, chunk 0 of 2
 
 
+SCALES = [18, 19, 20, 21, 22]
+
+
+def format1_features(seed: int) -> dict[str, Any]:
+    """A features file as format 1 wrote it (no ``format`` key): two strips, five scales, 22 cells of
+    efficientnet-lite0's 112 channels. Made here rather than kept in the repository (no .pt files there);
+    its values are arbitrary, unit-norm descriptors, which is all the scoring of the resumed collation needs."""
+    generator = torch.Generator().manual_seed(seed)
+    # one cell high: scale s has s real cells, first, and padded cells are zero (MultiScaleFeatures' check)
+    mask = (torch.arange(22) < torch.tensor(SCALES).unsqueeze(-1)).expand(2, 5, 22).clone()
+    desc = torch.nn.functional.normalize(torch.rand(2, 5, 22, 112, generator=generator), dim=-1)
+    return {
+        "desc": desc * mask.unsqueeze(-1),
+        "pos": 0.05 + 0.9 * torch.rand(2, 5, 22, 2, generator=generator),  # inside (0, 1)
+        "mask": mask,
+        "scales": SCALES,
+        "query_scale": 20,
+        "backbone": "efficientnet-lite0",
+    }
+
+
 def copy_format1(store: DataStore) -> DataStore:
-    """``store`` holding the format 1 fixture, byte for byte."""
+    """``store`` holding the format 1 fixture, byte for byte, and its two features files."""
     for path in sorted(p for p in FORMAT1.rglob("*") if p.is_file()):
         store.write(path.relative_to(FORMAT1).as_posix(), path.read_bytes())
+    for seed, key in enumerate(FEATURES):
+        with store.writer(f"features/{key}.pt") as f:
+            torch.save(format1_features(seed), f)
     return store
 
 
@@ -147,7 +170,7 @@ def test_newer_objects_are_refused_with_a_message_naming_them(tmp_path: Path) ->
     store.write(f"collations/{cid}/results/0-1.npz", data.getvalue())
     with pytest.raises(StoreFormatError, match=r"results/0-1.npz is in data store format 4"):
         store.load_results(cid, 0, 1)
-    features = torch.load(FORMAT1 / "features" / f"{FEATURES[0]}.pt", weights_only=True)
+    features = format1_features(0)
     with store.writer("features/newer.pt") as f:
         torch.save({**features, "format": 5}, f)
     with pytest.raises(StoreFormatError, match=r"newer.pt is in data store format 5, written by a newer release"):
@@ -173,7 +196,7 @@ def test_serve_and_worker_refuse_a_newer_store_and_collate_store_reports_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = tmp_path / "data"
-    shutil.copytree(FORMAT1, data)
+    copy_format1(FolderStore(data))
     monkeypatch.setenv("COLLATION_DATA_DIR", str(data))
     monkeypatch.setenv("COLLATION_REDIS_URL", "redis://127.0.0.1:9/0")  # never reached: the check comes first
 
@@ -211,7 +234,7 @@ def test_the_service_serves_and_finishes_a_format_1_store(tmp_path: Path, redis_
     from collation.app import create_app
     from collation.service.state import service_state
 
-    shutil.copytree(FORMAT1, tmp_path / "data")
+    copy_format1(FolderStore(tmp_path / "data"))
     settings = service_settings(tmp_path / "data", redis_url, chunk_pairs=1)
     app = create_app(settings, TESTING=True)
     client = app.test_client()
