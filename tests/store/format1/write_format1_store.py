@@ -94,7 +94,9 @@ def main() -> None:
             print("running:", client.get(f"/api/v1/collations/{running}").get_json()["progress"])
             service_state(app).close()
         shutil.rmtree(OUT, ignore_errors=True)
-        shutil.copytree(work / "data", OUT, ignore=shutil.ignore_patterns("redis", ".probe", "trash", "staging", "features"))
+        shutil.copytree(
+            work / "data", OUT, ignore=shutil.ignore_patterns("redis", ".probe", "trash", "staging", "features")
+        )
         print(done, running, failed)
     finally:
         stop(redis)
