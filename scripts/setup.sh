@@ -69,6 +69,48 @@ for version in "${!MIRADOR_SHA256[@]}"; do
 done
 
 # ---------------------------------------------------------------------------------------------------
+# Annotorious for the region editor of the New collation page (static/review.js): the browser build
+# (UMD, window.Annotorious) and its stylesheet of one pinned version, from the npm registry, each file
+# checked against its pinned sha256; served by the service itself (no CDN). BSD-3-Clause.
+# Skipped when both files are there with their checksums; skipped with a message when npm is absent.
+ANNOTORIOUS_VERSION=3.8.10
+declare -A ANNOTORIOUS_SHA256=(
+    [js]=21fe8846ed69296d7dae41db9ad5b6931d8cbb69eed93b003dbe816a8b123b42
+    [css]=6fa6a0f184e21f7d29d5d5390db21d54d9b77201301fd4c5e1e961ae8c7eb27f
+)
+annotorious_ok() {
+    local ext
+    for ext in js css; do
+        [ -f "$MIRADOR_VENDOR/annotorious-$ANNOTORIOUS_VERSION.$ext" ] &&
+            [ "$(sha256sum "$MIRADOR_VENDOR/annotorious-$ANNOTORIOUS_VERSION.$ext" | cut -d' ' -f1)" = \
+                "${ANNOTORIOUS_SHA256[$ext]}" ] || return 1
+    done
+}
+if annotorious_ok; then
+    :
+elif ! command -v npm >/dev/null 2>&1; then
+    echo "setup: npm not found, Annotorious not installed; the region editor will say so" >&2
+else
+    mkdir -p "$MIRADOR_VENDOR"
+    pack_dir=$(mktemp -d)
+    if (cd "$pack_dir" && npm pack --silent "@annotorious/annotorious@$ANNOTORIOUS_VERSION" >/dev/null 2>&1) &&
+        tar xzf "$pack_dir/annotorious-annotorious-$ANNOTORIOUS_VERSION.tgz" -C "$pack_dir" \
+            package/dist/annotorious.js package/dist/annotorious.css
+    then
+        for ext in js css; do
+            cp "$pack_dir/package/dist/annotorious.$ext" "$MIRADOR_VENDOR/annotorious-$ANNOTORIOUS_VERSION.$ext"
+        done
+    fi
+    if annotorious_ok; then
+        echo "setup: installed Annotorious $ANNOTORIOUS_VERSION" >&2
+    else
+        rm -f "$MIRADOR_VENDOR/annotorious-$ANNOTORIOUS_VERSION".{js,css}
+        echo "setup: could not fetch Annotorious $ANNOTORIOUS_VERSION from npm (or a checksum differs)" >&2
+    fi
+    rm -rf "$pack_dir"
+fi
+
+# ---------------------------------------------------------------------------------------------------
 # ESLint for the viewer's browser scripts (tests/viewer/test_js_lint.py): the exact versions pinned in
 # tools/eslint/package.json, installed by `npm ci` from the committed tools/eslint/package-lock.json,
 # which checks every package against its sha512 integrity there; from the npm registry only (no CDN),
