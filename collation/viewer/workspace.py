@@ -14,6 +14,8 @@ from collation.service.state import current_runtime
 from collation.viewer.browser import page_config
 
 bp = Blueprint("workspace", __name__, template_folder="templates")
+# the region editor (review.js) draws with Annotorious, installed in vendor/ by scripts/setup.sh
+WORKSPACE_SCRIPTS = ("common.js", "vendor/annotorious-3.8.10.js", "review.js", "workspace.js")
 
 
 def page(template: str, view: str, cid: str | None = None) -> Response:
@@ -25,7 +27,7 @@ def page(template: str, view: str, cid: str | None = None) -> Response:
         config=config,
         tokens_required=config["tokens"],
         css=url_for("viewer.static", filename="viewer.css"),
-        js=[url_for("viewer.static", filename=name) for name in ("common.js", "review.js", "workspace.js")],
+        js=[url_for("viewer.static", filename=name) for name in WORKSPACE_SCRIPTS],
         view=view,
         cid=cid,
     )
