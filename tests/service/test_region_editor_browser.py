@@ -17,7 +17,7 @@ from redis import Redis
 
 pytestmark = pytest.mark.slow
 
-served, page = viewer_test.served, viewer_test.page
+served, page, screenshots = viewer_test.served, viewer_test.page, viewer_test.screenshots
 TIMEOUT_MS = viewer_test.TIMEOUT_MS
 CANVAS_W = 420  # the synthetic folios' width, in canvas (and image) pixels
 DRAFT = "collation.regions-draft:"  # + the manifest URL: review.js's key in localStorage
@@ -44,6 +44,11 @@ def open_editor(page: Any, root: str, synthetic: Any) -> Any:
         "'.review-page img')].every(i => i.complete && i.naturalWidth) && document.querySelector('.a9s-annotation')"
     )
     return card
+
+
+def wait_boxes(page: Any, n: int) -> None:
+    """Until ``n`` boxes are drawn on the pages (each page's annotator starts when its image has loaded)."""
+    page.wait_for_function("(n) => document.querySelectorAll('.a9s-annotation').length === n", arg=n)
 
 
 def shown(page: Any) -> list[tuple[int, list[int]]]:
@@ -94,7 +99,9 @@ def near(got: list[int], want: list[float]) -> bool:
     return all(abs(g - w) <= SLACK for g, w in zip(got, want, strict=True))
 
 
-def test_regions_are_moved_resized_merged_split_kept_and_sent(served: Any, synthetic: Any, page: Any) -> None:
+def test_regions_are_moved_resized_merged_split_kept_and_sent(
+    served: Any, synthetic: Any, page: Any, screenshots: Any
+) -> None:
     Redis.from_url(served.settings.redis_url).flushdb()
     root = served.url.removesuffix("/api/v1")
     page.set_viewport_size({"width": 1280, "height": 800})
@@ -102,6 +109,7 @@ def test_regions_are_moved_resized_merged_split_kept_and_sent(served: Any, synth
     failed: list[str] = []
     page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
     card = open_editor(page, root, synthetic)
+    wait_boxes(page, 4)
     detected = shown(page)
     assert [c for c, _ in detected] == [0, 1, 2, 3] and draft(page, synthetic.b) is None
 
@@ -161,10 +169,12 @@ def test_regions_are_moved_resized_merged_split_kept_and_sent(served: Any, synth
     (fourth,) = on_page(3)
     click_box(page, 3, fourth)
     card.get_by_role("button", name="Split across").click()
+    assert 0 <= card.locator(".review-tools").bounding_box()["y"] <= 2  # sticky: in reach at the 4th page
     cut = fourth[1] + fourth[3] // 3
     px, py, per = to_screen(page, 3, fourth[0] + fourth[2] / 2, cut)
     page.mouse.click(px, py)
     page.wait_for_timeout(100)
+    page.screenshot(path=str(screenshots / "region-editor-split.png"))
     upper, lower = sorted(on_page(3), key=lambda b: b[1])
     assert upper[0] == lower[0] == fourth[0] and upper[2] == lower[2] == fourth[2]
     assert abs(upper[1] + upper[3] - cut) <= SLACK and lower[1] == upper[1] + upper[3]
@@ -175,6 +185,7 @@ def test_regions_are_moved_resized_merged_split_kept_and_sent(served: Any, synth
     assert len(before) == 4  # 4 detected - 1 deleted + 1 drawn - 1 merged + 1 split
     page.reload()
     card = open_editor(page, root, synthetic)
+    wait_boxes(page, 4)
     assert card.locator(".review-draft").is_visible() and "Draft restored" in card.locator(".review-draft").inner_text()
     assert shown(page) == before
 
@@ -182,6 +193,21 @@ def test_regions_are_moved_resized_merged_split_kept_and_sent(served: Any, synth
     card.get_by_role("button", name="Use these regions").click()
     assert "4 illustrations (reviewed by you" in card.locator(".summary").inner_text()
     assert draft(page, synthetic.b) is None
+
+    # a later change, left as a draft and then discarded: back to the regions given to the editor
+    card.get_by_role("button", name="Review the regions on the pages").click()
+    wait_boxes(page, 4)
+    click_box(page, 0, before[0][1])
+    page.keyboard.press("Backspace")
+    assert len(boxes(page, synthetic.b, before)) == 3
+    card.get_by_role("button", name="Close").click()
+    card.get_by_role("button", name="Review the regions on the pages").click()
+    card.locator(".review-draft", has_text="Draft restored").wait_for()
+    wait_boxes(page, 3)
+    card.locator(".review-draft").get_by_role("button", name="Discard").click()
+    assert shown(page) == before and draft(page, synthetic.b) is None
+    assert card.locator(".review-draft").is_hidden()
+    card.get_by_role("button", name="Use these regions").click()
     page.get_by_role("button", name="Start the collation").click()
     page.wait_for_url(re.compile(r"/collations/[0-9a-f]+$"))
     cid = page.url.rsplit("/", 1)[1]
