@@ -12,9 +12,11 @@ from flask import Blueprint, Response, render_template, url_for
 from collation.service.results import check_id
 from collation.service.state import current_runtime
 from collation.viewer.browser import page_config
+from collation.viewer.pages import STATIC
 
 bp = Blueprint("workspace", __name__, template_folder="templates")
-# the region editor (review.js) draws with Annotorious, installed in vendor/ by scripts/setup.sh
+# the region editor (review.js) draws with Annotorious, installed in vendor/ by scripts/setup.sh; without
+# it (no npm at setup) the page leaves it out rather than asking for a missing file, and the editor says so
 WORKSPACE_SCRIPTS = ("common.js", "vendor/annotorious-3.8.10.js", "review.js", "workspace.js")
 
 
@@ -27,7 +29,7 @@ def page(template: str, view: str, cid: str | None = None) -> Response:
         config=config,
         tokens_required=config["tokens"],
         css=url_for("viewer.static", filename="viewer.css"),
-        js=[url_for("viewer.static", filename=name) for name in WORKSPACE_SCRIPTS],
+        js=[url_for("viewer.static", filename=name) for name in WORKSPACE_SCRIPTS if (STATIC / name).is_file()],
         view=view,
         cid=cid,
     )

@@ -262,8 +262,11 @@ def test_detected_regions_are_reviewed_and_corrected_before_starting(
     served: Any, synthetic: Any, page: Any, screenshots: Any
 ) -> None:
     """Manuscript B has no region annotations: its illustrations are detected. The historian opens
-    them on the pages, removes one box with the keyboard, draws one with the mouse, and starts: the
-    collation's request carries exactly those regions, and the collation uses them."""
+    them on the pages, removes one box with a click and the Delete key, draws one with the mouse, and
+    starts: the collation's request carries exactly those regions, and the collation uses them."""
+    from test_region_editor_browser import need_annotorious
+
+    need_annotorious()
     Redis.from_url(served.settings.redis_url).flushdb()
     root = served.url.removesuffix("/api/v1")
     page.set_viewport_size({"width": 1280, "height": 800})
