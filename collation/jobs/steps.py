@@ -35,7 +35,7 @@ from collation.store.records import (
     pair_key,
     second_features_key,
 )
-from collation.store.transitions import AlreadyEnded, fail, finish, set_progress
+from collation.store.transitions import AlreadyEnded, fail, finish, name_by_labels, set_progress
 
 log = logging.getLogger("collation.jobs")
 
@@ -109,7 +109,9 @@ def prepare_manuscript(runtime: Runtime, cid: str, m: int) -> str:
     doc, manifest = read_manuscript(record, m, store, runtime.fetcher, max_regions=runtime.settings.max_regions)
     live_record(store, cid)
     store.save_manuscript(cid, m, doc, manifest)
-    check_budget(runtime, record, [store.load_manuscript(cid, i) for i in range(n)])
+    docs = [store.load_manuscript(cid, i) for i in range(n)]
+    check_budget(runtime, record, docs)
+    name_by_labels(store, cid, [None if d is None else d.get("label") or "" for d in docs])
     set_progress(store, cid, "preparing", _count_prepared(store, cid, n), n)
     return f"{len(doc['regions'])} regions, {len(doc['errors'])} errors"
 

@@ -30,6 +30,7 @@ from collation.service.schemas import (
     ConcordanceQuerySchema,
     CorrespondenceQuerySchema,
     PageQuerySchema,
+    RenameSchema,
     check_json_tree,
 )
 from collation.service.state import current_runtime, service_state
@@ -108,6 +109,29 @@ def delete_collation(cid: str) -> Response:
     creator_only(cid, "delete it")
     collations.cancel(current_runtime(), cid)
     return Response(status=204)
+
+
+@bp.route("/collations/<cid>", methods=["PATCH"])
+def rename_collation(cid: str) -> Response:
+    """Renames a collation (its id, a hash of the request, stays); the status document answers."""
+    check_id(cid)
+    body = RenameSchema().load(json_body())
+    creator_only(cid, "rename it")
+    runtime = current_runtime()
+    collations.rename(runtime.store, cid, body["name"])
+    return jsonify(collations.status_document(runtime.store, cid, base_url(), runtime.redis))
+
+
+@bp.route("/collations/<cid>/retry", methods=["POST"])
+def retry_collation(cid: str) -> Response:
+    """Runs a failed collation again under the same id (409 when it has not failed)."""
+    creator_only(cid, "retry it")
+    record = collations.retry(current_runtime(), cid)
+    url = collation_url(base_url(), record.id)
+    response = jsonify({"id": record.id, "status": record.status, "status_url": url, "created": False})
+    response.status_code = 202
+    response.headers["Location"] = url
+    return response
 
 
 @bp.route("/collations/<cid>/correspondences", methods=["GET"])

@@ -22,7 +22,7 @@ from collation.jobs.scheduling import Scheduler
 from collation.publish.canonical import build_assessment
 from collation.service import urls
 from collation.service.annotations import pair_correspondence
-from collation.service.problems import Unavailable
+from collation.service.problems import Conflict, Unavailable
 from collation.service.results import (
     SCORE_ARRAYS,
     assessment_items,
@@ -34,7 +34,16 @@ from collation.service.results import (
 )
 from collation.store import writable
 from collation.store.datastore import DataStore
-from collation.store.records import CollationRecord, CollationRequest, collation_id, new_record, now, usable
+from collation.store.records import (
+    CollationRecord,
+    CollationRequest,
+    CollationStatus,
+    collation_id,
+    default_name,
+    new_record,
+    now,
+    usable,
+)
 from collation.store.stepnames import Step
 
 
@@ -75,9 +84,40 @@ def submit(runtime: Runtime, body: dict[str, Any], base: str, owner: str | None 
     cid = collation_id(request.manifests, request.regions, options, owner)
     record = new_record(cid, request, options, runtime.settings)
     record.base_url = base
+    record.name = body.get("name")  # the same request named again keeps its first name (docs/viewer.md)
     if owner:
         record.owners = [owner]
     return jobs.submit(record)
+
+
+def rename(store: DataStore, cid: str, name: str) -> None:
+    """``PATCH /collations/{id}``: gives the collation ``name`` (validated: trimmed, 1-200 characters).
+
+    Raises:
+        CollationNotFound: no such collation (404).
+    """
+
+    def change(record: CollationRecord) -> None:
+        record.name, record.updated = name, now()
+
+    store.update_record(check_id(cid), change)
+
+
+def retry(runtime: Runtime, cid: str) -> CollationRecord:
+    """``POST /collations/{id}/retry``: a failed collation goes back to queued and its jobs are enqueued
+    again, as when its request is POSTed again (``Scheduler.submit`` reopens it): same id, same name,
+    verdicts kept, and every step whose output is stored (features, scores) is not computed again.
+
+    Raises:
+        CollationNotFound: no such collation (404).
+        Conflict: it has not failed (409, ``field`` status).
+        Unavailable: no Redis is configured (503).
+    """
+    jobs = scheduler(runtime)
+    record = runtime.store.load_record(check_id(cid))
+    if record.status != CollationStatus.FAILED:
+        raise Conflict(f"collation {cid} is {record.status.value}: only a failed collation is retried", field="status")
+    return jobs.submit(record)[0]
 
 
 def cancel(runtime: Runtime, cid: str) -> None:
@@ -126,8 +166,10 @@ def status_document(store: DataStore, cid: str, base: str, redis: Redis | None =
                 "errors": errors,
             }
         )
+    labels = [m["label"] for m in manuscripts]
     return {
         **record_summary(record),
+        "name": record.name or default_name(labels, record.request.manifests),
         "ended": record.ended,
         "options": {**record.options.to_record(), "weak_below": record.options.floor},
         "manuscripts": manuscripts,

@@ -20,7 +20,7 @@ from collation.service import urls
 from collation.service.collations import record_summary
 from collation.service.documents import RECORDS_CACHED, DocumentCache
 from collation.store.datastore import CollationNotFound, DataStore
-from collation.store.records import CollationRecord, CollationStatus
+from collation.store.records import CollationRecord, CollationStatus, default_name
 
 MAX_LIMIT = 100
 
@@ -53,7 +53,8 @@ def visible(record: CollationRecord, owner: str | None, tokens_set: bool) -> boo
 
 
 def item(store: DataStore, record: CollationRecord, base: str) -> dict[str, Any]:
-    """One collation of the list: id, witnesses (labels once prepared), status, progress, links."""
+    """One collation of the list: id, name (``default_name`` until it has one), witnesses (labels once
+    prepared), status, progress, links."""
     cid = record.id
     witnesses = []
     for m, manifest in enumerate(record.request.manifests):
@@ -62,6 +63,7 @@ def item(store: DataStore, record: CollationRecord, base: str) -> dict[str, Any]
     links = urls.status_links(base, cid, record.usable)
     return {
         **record_summary(record),
+        "name": record.name or default_name([w["label"] for w in witnesses], record.request.manifests),
         "witnesses": witnesses,
         "links": {
             "status": links["self"],

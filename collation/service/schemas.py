@@ -14,6 +14,7 @@ from marshmallow import Schema, ValidationError, fields, validate, validates, va
 
 from collation.core import options
 from collation.core.errors import InputError
+from collation.store.records import NAME_LIMIT
 
 SCORES = ("raw", "normalized", "propagated")
 VERDICTS = ("exact", "partial", "semantic", "none", "confirmed", "rejected")
@@ -185,6 +186,22 @@ class RegionSpec(fields.Field):
         raise ValidationError("must be a list of regions or an object with selector, whole_canvases or detect")
 
 
+class CollationName(fields.String):
+    """A collation's name: a string, trimmed, 1 to ``NAME_LIMIT`` characters once trimmed."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        name = super()._deserialize(value, attr, data, **kwargs).strip()
+        if not 1 <= len(name) <= NAME_LIMIT:
+            raise ValidationError(f"must be 1 to {NAME_LIMIT} characters (spaces around it are trimmed)")
+        return name
+
+
+class RenameSchema(Schema):
+    """Body of ``PATCH /collations/{id}``: its new name."""
+
+    name = CollationName(required=True)
+
+
 class CollationRequestSchema(Schema):
     """Body of ``POST /collations``."""
 
@@ -192,6 +209,7 @@ class CollationRequestSchema(Schema):
     regions = fields.Dict(keys=fields.String(), values=RegionSpec())
     options = fields.Nested(OptionsSchema, load_default=dict)
     callback_url = HttpUrl(allow_none=True)
+    name = CollationName()
 
     def __init__(self, *args: Any, max_manifests: int = 32, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

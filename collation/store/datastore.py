@@ -249,6 +249,11 @@ class DataStore(abc.ABC):
     def load_manuscript(self, cid: str, m: int) -> dict | None:
         return self.read_item(f"{self.collation_prefix(cid)}manuscripts/{m}.json")
 
+    def forget_manuscript(self, cid: str, m: int) -> None:
+        """Deletes a prepared manuscript (its document first: without it, the manuscript is not read)."""
+        self.delete(f"{self.collation_prefix(cid)}manuscripts/{m}.json")
+        self.delete(f"{self.collation_prefix(cid)}manuscripts/{m}.manifest.json")
+
     def has_manuscript(self, cid: str, m: int) -> bool:
         return self.has(f"{self.collation_prefix(cid)}manuscripts/{m}.json")
 

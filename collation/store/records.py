@@ -32,6 +32,7 @@ __all__ = [
     "StepKind",
     "chunk_count",
     "collation_id",
+    "default_name",
     "feature_keys",
     "new_record",
     "now",
@@ -147,6 +148,10 @@ class CollationRecord:
         usable: the manuscripts in the results (set when it finishes; empty before).
         owners: hashes of the tokens that list it (``service.listing``); the first is its creator's.
         base_url: the API's URL as the client called it (links of the callback).
+        name: what the collation is called: the request's ``name``, a rename (``PATCH``), or once every
+            manifest is read, its witnesses' labels (``default_name``). None until then. Not part of the
+            id; an optional key (records without one, format 1 included, read as None), so it needs no
+            new store format: a release that does not know it ignores it.
     """
 
     id: str
@@ -162,6 +167,7 @@ class CollationRecord:
     usable: list[int] = field(default_factory=list)
     owners: list[str] = field(default_factory=list)
     base_url: str | None = None
+    name: str | None = None
 
     @property
     def manuscript_count(self) -> int:
@@ -196,11 +202,12 @@ class CollationRecord:
             usable=list(data.get("usable") or []),
             owners=list(data.get("owners") or []),
             base_url=data.get("base_url"),
+            name=data.get("name"),
         )
 
     def to_json(self) -> dict[str, Any]:
-        """The stored JSON: its format, the keys of the first record, then ``usable``, ``owners`` and
-        ``base_url`` once they are set."""
+        """The stored JSON: its format, the keys of the first record, then ``usable``, ``owners``,
+        ``base_url`` and ``name`` once they are set."""
         stored = {
             "format": STORE_FORMAT,  # collation.core.formats; removed and checked by DataStore.load_record
             "id": self.id,
@@ -214,7 +221,7 @@ class CollationRecord:
             "progress": self.progress.to_json(),
             "errors": self.errors,
         }
-        for name in ("usable", "owners", "base_url"):
+        for name in ("usable", "owners", "base_url", "name"):
             if getattr(self, name):
                 stored[name] = getattr(self, name)
         return stored
@@ -234,6 +241,33 @@ def new_record(
         chunk_pairs=chunk_pairs(options, settings),
         progress=Progress("queued", 0, len(request.manifests)),
     )
+
+
+NAME_SEPARATOR = " · "
+"""Between the witnesses' labels of a default name."""
+
+
+def default_name(labels: Sequence[str | None], manifests: Sequence[str]) -> str:
+    """A collation's name before anyone names it: its witnesses' labels in order, joined by
+    ``NAME_SEPARATOR``; a witness not read yet (or without a label) is named by its manifest URL's last
+    path part, e.g. ``["Physiologus (Bern)", None]`` of ``[..., "https://x/p3/manifest.json"]`` gives
+    "Physiologus (Bern) · p3/manifest.json". At most ``NAME_LIMIT`` characters."""
+    names = [
+        label.strip() if label and label.strip() else _url_tail(url)
+        for label, url in zip(labels, manifests, strict=True)
+    ]
+    name = NAME_SEPARATOR.join(names)
+    return name if len(name) <= NAME_LIMIT else name[: NAME_LIMIT - 1] + "…"
+
+
+NAME_LIMIT = 200
+"""The longest name a collation may have (characters)."""
+
+
+def _url_tail(url: str) -> str:
+    """The last two path parts of a URL ("p3/manifest.json"), or the URL when it has no path."""
+    parts = [p for p in url.split("?")[0].split("/")[3:] if p]
+    return "/".join(parts[-2:]) or url
 
 
 S_FEATURES_CHUNK_PAIRS = 1 << 20

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Sequence
 
 from collation.store.datastore import CollationNotFound, DataStore
-from collation.store.records import CollationRecord, CollationStatus, Progress, now
+from collation.store.records import CollationRecord, CollationStatus, Progress, default_name, now, usable
 
 log = logging.getLogger("collation.store")
 
@@ -81,19 +81,41 @@ def finish(store: DataStore, cid: str, usable: Sequence[int]) -> CollationRecord
 
 
 def reopen(store: DataStore, cid: str) -> CollationRecord:
-    """A failed collation asked for again goes back to queued (its step failures are dropped);
-    any other record is returned as it is."""
+    """A failed collation asked for again (the same request, or ``POST /collations/{id}/retry``) goes
+    back to queued: its step failures are dropped and so are its manuscripts that gave no region
+    (their manifest unreadable, say), so that they are read again; features and scores stay cached by
+    content. Any other record is returned as it is."""
+    reopened = []
 
     def change(record: CollationRecord) -> None:
         if record.status == CollationStatus.FAILED:
             record.status = CollationStatus.QUEUED
             record.errors, record.ended, record.updated = [], None, now()
             record.progress = Progress("queued")
+            reopened.append(record.manuscript_count)
 
     record = store.update_record(cid, change)
-    if record.status == CollationStatus.QUEUED:
+    if reopened:
         store.clear_failures(cid)
+        for m in range(reopened[0]):
+            doc = store.load_manuscript(cid, m)
+            if doc is not None and not usable(doc):  # no region: no pair's results depend on it
+                store.forget_manuscript(cid, m)
     return record
+
+
+def name_by_labels(store: DataStore, cid: str, labels: list[str | None]) -> None:
+    """Gives an unnamed collation its default name (``default_name``) once every manuscript is read:
+    ``labels`` has one entry per manuscript, None for one not read yet (then nothing changes)."""
+    if any(label is None for label in labels):
+        return
+
+    def change(record: CollationRecord) -> None:
+        if record.name is None:
+            record.name = default_name(labels, record.request.manifests)
+
+    with contextlib.suppress(CollationNotFound):  # deleted meanwhile: the step stops at its next check
+        store.update_record(cid, change)
 
 
 def _cancelled(record: CollationRecord) -> None:
