@@ -93,6 +93,9 @@
     var nextId = 0;
     function box(canvas, xywh) { nextId += 1; return { id: 'box-' + nextId, canvas: canvas, xywh: xywh.slice() }; }
     var initial = report.regions.map(function (r) { return box(r.canvas_index, r.xywh); });
+    var given = JSON.stringify(report.regions.map(function (r) { // as regions() writes them
+      return { canvas: r.canvas_id, xywh: r.xywh.map(Math.round) };
+    }));
     var draft = readDraft(url);
     var boxes = draft ? draft.regions.filter(function (r) { return r.canvas in indexOf; })
       .map(function (r) { return box(indexOf[r.canvas], r.xywh); }) : initial;
@@ -197,7 +200,7 @@
       if (now !== history[at]) {
         history = history.slice(0, at + 1).concat([now]);
         at += 1;
-        writeDraft(url, regions());
+        saveDraft();
       }
       describe();
     }
@@ -212,7 +215,7 @@
       at += by;
       boxes = JSON.parse(history[at]);
       apply(boxes);
-      writeDraft(url, at > 0 ? regions() : null);
+      saveDraft();
     }
     function selectionChanged(i, ids) {
       if (i !== pointer.canvas) return; // a page cleared by us, not by a click on it
@@ -262,6 +265,10 @@
       writeDraft(url, null);
       note.hidden = true;
       describe();
+    }
+    function saveDraft() { // the draft is what differs from the regions given: undone back to them, none
+      var now = regions();
+      writeDraft(url, JSON.stringify(now) === given ? null : now);
     }
     function regions() {
       return boxes.map(function (b) { return { canvas: report.canvases[b.canvas].id, xywh: b.xywh.map(Math.round) }; });
