@@ -150,6 +150,7 @@ def cmd_match(args: argparse.Namespace) -> int:
         weights_dir=args.weights_dir or settings.weights_dir,
         dtype=torch.float16 if args.float16 else FEATURES_DTYPE,
         progress=_progress_bar(),
+        precision=settings.feature_precision,
     )
     out = write_results(result, args.out)
     for (a, b), pr in result.pairs.items():

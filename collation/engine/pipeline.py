@@ -195,6 +195,7 @@ def run_collation(
     weights_dir: str | Path | None = None,
     dtype: torch.dtype = FEATURES_DTYPE,
     progress: Stage | None = None,
+    precision: str = "auto",
 ) -> CollationResult:
     """Collates two or more manuscripts: every pair of manuscripts gets S, N_S and P_S, stage after stage.
 
@@ -205,6 +206,7 @@ def run_collation(
         options: every option of the collation (default: ``CollationOptions()``).
         weights_dir: folder of the ResNet-50 weights, the caller's setting (``Settings.weights_dir``).
         dtype: storage type of the features.
+        precision: the backbone's arithmetic (``collation.engine.backbones.compute_dtype``), the caller's setting.
     """
     options = options or CollationOptions()
     if len(manuscripts) < 2:
@@ -213,7 +215,7 @@ def run_collation(
     if len(set(names)) != len(names):
         raise InputError(f"manuscript names must be unique: {names}", field="manuscripts")
     options.check_manuscripts(len(manuscripts))
-    model = load_backbone(options.backbone, device=resolve_device(device), weights_dir=weights_dir)
+    model = load_backbone(options.backbone, device=resolve_device(device), weights_dir=weights_dir, precision=precision)
 
     def stage(name: str) -> Progress | None:
         return (lambda done, total: progress(name, done, total)) if progress else None

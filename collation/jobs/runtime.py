@@ -124,7 +124,12 @@ class Runtime:
         key = (name, self.device)
         with self._lock:
             if key not in self._backbones:
-                self._backbones[key] = load_backbone(name, device=key[1], weights_dir=self.settings.weights_dir)
+                self._backbones[key] = load_backbone(
+                    name,
+                    device=key[1],
+                    weights_dir=self.settings.weights_dir,
+                    precision=self.settings.feature_precision,
+                )
             return self._backbones[key]
 
     @property
