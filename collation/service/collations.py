@@ -120,6 +120,14 @@ def retry(runtime: Runtime, cid: str) -> CollationRecord:
     return jobs.submit(record)[0]
 
 
+def collation_name(store: DataStore, record: CollationRecord) -> str:
+    """The record's name, or until it has one, ``default_name`` of the labels read so far (the pages' title)."""
+    if record.name:
+        return record.name
+    docs = [store.load_manuscript(record.id, m) for m in range(record.manuscript_count)]
+    return default_name([doc.get("label") if doc else None for doc in docs], record.request.manifests)
+
+
 def cancel(runtime: Runtime, cid: str) -> None:
     """Cancels and deletes a collation.
 

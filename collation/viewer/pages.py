@@ -13,6 +13,7 @@ from pathlib import Path
 from flask import Blueprint, Response, jsonify, render_template, request, url_for
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
+from collation.service.collations import collation_name
 from collation.service.results import check_id
 from collation.service.schemas import SCORES, PairParam
 from collation.service.state import current_runtime, service_state
@@ -80,7 +81,7 @@ def view(cid: str) -> Response:
     """The page: progress while the collation runs, then the correspondences and Mirador."""
     query = ViewQuerySchema().load(request.args.to_dict())
     runtime = current_runtime()
-    runtime.store.load_record(check_id(cid))  # 404 before rendering anything
+    record = runtime.store.load_record(check_id(cid))  # 404 before rendering anything
     name, installed = mirador_bundle(query["mirador"])
     pair, focus = list(query["pair"]), None
     if "link" in query:
@@ -97,6 +98,7 @@ def view(cid: str) -> Response:
     html = render_template(
         "viewer/view.html",
         cid=cid,
+        name=collation_name(runtime.store, record),
         config=config,
         mirador_src=url_for("viewer.static", filename=f"vendor/{name}"),
         mirador_installed=installed,
@@ -110,11 +112,12 @@ def view(cid: str) -> Response:
 def concordance_view(cid: str) -> Response:
     """The concordance page: a row per group of corresponding illustrations, a column per witness."""
     runtime = current_runtime()
-    runtime.store.load_record(check_id(cid))  # 404 before rendering anything
+    record = runtime.store.load_record(check_id(cid))  # 404 before rendering anything
     config = page_config(cid)
     html = render_template(
         "viewer/concordance.html",
         cid=cid,
+        name=collation_name(runtime.store, record),
         config=config,
         view_url=url_for("viewer.view", cid=cid),
         tokens_required=config["tokens"],

@@ -66,12 +66,17 @@ def test_the_default_name_is_the_witnesses_labels_stored_once_read(
     assert listed_names(api) == {cid: "Manuscript A · Manuscript C"}
 
 
-def test_a_rename_changes_the_name_not_the_id(api: Any, synthetic: Any, run_jobs: Any, settings: Settings) -> None:
+def test_a_rename_changes_the_name_not_the_id(
+    api: Any, client: Any, synthetic: Any, run_jobs: Any, settings: Settings
+) -> None:
     cid = start(api, [synthetic.a, synthetic.c], name="First")["id"]
     r = api.patch(f"{API}/collations/{cid}", json={"name": "  Physiologus, two witnesses "})
     assert r.status_code == 200 and r.get_json()["id"] == cid and r.get_json()["name"] == "Physiologus, two witnesses"
     run_jobs()  # the labels, read now, do not replace a given name
     assert status(api, cid)["name"] == stored_record(settings, cid)["name"] == "Physiologus, two witnesses"
+    for path, heading in (("view", "Physiologus, two witnesses"), ("concordance/view", "Concordance of Physiologus")):
+        html = client.get(f"{API}/collations/{cid}/{path}").get_data(as_text=True)
+        assert f"<h1>{heading}" in html and f"<title>{heading}" in html  # the pages' title, not the id
     for body in ({"name": " "}, {"name": "y" * 201}, {}, {"name": "ok", "other": 1}):
         r = api.patch(f"{API}/collations/{cid}", json=body)
         assert r.status_code == 400 and r.get_json()["field"] in {"name", "other"}, (body, r.get_json())

@@ -42,8 +42,13 @@
       var body = document.querySelector('#collations tbody');
       body.textContent = '';
       doc.items.forEach(function (item) {
-        var names = item.witnesses.map(function (w) { return w.label || w.manifest; }).join(' · ');
         var open = el('td', {}, [el('a', { href: page.fill(links.follow, { id: item.id }), text: 'Follow' })]);
+        if (item.status === STATUS.failed) {
+          open.appendChild(el('button', { type: 'button', className: 'retry', text: 'Retry',
+            onclick: function () { retry(item.links.status).then(function () { home(number); }).catch(fail); } }));
+          open.appendChild(el('button', { type: 'button', className: 'delete', text: 'Delete',
+            onclick: function () { deleteCollation(item.links.status, 'Delete ' + item.name).then(function () { home(number); }); } }));
+        }
         if (item.status === STATUS.finished) {
           open.appendChild(document.createTextNode(' · '));
           open.appendChild(el('a', { href: item.links.view, text: 'Pairs' }));
@@ -53,7 +58,7 @@
           }
         }
         body.appendChild(el('tr', { className: 'collation' }, [
-          el('td', { text: when(item.created) }), el('td', { text: names }),
+          el('td', { text: when(item.created) }), el('td', { text: item.name }),
           el('td', { text: item.status + ' ' + (item.status === STATUS.running ? percent(item.progress) : '') }), open,
         ]));
       });
@@ -328,12 +333,9 @@
       if (p.done) bar.value = p.done; else bar.removeAttribute('value'); // indeterminate: it moves
       var left = done ? null : secondsLeft(p, Date.now());
       $('eta').textContent = left === null ? '' : 'About ' + left + ' s left in this step.';
-      // named by its witnesses once each has its label (until then, by its id)
-      var labels = doc.manuscripts.map(function (m) { return m.label; });
-      if (labels.length && labels.every(Boolean)) {
-        $('title').textContent = labels.join(' \u00b7 ');
-        document.title = labels.join(' \u00b7 ') + ' \u2014 Image collation';
-      }
+      // its name: the one given, or its witnesses' labels (the server's default)
+      $('title').textContent = doc.name;
+      document.title = doc.name + ' \u2014 Image collation';
       var list = $('witnesses');
       list.textContent = '';
       doc.manuscripts.forEach(function (m) {
@@ -345,6 +347,7 @@
       });
       doc.errors.forEach(function (e) { list.appendChild(el('li', { className: 'problem', text: e.message })); });
       $('cancel').hidden = doc.status === STATUS.finished;
+      $('retry').hidden = doc.status !== STATUS.failed;
       $('cancel').textContent = done ? 'Delete this collation' : 'Cancel and delete this collation';
       if (doc.status === STATUS.finished) {
         $('finish').hidden = false;
@@ -366,9 +369,23 @@
     }).catch(function (error) { fail(error); setTimeout(follow, 5000); });
   }
   function cancel() {
-    if (!window.confirm($('cancel').textContent + '?')) return;
-    api(links.status, { method: 'DELETE' })
-      .then(function () { window.location.href = links.home; }).catch(fail);
+    deleteCollation(links.status, $('cancel').textContent).then(function (done) { if (done) window.location.href = links.home; });
+  }
+  // DELETE after the reader confirms `question`; resolves to whether it was deleted
+  function deleteCollation(url, question) {
+    if (!window.confirm(question + '?')) return Promise.resolve(false);
+    return api(url, { method: 'DELETE' }).then(function () { return true; }).catch(function (e) { fail(e); return false; });
+  }
+  // A failed collation runs again under its id (POST .../retry): what was computed is reused
+  function retry(url) { return api(url + '/retry', { method: 'POST' }); }
+  function rename() {
+    var name = window.prompt('Name of this collation', $('title').textContent);
+    if (name === null) return;
+    api(links.status, { method: 'PATCH', body: JSON.stringify({ name: name }) }).then(function (doc) {
+      message('');
+      $('title').textContent = doc.name;
+      document.title = doc.name + ' \u2014 Image collation';
+    }).catch(fail);
   }
 
   if (config.view === 'home') { $('filter').addEventListener('change', function () { home(1); }); home(1); }
@@ -376,5 +393,12 @@
     $('inspect').addEventListener('click', function () { message(''); inspectAll(newLook()); });
     $('new-form').addEventListener('submit', start);
   }
-  if (config.view === 'follow') { $('cancel').addEventListener('click', cancel); follow(); }
+  if (config.view === 'follow') {
+    $('cancel').addEventListener('click', cancel);
+    $('rename').addEventListener('click', rename);
+    $('retry').addEventListener('click', function () {
+      retry(links.status).then(function () { seen = null; message(''); follow(); }).catch(fail);
+    });
+    follow();
+  }
 })();
