@@ -1,0 +1,68 @@
+"""After a verdict on the pair page, the annotation Mirador holds and lists for that match says
+"confirmed" at once, without a reload (issue 29, item 4): the page fetches Mirador's annotation pages
+again and hands them to its store (viewer.js, ``refreshAnnotations``).
+
+The service, the P2-P3 collation and the page come from test_viewer_browser's fixtures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import test_viewer_browser as viewer_tests
+from test_viewer_browser import TIMEOUT_MS, Served, mirador_window, need_mirador
+
+served, collation, page = viewer_tests.served, viewer_tests.collation, viewer_tests.page
+
+pytestmark = pytest.mark.slow
+
+ROW = 9  # the illustration judged here: no other browser test judges it
+
+STATUS_JS = """
+([canvasId, suffix]) => {
+  const pages = window.viewer.store.getState().annotations[canvasId] || {};
+  for (const p of Object.values(pages)) {
+    const json = p.json || {};
+    for (const a of json.items || json.resources || []) {
+      if ((a.id || a['@id'] || '').endsWith(suffix)) {
+        const text = JSON.stringify(a.body || a.resource || {});
+        return ['confirmed', 'rejected', 'proposed'].find(word => text.includes('\\u00b7 ' + word)) || 'none';
+      }
+    }
+  }
+  return null;
+}
+"""
+"""The status word that the display annotation ending in ``suffix`` on ``canvasId`` says in Mirador's store."""
+
+
+def test_the_annotation_mirador_shows_says_confirmed_without_a_reload(collation: Served, page: Any) -> None:
+    need_mirador("4.0.0")
+    page.goto(f"{collation.url}/collations/{collation.cid}/view?pair=0,1")
+    page.locator('#status[data-status="finished"]').wait_for(timeout=TIMEOUT_MS)
+    candidate = page.locator(f'.candidate[data-source="{ROW}"]').first
+    candidate.wait_for(timeout=TIMEOUT_MS)
+    target = int(candidate.get_attribute("data-target"))
+    candidate.locator("img.thumb").click()
+    canvas, suffix = collation.regions[0][ROW]["canvas"], f"/display/0-1-{ROW}-{target}-a"
+    page.wait_for_function(f"(args) => ({STATUS_JS})(args) === 'proposed'", arg=[canvas, suffix], timeout=TIMEOUT_MS)
+    loads = []
+    page.on("framenavigated", lambda frame: loads.append(frame.url) if frame == page.main_frame else None)
+
+    candidate.get_by_role("button", name="Confirm").click()
+    page.locator(f'.candidate[data-source="{ROW}"][data-target="{target}"][data-assessment="confirmed"]').wait_for(
+        timeout=TIMEOUT_MS
+    )
+    page.wait_for_function(f"(args) => ({STATUS_JS})(args) === 'confirmed'", arg=[canvas, suffix], timeout=TIMEOUT_MS)
+    assert loads == []  # the same page all along: no reload
+    # and the window's annotation panel lists it so, once it shows that canvas again
+    candidate.locator("img.thumb").click()
+    item = mirador_window(page, "collation-a").locator(f'li[annotationid$="{suffix}"]')
+    item.wait_for(timeout=TIMEOUT_MS)
+    page.wait_for_function(
+        '(sfx) => { const li = document.querySelector(`[id="collation-a"] li[annotationid$="${sfx}"]`);'
+        " return !!li && li.textContent.includes('confirmed'); }",
+        arg=suffix,
+        timeout=TIMEOUT_MS,
+    )
+    assert not page.errors, page.errors
