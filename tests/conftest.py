@@ -352,7 +352,9 @@ class S3Server:
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     """SeaweedFS for the session, its credentials in ``AWS_*`` (worker subprocesses inherit them)."""
-    from collation.cli.private_servers import SEAWEEDFS_KEYS, start_seaweedfs, stop
+    from service_helpers import stop_seaweedfs
+
+    from collation.cli.private_servers import SEAWEEDFS_KEYS, start_seaweedfs
     from collation.core.errors import CollationError
 
     refuse_in_fast_lane("SeaweedFS")
@@ -374,7 +376,7 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     )
     server = S3Server(process, endpoint, folder, ports)
     yield server
-    stop(server.process)
+    stop_seaweedfs(server.process)  # at the end of each xdist worker: 1 s, not the 10 s it always ran out
     for key, value in saved.items():
         if value is None:
             os.environ.pop(key, None)

@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from service_helpers import WorkerProcesses, drain, service_settings
+from service_helpers import WorkerProcesses, drain, service_settings, stop_seaweedfs
 
 from collation.app import create_app
-from collation.cli.private_servers import SEAWEEDFS_KEYS, start_seaweedfs, stop
+from collation.cli.private_servers import SEAWEEDFS_KEYS, start_seaweedfs
 from collation.service.serving import make_server
 from collation.service.state import service_state
 from collation.store.location import open_store
@@ -111,7 +111,7 @@ def test_a_frozen_object_store_does_not_freeze_the_api(synthetic: Any, redis_url
         weed.send_signal(signal.SIGCONT)
         live.close()
         service_state(app).close()
-        stop(weed)
+        stop_seaweedfs(weed)
 
 
 def worker_log_lines(processes: WorkerProcesses) -> int:
@@ -145,7 +145,7 @@ def test_a_worker_with_wrong_store_credentials_refuses_to_start(redis_url: str, 
     finally:
         processes.stop_all()
         service_state(app).close()
-        stop(weed)
+        stop_seaweedfs(weed)
 
 
 @pytest.mark.usefixtures("weed_keys")
@@ -176,4 +176,4 @@ def test_a_job_refused_by_the_store_fails_its_collation_naming_the_store(
         assert "object store s3://revoked/data" in message and "SignatureDoesNotMatch" in message, doc
     finally:
         service_state(app).close()
-        stop(weed)
+        stop_seaweedfs(weed)
