@@ -47,21 +47,23 @@ class Backbone(nn.Module):
             if (isinstance(module, nn.Conv2d) and max(module.kernel_size) > 1) or isinstance(module, nn.MaxPool2d):
                 module.register_forward_pre_hook(self._mask_padding)
 
-    def _mask_padding(self, module: nn.Module, args: tuple) -> tuple | None:
-        """Zeroes what lies outside each image before every spatial window (convolution, pooling)."""
+    def _mask_padding(self, module: nn.Module, args: tuple) -> None:
+        """Zeroes what lies outside each image before every spatial window (convolution, pooling).
+
+        In place, on the strips below and right of each image: a product with a mask read and wrote the
+        whole map, 10% of the extraction's time (docs/benchmarks.md, "Features stage"). Values outside
+        an image never reach a real cell (every window sees them zeroed), so a block's shortcut that
+        shares the tensor loses nothing.
+        """
         call = self._call
         if getattr(call, "valid", None) is None:
-            return None
+            return
         x = args[0]
-        size = (x.shape[2], x.shape[3])
-        if size not in call.masks:
-            rows = torch.arange(size[0], device=x.device).view(1, -1, 1)
-            cols = torch.arange(size[1], device=x.device).view(1, 1, -1)
+        height, width = x.shape[2], x.shape[3]
+        for k, (rows, cols) in enumerate(call.valid):
             # Inputs are multiples of 16 px: each feature map is the input downscaled exactly.
-            valid_rows = (call.valid[:, 0] * size[0] // call.input_size[0]).view(-1, 1, 1)
-            valid_cols = (call.valid[:, 1] * size[1] // call.input_size[1]).view(-1, 1, 1)
-            call.masks[size] = ((rows < valid_rows) & (cols < valid_cols)).unsqueeze(1).to(x.dtype)
-        return (x * call.masks[size], *args[1:])
+            x[k, :, rows * height // call.input_size[0] :, :] = 0
+            x[k, :, :, cols * width // call.input_size[1] :] = 0
 
     @torch.inference_mode()
     def forward(self, images: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
@@ -80,7 +82,7 @@ class Backbone(nn.Module):
             x = x.contiguous(memory_format=torch.channels_last)
         call = self._call
         if valid is not None:  # the first convolution's hook masks the input itself
-            call.valid, call.masks, call.input_size = valid.to(images.device), {}, tuple(images.shape[2:])
+            call.valid, call.input_size = valid.tolist(), tuple(images.shape[2:])
         # Reduced precision inside the network only: the maps come out in float32, so what is stored and
         # scored keeps its type whatever the rule chose.
         reduced = self.compute_dtype == torch.bfloat16
@@ -88,7 +90,7 @@ class Backbone(nn.Module):
             with torch.autocast(images.device.type, dtype=torch.bfloat16, enabled=reduced):
                 return self.body(x).float()
         finally:
-            call.valid, call.masks = None, None
+            call.valid = None
 
 
 def fold_batch_norms(body: nn.Module) -> nn.Module:
