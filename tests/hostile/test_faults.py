@@ -1,5 +1,5 @@
 """Fault injection against the running service: POST/DELETE churn under a live worker, collations
-deleted while their jobs write, a worker that loses Redis for 10 s, a worker killed with SIGKILL at
+deleted while their jobs write, a worker that loses Redis for a while, a worker killed with SIGKILL at
 each stage, a data directory that cannot be written.
 
 Real Redis on a private port, real worker subprocesses (``python -m collation worker``), the
@@ -59,13 +59,21 @@ def fault_settings(tmp_path: Path, redis_url: str, store_options: dict[str, str]
     return service_settings(tmp_path / "data", redis_url, chunk_pairs=4, sweep_interval=1, **(store_options or {}))
 
 
+REDIS_OUTAGE_SECONDS = 5.0
+"""How long Redis stays down under the idle worker: longer than its first reconnection waits (RQ's
+dequeue loop waits 1 s, then 2 s, doubling), so it fails to reach Redis more than once and backs off
+while Redis is gone. What the test proves (the worker outlives the outage and works after it) does not
+grow with the length: with 10 s the worker was also waiting out an 8 s back-off after Redis was back,
+some 13 s more on each of the two data stores."""
+
+
 def own_dir(tmp_path: Path, store_options: dict[str, str], n: int) -> Path | None:
     """With the object store, worker ``n``'s own COLLATION_DATA_DIR (machines that share no disk)."""
     return tmp_path / f"worker{n}" if store_options else None
 
 
 @pytest.mark.stack  # starts its own Redis
-def test_a_worker_survives_a_10_s_redis_outage_and_finishes(
+def test_a_worker_survives_a_redis_outage_and_finishes(
     synthetic: Any, tmp_path: Path, store_options: dict[str, str]
 ) -> None:
     """Issue 12 item 5: the worker's loop is built again, as often as needed, until Redis is back
@@ -81,7 +89,7 @@ def test_a_worker_survives_a_10_s_redis_outage_and_finishes(
         worker = processes.start(threads=1, data_dir=own_dir(tmp_path, store_options, 0))
         wait_for(lambda: client.get(f"{API}/readyz").status_code == 200, 60, "the worker to register")
         stop(redis_process)
-        time.sleep(10)
+        time.sleep(REDIS_OUTAGE_SECONDS)
         assert worker.poll() is None, processes.logs()
         redis_process, _ = start_redis(tmp_path / "redis", port=port)
         cid = client.post(f"{API}/collations", json=request_body(synthetic)).get_json()["id"]
