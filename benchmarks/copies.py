@@ -29,6 +29,7 @@ Everything is drawn from one seeded generator, so a (size, difficulty, seed) tri
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +38,11 @@ from PIL import Image, ImageFilter, ImageOps
 from collation.engine.evaluation import load_ground_truth
 from collation.engine.illustrations import via_illustrations
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "physiologus"
+DATA = Path(
+    os.environ.get("COLLATION_TEST_DATA")
+    or Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "physiologus"
+)
+"""The shared Physiologus data: beside the repository, or ``$COLLATION_TEST_DATA`` (as the tests find it)."""
 GT_SHARE = 295 / 405
 """Ground-truth pairs per illustration of the smaller manuscript in D1-D2."""
 
