@@ -39,7 +39,6 @@ from collation.store.records import (
     CollationRequest,
     CollationStatus,
     collation_id,
-    default_name,
     new_record,
     now,
     usable,
@@ -122,10 +121,10 @@ def retry(runtime: Runtime, cid: str) -> CollationRecord:
 
 def collation_name(store: DataStore, record: CollationRecord) -> str:
     """The record's name, or until it has one, ``default_name`` of the labels read so far (the pages' title)."""
-    if record.name:
+    if record.name:  # no manuscript to read
         return record.name
     docs = [store.load_manuscript(record.id, m) for m in range(record.manuscript_count)]
-    return default_name([doc.get("label") if doc else None for doc in docs], record.request.manifests)
+    return record.display_name([doc.get("label") if doc else None for doc in docs])
 
 
 def cancel(runtime: Runtime, cid: str) -> None:
@@ -177,7 +176,7 @@ def status_document(store: DataStore, cid: str, base: str, redis: Redis | None =
     labels = [m["label"] for m in manuscripts]
     return {
         **record_summary(record),
-        "name": record.name or default_name(labels, record.request.manifests),
+        "name": record.display_name(labels),
         "ended": record.ended,
         "options": {**record.options.to_record(), "weak_below": record.options.floor},
         "manuscripts": manuscripts,

@@ -14,6 +14,7 @@ from collation.core.errors import InputError
 from collation.iiif.geometry import canvas_to_image
 from collation.iiif.links import is_web_link
 from collation.iiif.model import Canvas
+from collation.service.urls import collation_url
 from collation.store.datastore import CollationNotFound, DataStore
 
 THUMBNAIL_WIDTH = 160
@@ -53,8 +54,6 @@ def stored_region_url(base: str, cid: str, m: int, index: int) -> str:
     """The service's own copy of a region (``GET /collations/{id}/regions/{m}/{index}.jpg``): for an
     image the library's server cannot cut (a plain image, a level-0 service), the service fetched and
     cropped it itself, so it can show it."""
-    from collation.service.urls import collation_url
-
     return f"{collation_url(base, cid)}/regions/{m}/{index}.jpg"
 
 

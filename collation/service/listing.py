@@ -20,7 +20,7 @@ from collation.service import urls
 from collation.service.collations import record_summary
 from collation.service.documents import RECORDS_CACHED, DocumentCache
 from collation.store.datastore import CollationNotFound, DataStore
-from collation.store.records import CollationRecord, CollationStatus, default_name
+from collation.store.records import CollationRecord, CollationStatus
 
 MAX_LIMIT = 100
 
@@ -63,7 +63,7 @@ def item(store: DataStore, record: CollationRecord, base: str) -> dict[str, Any]
     links = urls.status_links(base, cid, record.usable)
     return {
         **record_summary(record),
-        "name": record.name or default_name([w["label"] for w in witnesses], record.request.manifests),
+        "name": record.display_name([w["label"] for w in witnesses]),
         "witnesses": witnesses,
         "links": {
             "status": links["self"],

@@ -169,6 +169,10 @@ class CollationRecord:
     base_url: str | None = None
     name: str | None = None
 
+    def display_name(self, labels: Sequence[str | None]) -> str:
+        """Its name, or until it has one, ``default_name`` of its witnesses' ``labels`` (None: not read yet)."""
+        return self.name or default_name(labels, self.request.manifests)
+
     @property
     def manuscript_count(self) -> int:
         return len(self.request.manifests)

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Sequence
 
 from collation.store.datastore import CollationNotFound, DataStore
-from collation.store.records import CollationRecord, CollationStatus, Progress, default_name, now, usable
+from collation.store.records import CollationRecord, CollationStatus, Progress, now, usable
 
 log = logging.getLogger("collation.store")
 
@@ -111,8 +111,7 @@ def name_by_labels(store: DataStore, cid: str, labels: list[str | None]) -> None
         return
 
     def change(record: CollationRecord) -> None:
-        if record.name is None:
-            record.name = default_name(labels, record.request.manifests)
+        record.name = record.display_name(labels)  # a name given meanwhile stays
 
     with contextlib.suppress(CollationNotFound):  # deleted meanwhile: the step stops at its next check
         store.update_record(cid, change)
