@@ -20,13 +20,13 @@ from collation.core.errors import (
     WeightsNotFoundError,
 )
 from collation.engine.backbones import BACKBONES, DEVICES, load_backbone, resolve_device
+from collation.engine.feature_keys import features_key
 from collation.engine.features import (
     MultiScaleFeatures,
     cell_positions,
     cells_for_scale,
     extract_features,
     extract_square_features,
-    features_key,
     image_digest,
 )
 
@@ -180,10 +180,10 @@ def test_asking_for_a_missing_gpu_is_an_input_error():
 def test_cache_keys_follow_content_and_parameters():
     a, b = drawing(0), drawing(1)
     assert image_digest(a) == image_digest(drawing(0)) != image_digest(b)
-    key = features_key([image_digest(a)], "efficientnet-lite0")
-    assert key != features_key([image_digest(a)], "resnet50-conv4")
-    assert key != features_key([image_digest(a)], "efficientnet-lite0", dtype=torch.float16)
-    assert key != features_key([image_digest(a)], "efficientnet-lite0", scales=(19, 20, 21))
+    key = features_key([image_digest(a)], "efficientnet-lite0", precision="float32")
+    assert key != features_key([image_digest(a)], "resnet50-conv4", precision="float32")
+    assert key != features_key([image_digest(a)], "efficientnet-lite0", precision="float32", dtype=torch.float16)
+    assert key != features_key([image_digest(a)], "efficientnet-lite0", precision="float32", scales=(19, 20, 21))
 
 
 def test_extraction_options_are_checked(backbone):

@@ -308,6 +308,9 @@ class Settings:
             raise SettingsError(
                 f"{ENV_PREFIX}LOG_FORMAT must be text or json, not {self.log_format!r}", field="LOG_FORMAT"
             )
+        if self.feature_precision not in ("auto", "float32", "bfloat16"):  # collation.engine.backbones.PRECISIONS
+            message = f"must be auto, float32 or bfloat16, not {self.feature_precision!r}"
+            raise SettingsError(f"{ENV_PREFIX}FEATURE_PRECISION {message}", field="FEATURE_PRECISION")
         if not 0 <= self.worker_metrics_port <= 65535:
             raise SettingsError(f"{ENV_PREFIX}WORKER_METRICS_PORT must be 0..65535", field="WORKER_METRICS_PORT")
         for name in (

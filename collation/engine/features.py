@@ -333,8 +333,10 @@ def extract_features(
     memory of large manuscripts).
 
     Args:
-        images: n RGB images; a sequence read one image at a time (and again for each scale), so a lazy
-            one (the service reads each from its store when asked) need not hold them all decoded.
+        images: n RGB images; a sequence read one image at a time (again for each scale, the scales of
+            one image one after another), so a lazy one (the service reads each from its store when asked,
+            ``collation.jobs.manuscripts.StoredImages``) need not hold them all decoded; its ``sizes()``,
+            when it has one, gives their sizes (``image_sizes``).
         scales: cells on the long side of each map, positive integers; query_scale one of them.
         dtype: storage type of the descriptors, one of ``FEATURE_DTYPES``.
         batch_size: images per forward pass; by default ``defaults.FEATURES_BATCH_CPU`` on a CPU, 32 on a GPU.
@@ -360,7 +362,7 @@ def extract_features(
     check_positive_int("bucket", bucket)
     check_positive_int("workers", workers)
     n, n_scales = len(images), len(scales)
-    sizes = [images[i].size for i in range(n)]
+    sizes = image_sizes(images)
     jobs: dict[tuple[int, int], list[tuple[int, int, int, int]]] = {}  # bucket -> [(image, scale, rows, cols)]
     for i, size in enumerate(sizes):
         for s, scale in enumerate(scales):
@@ -393,6 +395,10 @@ def extract_features(
         for frame, members in jobs.items()
         for start in range(0, len(members), batch_size)
     ]
+    # Image-major: the batches of an image's scales run one after another (with one image per batch, a
+    # CPU's, every scale of image i before image i + 1), so a lazy sequence that keeps its last few images
+    # decodes each once. Only the order changes, never a batch: the features are the same bit for bit.
+    batches.sort(key=lambda item: item[1][0][0])
     done, total = 0, n * n_scales
     for count in _run_batches(describe, batches, workers):
         done += count
@@ -400,6 +406,13 @@ def extract_features(
             progress(done, total)
 
     return MultiScaleFeatures(desc, pos, mask, tuple(scales), query_scale, backbone.name)
+
+
+def image_sizes(images: Sequence[Image.Image]) -> list[tuple[int, int]]:
+    """(width, height) of each image: from the sequence's ``sizes()`` when it has one (the service's
+    stored images read them from the files' headers, without decoding), else from each image."""
+    sizes = getattr(images, "sizes", None)
+    return list(sizes()) if callable(sizes) else [images[i].size for i in range(len(images))]
 
 
 def _run_batches(
@@ -469,21 +482,3 @@ def image_digest(image: Image.Image) -> str:
     h = hashlib.sha256(f"{rgb.size}".encode())
     h.update(rgb.tobytes())
     return h.hexdigest()
-
-
-def features_key(
-    digests: Sequence[str],
-    backbone: str,
-    *,
-    scales: Sequence[int] = defaults.SCALES,
-    query_scale: int = defaults.QUERY_SCALE,
-    dtype: torch.dtype = torch.float32,
-) -> str:
-    """Key of a manuscript's cached features: its images' content, the backbone and every parameter that
-    changes them (the scales, the storage type, the frames' bucket and the normalization's epsilon)."""
-    h = hashlib.sha256(
-        f"{backbone}|{list(scales)}|{query_scale}|{dtype}|{defaults.FEATURES_BUCKET}|{defaults.L2_EPS}|v2".encode()
-    )
-    for d in digests:
-        h.update(d.encode())
-    return h.hexdigest()[:32]

@@ -30,8 +30,9 @@ from collation.engine.backbones import Backbone, load_backbone, resolve_device
 from collation.engine.candidates import UNSCORED
 from collation.engine.cascade import cascade_pairs
 from collation.engine.correspondences import PairResult, collate
+from collation.engine.feature_keys import features_key as images_features_key
+from collation.engine.feature_keys import resolve_precision
 from collation.engine.features import MultiScaleFeatures, Progress, extract_features, extract_square_features
-from collation.engine.features import features_key as images_features_key
 from collation.engine.illustrations import Illustration
 from collation.engine.similarity import all_pairs, score_pairs, transposition_count
 from collation.engine.transpositions import extract_transposed_features
@@ -62,14 +63,17 @@ def describe(
     return extract(images, backbone, dtype=dtype, progress=progress)
 
 
-def features_key(digests: Sequence[str], options: CollationOptions, *, dtype: torch.dtype = FEATURES_DTYPE) -> str:
-    """Key of the features ``describe`` gives for images of these content digests (a cache key)."""
+def features_key(
+    digests: Sequence[str], options: CollationOptions, *, precision: str, dtype: torch.dtype = FEATURES_DTYPE
+) -> str:
+    """Key of the features ``describe`` gives for images of these content digests (a cache key), with a
+    backbone computing in ``precision`` (``float32`` or ``bfloat16``: ``resolve_precision``, never ``auto``)."""
     if options.similarity == "s_features":
         cells = defaults.FEATURES_SIZE // defaults.PIXELS_PER_CELL
         return images_features_key(
-            digests, f"{options.backbone}|square", scales=(cells,), query_scale=cells, dtype=dtype
+            digests, f"{options.backbone}|square", precision=precision, scales=(cells,), query_scale=cells, dtype=dtype
         )
-    return images_features_key(digests, options.backbone, dtype=dtype)
+    return images_features_key(digests, options.backbone, precision=precision, dtype=dtype)
 
 
 def describe_transposed(
@@ -215,7 +219,12 @@ def run_collation(
     if len(set(names)) != len(names):
         raise InputError(f"manuscript names must be unique: {names}", field="manuscripts")
     options.check_manuscripts(len(manuscripts))
-    model = load_backbone(options.backbone, device=resolve_device(device), weights_dir=weights_dir, precision=precision)
+    target = resolve_device(device)
+    # Resolved once, by the rule the service records at prepare (``resolve_precision``): what a features
+    # key of these images says (``features_key``) is what this backbone computes.
+    model = load_backbone(
+        options.backbone, device=target, weights_dir=weights_dir, precision=resolve_precision(precision, target)
+    )
 
     def stage(name: str) -> Progress | None:
         return (lambda done, total: progress(name, done, total)) if progress else None

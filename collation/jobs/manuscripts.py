@@ -9,8 +9,10 @@ collation goes on with what could be read.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from PIL import Image
@@ -100,11 +102,18 @@ def empty_doc(m: int, url: str) -> dict[str, Any]:
         "regions_note": None,
         "errors": [],
         "features_key": None,
+        "precision": None,
     }
 
 
 def read_manuscript(
-    record: CollationRecord, m: int, store: DataStore, fetcher: Fetcher, max_regions: int = 5000, detector: Any = None
+    record: CollationRecord,
+    m: int,
+    store: DataStore,
+    fetcher: Fetcher,
+    max_regions: int = 5000,
+    detector: Any = None,
+    precision: str = "float32",
 ) -> tuple[dict, dict | None]:
     """Reads manuscript ``m`` of a collation and stores its region images.
 
@@ -114,8 +123,9 @@ def read_manuscript(
         with ``index``, ``canvas_id``, ``canvas_index``, ``xywh``, ``label``, ``digest``, and
         ``score`` when detected), ``regions_source`` (``annotations``, ``detected``, ``given`` or
         ``whole_canvases``), ``regions_note`` (the detection line, or None), ``errors``
-        (``{"message", "canvas"?, "region"?}``) and ``features_key``. ``detector``: default the
-        worker's (``RuntimeDetector``).
+        (``{"message", "canvas"?, "region"?}``), ``features_key`` and ``precision``: the backbone's
+        arithmetic (``float32`` or ``bfloat16``, ``Runtime.precision``) that the key names and the
+        features step computes in. ``detector``: default the worker's (``RuntimeDetector``).
     """
     from collation.iiif.sources import load_manuscript_regions
 
@@ -136,11 +146,15 @@ def read_manuscript(
     except CollationError as exc:  # the manifest (or its region annotations) could not be read
         doc["errors"].append({"message": exc.message})
         return doc, None
-    return _document(doc, found, store, record.options), found.manifest.raw
+    return _document(doc, found, store, record.options, precision), found.manifest.raw
 
 
 def _document(
-    doc: dict[str, Any], found: ManuscriptRegions, store: DataStore, options: CollationOptions
+    doc: dict[str, Any],
+    found: ManuscriptRegions,
+    store: DataStore,
+    options: CollationOptions,
+    precision: str = "float32",
 ) -> dict[str, Any]:
     """Fills ``doc`` from what was read, storing each region image by its content digest; a region with
     nothing drawn is marked ``"blank": true`` (``collation.engine.weak.is_blank``: its matches are weak)."""
@@ -172,22 +186,69 @@ def _document(
     ]
     doc["regions"] = kept
     if kept:
-        doc["features_key"] = features_key([r["digest"] for r in kept], options)
+        doc["features_key"] = features_key([r["digest"] for r in kept], options, precision=precision)
+        doc["precision"] = precision
     return doc
 
 
-class StoredImages(Sequence[Image.Image]):
-    """A manuscript's region images, each read from the store when asked for and not kept: the
-    features step holds the images of the batches running, never all of them decoded (5,000 regions
-    of 352 px are 1.8 GB)."""
+RECENT_IMAGES = 8
+"""Decoded images a ``StoredImages`` keeps: the features step asks for each image once per scale, one
+scale after another (image-major), with a few forward passes side by side (``extract_features``)."""
 
-    def __init__(self, store: DataStore, digests: Sequence[str]) -> None:
-        self.store, self.digests = store, list(digests)
+
+class StoredImages(Sequence[Image.Image]):
+    """A manuscript's region images, each read from the store when asked for, the last ``keep`` kept
+    decoded: the features step holds a few images, never all of them (5,000 regions of 352 px are 1.8 GB),
+    and decodes each once (it asks for each image's scales one after another).
+
+    Thread-safe: the features step's workers ask side by side, and an image two of them ask for at once
+    is decoded once (the second waits for the first). ``decodes`` counts the images read and decoded.
+    """
+
+    def __init__(self, store: DataStore, digests: Sequence[str], keep: int = RECENT_IMAGES) -> None:
+        self.store, self.digests, self.keep = store, list(digests), keep
+        self.decodes = 0
+        self._recent: OrderedDict[str, Future[Image.Image]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.digests)
 
     def __getitem__(self, index: int | slice) -> Image.Image | list[Image.Image]:  # type: ignore[override]
         if isinstance(index, slice):
-            return [self.store.load_image(d) for d in self.digests[index]]
-        return self.store.load_image(self.digests[index])
+            return [self._image(d) for d in self.digests[index]]
+        return self._image(self.digests[index])
+
+    def sizes(self) -> list[tuple[int, int]]:
+        """(width, height) of every image, read from the files' headers: nothing is decoded
+        (``collation.engine.features.image_sizes``)."""
+        sizes = []
+        for digest in self.digests:
+            path = self.store.local_file(self.store.image_key(digest))
+            if path is None:
+                raise FileNotFoundError(f"no region image {digest} in {self.store.description}")
+            with Image.open(path) as image:
+                sizes.append(image.size)
+        return sizes
+
+    def _image(self, digest: str) -> Image.Image:
+        """The decoded image ``digest``: a kept one, one another thread is decoding, or read now."""
+        with self._lock:
+            pending = self._recent.get(digest)
+            reader = pending is None
+            if reader:
+                pending = self._recent[digest] = Future()
+                self.decodes += 1
+                while len(self._recent) > self.keep:  # a waiter still holds the future it waits on
+                    self._recent.popitem(last=False)
+            else:
+                self._recent.move_to_end(digest)
+        if reader:
+            try:
+                pending.set_result(self.store.load_image(digest))
+            except BaseException as exc:  # the waiters get the error too; the next ask reads again
+                pending.set_exception(exc)
+                with self._lock:
+                    if self._recent.get(digest) is pending:
+                        del self._recent[digest]
+        return pending.result()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -26,6 +27,8 @@ from rq import Queue
 from collation.core.settings import Settings
 from collation.store.datastore import DataStore
 from collation.store.location import open_store
+
+log = logging.getLogger("collation.jobs")
 
 if TYPE_CHECKING:
     from collation.core.metrics import Metrics
@@ -45,7 +48,9 @@ class Runtime:
     metrics: Metrics | None = None
     """The process's metrics (the API's; a worker's with ``COLLATION_WORKER_METRICS_PORT``); None: no counting."""
     _fetcher: Fetcher | None = field(default=None, repr=False)
-    _backbones: dict[tuple[str, str], Backbone] = field(default_factory=dict, repr=False)
+    _backbones: dict[tuple[str, str, str], Backbone] = field(default_factory=dict, repr=False)
+    _cpu_flags: frozenset[str] | None = field(default=None, repr=False)
+    """The CPU's flags that decide ``precision`` (tests inject them); None: read from ``/proc/cpuinfo``."""
     _detector: Detector | None = field(default=None, repr=False)
     _features: OrderedDict[tuple[str, str], MultiScaleFeatures] = field(default_factory=OrderedDict, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -57,8 +62,9 @@ class Runtime:
         *,
         redis: Redis | None = None,
         fetcher: Fetcher | None = None,
-        backbones: dict[tuple[str, str], Backbone] | None = None,
+        backbones: dict[tuple[str, str, str], Backbone] | None = None,
         metrics: Metrics | None = None,
+        cpu_flags: frozenset[str] | None = None,
     ) -> Runtime:
         """A runtime for ``settings``.
 
@@ -69,6 +75,7 @@ class Runtime:
             backbones: a cache of loaded backbones to share with other runtimes (a test session
                 builds many runtimes and loads each backbone once); a new one by default.
             metrics: where the store, the fetcher, the jobs and the feature cache count (none by default).
+            cpu_flags: the CPU's flags for ``precision``; read from ``/proc/cpuinfo`` unless given.
         """
         if redis is None and settings.redis_url:
             redis = Redis.from_url(settings.redis_url, socket_connect_timeout=5, health_check_interval=10)
@@ -79,6 +86,7 @@ class Runtime:
             metrics=metrics,
             _fetcher=fetcher,
             _backbones=backbones if backbones is not None else {},
+            _cpu_flags=cpu_flags,
         )
 
     # ----------------------------------------------------------------------------------------------
@@ -117,18 +125,32 @@ class Runtime:
 
         return str(resolve_device(self.settings.device))
 
-    def backbone(self, name: str) -> Backbone:
-        """The backbone ``name`` on this process's device, loaded on first use and kept."""
+    @property
+    def precision(self) -> str:
+        """``settings.feature_precision`` resolved on this process's device: ``float32`` or ``bfloat16``
+        (``collation.engine.feature_keys.resolve_precision``). The prepare step records it in the manuscript's
+        document and key; the features step computes in the recorded one, whichever worker runs it."""
+        from collation.engine.feature_keys import resolve_precision
+
+        return resolve_precision(self.settings.feature_precision, self.device, cpu_flags=self._cpu_flags)
+
+    def backbone(self, name: str, precision: str | None = None) -> Backbone:
+        """The backbone ``name`` on this process's device computing in ``precision`` (``float32`` or
+        ``bfloat16``; default ``self.precision``), loaded on first use and kept.
+
+        A precision this process's rule would not choose is still honoured (a manuscript's features are
+        what its key says): bfloat16 on a CPU without it is emulated, correct and slower.
+        """
         from collation.engine.backbones import load_backbone
 
-        key = (name, self.device)
+        own = self.precision
+        key = (name, self.device, precision or own)
         with self._lock:
             if key not in self._backbones:
+                if key[2] != own:
+                    log.warning("Backbone %s in %s, recorded at prepare; this worker's own is %s", name, key[2], own)
                 self._backbones[key] = load_backbone(
-                    name,
-                    device=key[1],
-                    weights_dir=self.settings.weights_dir,
-                    precision=self.settings.feature_precision,
+                    name, device=key[1], weights_dir=self.settings.weights_dir, precision=key[2]
                 )
             return self._backbones[key]
 

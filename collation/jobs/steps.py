@@ -106,7 +106,9 @@ def prepare_manuscript(runtime: Runtime, cid: str, m: int) -> str:
         return "cached"
     n = record.manuscript_count
     set_progress(store, cid, "preparing", _count_prepared(store, cid, n), n)
-    doc, manifest = read_manuscript(record, m, store, runtime.fetcher, max_regions=runtime.settings.max_regions)
+    doc, manifest = read_manuscript(
+        record, m, store, runtime.fetcher, max_regions=runtime.settings.max_regions, precision=runtime.precision
+    )
     live_record(store, cid)
     store.save_manuscript(cid, m, doc, manifest)
     docs = [store.load_manuscript(cid, i) for i in range(n)]
@@ -254,7 +256,8 @@ def extract_features(runtime: Runtime, cid: str, m: int) -> str:
 
     With transpositions, a manuscript that can be the second of a pair (m > 0) is also described
     under every transposition of the option, in one batched call that reuses its plain features
-    (``extract_transposed_features``), stored under ``transposed_features_key``.
+    (``extract_transposed_features``), stored under ``transposed_features_key``. The backbone computes
+    in the precision the prepare step recorded (``Runtime.backbone``), so the key says what they are.
     """
     from collation.engine.pipeline import describe, describe_transposed
     from collation.jobs.manuscripts import StoredImages
@@ -273,7 +276,9 @@ def extract_features(runtime: Runtime, cid: str, m: int) -> str:
         return "cached"
     set_progress(store, cid, "features", _count_features(store, options, cid, n), n)
     images = StoredImages(store, [region["digest"] for region in doc["regions"]])
-    backbone = runtime.backbone(options.backbone)
+    # The arithmetic recorded at prepare, which the key names, whatever this worker's own (a manuscript
+    # prepared by an older release has none: its key, which names none, is computed as it always was).
+    backbone = runtime.backbone(options.backbone, doc.get("precision"))
     check = CancellationCheck(store, cid)
     if store.has_features(key):
         feats = runtime.features(key)

@@ -87,11 +87,11 @@ def test_every_setting_that_changes_a_cached_matrix_keys_it(name: str, monkeypat
 def test_every_setting_that_changes_features_keys_them(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from collation.engine.pipeline import features_key
 
-    before = features_key(["d0", "d1"], CollationOptions())
-    assert features_key(["d0", "d1"], CollationOptions(similarity="s_features")) != before
-    assert features_key(["d0", "d1"], CollationOptions(backbone="resnet50-conv4")) != before
+    before = features_key(["d0", "d1"], CollationOptions(), precision="float32")
+    assert features_key(["d0", "d1"], CollationOptions(similarity="s_features"), precision="float32") != before
+    assert features_key(["d0", "d1"], CollationOptions(backbone="resnet50-conv4"), precision="float32") != before
     monkeypatch.setattr(defaults, name, getattr(defaults, name) * 2)
-    assert features_key(["d0", "d1"], CollationOptions()) != before
+    assert features_key(["d0", "d1"], CollationOptions(), precision="float32") != before
 
 
 # -- planning ------------------------------------------------------------------------------------

@@ -413,7 +413,7 @@ def test_a_worker_loads_its_default_backbone_before_the_first_job(
 
     runtime = runtime_for(settings)
     preload_backbone(runtime)
-    assert (settings.backbone, runtime.device) in runtime._backbones
+    assert (settings.backbone, runtime.device, runtime.precision) in runtime._backbones
 
     # A default backbone that cannot load (no ResNet-50 weights anywhere) is logged; the worker still starts.
     monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path))
