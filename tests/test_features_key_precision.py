@@ -63,6 +63,9 @@ def test_a_key_names_a_resolved_precision_never_auto() -> None:
         ("auto", "cpu", frozenset(), None, "float32"),
         ("float32", "cpu", SAPPHIRE_FLAGS, None, "float32"),
         ("bfloat16", "cpu", ZEN3_FLAGS, None, "bfloat16"),  # forced: emulated, still what the key says
+        ("auto", "cuda", (), True, "bfloat16"),
+        ("auto", "cuda:3", (), False, "float32"),  # a GPU this machine may lack is named, not asked for
+        ("bfloat16", "cuda:3", (), False, "bfloat16"),
     ],
 )
 def test_the_setting_resolves_by_the_backbone_s_rule(precision, device, flags, cuda_bf16, expected) -> None:
@@ -84,6 +87,9 @@ def test_a_runtime_resolves_its_precision_from_its_cpu_flags(tmp_path: Path) -> 
     assert Runtime.create(settings, cpu_flags=SAPPHIRE_FLAGS).precision == "bfloat16"
     forced = settings.replace(feature_precision="float32")
     assert Runtime.create(forced, cpu_flags=SAPPHIRE_FLAGS).precision == "float32"
+    # An io worker whose settings name the compute workers' GPU resolves without one (the prepare step).
+    gpu = settings.replace(device="cuda:3", feature_precision="bfloat16")
+    assert Runtime.create(gpu, cpu_flags=ZEN3_FLAGS).precision == "bfloat16"
 
 
 # -- prepare records the precision, the features step honours it ----------------------------------

@@ -37,15 +37,19 @@ def resolve_precision(
     features key holds, and what the service records when it reads a manuscript (docs/deployment.md).
 
     Args:
+        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``; a GPU this machine lacks is no error (an io
+            worker whose settings name the compute workers' GPU): its bfloat16 is then unknown, so
+            ``auto`` gives float32, always correct.
         cpu_flags: the CPU's flags; read from ``/proc/cpuinfo`` when None (tests inject them).
         cuda_bf16: whether the GPU has bfloat16; asked of torch when None.
     """
-    target = resolve_device(device)
+    named = isinstance(device, str) and device != "auto"
+    kind = torch.device(device).type if named else resolve_device(device).type
     if cpu_flags is None:
-        cpu_flags = read_cpu_flags() if target.type == "cpu" else ()
+        cpu_flags = read_cpu_flags() if kind == "cpu" else ()
     if cuda_bf16 is None:
-        cuda_bf16 = target.type == "cuda" and torch.cuda.is_bf16_supported()
-    return "bfloat16" if compute_dtype(precision, target.type, cpu_flags, cuda_bf16) == torch.bfloat16 else "float32"
+        cuda_bf16 = kind == "cuda" and torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    return "bfloat16" if compute_dtype(precision, kind, cpu_flags, cuda_bf16) == torch.bfloat16 else "float32"
 
 
 def features_key(

@@ -132,7 +132,9 @@ class Runtime:
         document and key; the features step computes in the recorded one, whichever worker runs it."""
         from collation.engine.feature_keys import resolve_precision
 
-        return resolve_precision(self.settings.feature_precision, self.device, cpu_flags=self._cpu_flags)
+        # The device as named, not ``self.device``: an io worker has no GPU to resolve, yet it records the
+        # precision for the compute workers.
+        return resolve_precision(self.settings.feature_precision, self.settings.device, cpu_flags=self._cpu_flags)
 
     def backbone(self, name: str, precision: str | None = None) -> Backbone:
         """The backbone ``name`` on this process's device computing in ``precision`` (``float32`` or
