@@ -192,10 +192,11 @@ def physiologus() -> Path:
 
 @pytest.fixture(scope="session")
 def backbone():
-    """The offline EfficientNet-Lite0 backbone, loaded once per test session."""
+    """The offline EfficientNet-Lite0 backbone, loaded once per test session, in float32 whatever the CPU:
+    the tests compare features with exact or float32 references (reduced precision: tests/test_precision.py)."""
     from collation.engine.backbones import load_backbone
 
-    return load_backbone("efficientnet-lite0", device="cpu")
+    return load_backbone("efficientnet-lite0", device="cpu", precision="float32")
 
 
 # -- the Physiologus folios behind a real IIIF image server ----------------------------------------

@@ -120,7 +120,7 @@ def test_resnet50_loads_from_a_weights_folder_and_is_stride_16(tmp_path):
 
     state = resnet50(weights=None).state_dict()  # random weights: only the loading path is under test
     torch.save(state, tmp_path / "resnet50-0676ba61.pth")
-    model = load_backbone("resnet50-conv4", weights_dir=tmp_path)
+    model = load_backbone("resnet50-conv4", weights_dir=tmp_path, precision="float32")
     assert model.channels == 1024
     net = resnet50(weights=None)
     net.load_state_dict(state)

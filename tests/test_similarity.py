@@ -13,6 +13,7 @@ from synthetic import drawing, restyled_copy
 from collation.core.errors import DTypeError, IndexRangeError, InputError, OptionError, ShapeError
 from collation.engine.features import MultiScaleFeatures, extract_features, extract_square_features
 from collation.engine.similarity import (
+    _tasks,
     all_pairs,
     directional_scores,
     mutual_matches,
@@ -65,6 +66,8 @@ def test_same_seed_same_scores_any_chunking_any_order(originals, copies):
     full, winners = score_pairs(originals, copies, pairs, seed=7)
     again = score_pairs(originals, copies, pairs.flip(0), seed=7, batch_size=3)[0].flip(0)
     assert torch.equal(full, again) and full.dtype == torch.float64
+    for workers in (1, 3):  # one task, or tasks side by side on one thread each
+        assert torch.equal(score_pairs(originals, copies, pairs, seed=7, workers=workers)[0], full)
     assert winners.dtype == torch.int8 and not winners.any()  # one transposition: as drawn
     swapped, _ = score_pairs(copies, originals, pairs[:, [1, 0]], seed=7)
     assert torch.allclose(full, swapped, atol=1e-12, rtol=0)
@@ -208,3 +211,11 @@ def test_s_features_decisions_are_the_same_in_every_dtype(backbone, device, dtyp
     s = full_scores(_on(square0, device, dtype), _on(square1, device, dtype), similarity="s_features")
     assert (s.argmax(axis=1) == reference.argmax(axis=1)).all()
     assert np.abs(s - reference).max() <= tolerance(dtype, COSINE_TOLERANCE)
+
+
+def test_tasks_hold_whole_targets_and_every_couple():
+    runs = [(0, 5), (5, 70), (70, 71), (71, 200), (200, 203)]
+    tasks = _tasks(runs, 64)
+    assert tasks == [[(0, 5), (5, 70)], [(70, 71), (71, 200)], [(200, 203)]]
+    assert [run for task in tasks for run in task] == runs
+    assert _tasks([], 64) == []

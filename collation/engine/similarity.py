@@ -35,6 +35,7 @@ from collation.engine.checks import (
 from collation.engine.features import MultiScaleFeatures, Progress
 from collation.engine.partial import partial_normalizer
 from collation.engine.ransac import cell_scores, compact_matches, ransac_scores, uniform_draws
+from collation.engine.threads import default_workers, side_by_side
 
 
 def mutual_matches(target: torch.Tensor, query: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -200,18 +201,22 @@ def directional_pairs(
     batch_size: int = defaults.RANSAC_BATCH,
     progress: Progress | None = None,
     partial: bool = False,
+    workers: int | None = None,
 ) -> torch.Tensor:
     """Directional scores of (target t, query u) couples, one matrix product per target.
 
     Each target's real cells at all its scales (no padding) are multiplied with the packed real cells of
     the queries it meets, up to ``QUERY_CELLS_PER_PRODUCT`` at a time: one large product instead of many
     small padded ones, and no copy of a target per pair. RANSAC then runs on ``batch_size`` couples at once.
+    The targets are shared out in tasks of about ``TASK_PAIRS`` couples, run side by side on a CPU
+    (``collation.engine.threads``); each task writes the scores of its own couples only.
 
     Args:
         pairs: ``(P, 2)`` int64 (t, u) on the features' device.
         seed: RANSAC seed (S_trans), or None for S_matching.
         partial: S_trans only: divide by the query cells of the matched area (``collation.engine.partial``)
             instead of all of them.
+        workers: tasks side by side (``threads.default_workers`` by default); scores do not depend on it.
 
     Returns:
         ``(P,)`` float32 scores in [0, 1], divided by each query's cell count.
@@ -221,15 +226,14 @@ def directional_pairs(
     q = queries.query_index
     query_cells = queries.mask[:, q].sum(dim=1)  # (n_u,)
     lq = max(int(query_cells.max()), 1) if len(queries) else 1
+    per_product = QUERY_CELLS_PER_PRODUCT // lq or 1
     counts = targets.mask.sum(dim=2).cpu()  # (n_t, S)
     out = torch.zeros(len(pairs), dtype=torch.float32, device=device)
     order = torch.argsort(pairs[:, 0] * (len(queries) + 1) + pairs[:, 1], stable=True)
     t_sorted = pairs[order, 0].cpu()
     starts = [*torch.searchsorted(t_sorted, torch.unique_consecutive(t_sorted)).tolist(), len(order)]
-    pending: list[tuple[torch.Tensor, ...]] = []
-    pending_size, done = 0, 0
 
-    def flush() -> None:
+    def flush(pending: list[tuple[torch.Tensor, ...]]) -> None:
         valid, sim, tpos, qpos, index = (torch.cat(x) for x in zip(*pending, strict=True))
         draws = None
         if seed is not None:
@@ -241,36 +245,61 @@ def directional_pairs(
             out[index] = (total / norm).clamp(max=1.0)
         else:
             out[index] = _score_matches(valid, sim, tpos, qpos, lq, draws, kernel) / query_cells[u].clamp(min=1)
-        pending.clear()
 
-    for a, b in itertools.pairwise(starts):
-        t = int(t_sorted[a])
-        lengths = [int(c) for c in counts[t]]
-        real = targets.mask[t]
-        target = targets.desc[t][real].to(compute)  # (R, C): scale after scale, real cells only
-        tpos = targets.pos[t][real]
-        for c in range(a, b, QUERY_CELLS_PER_PRODUCT // lq or 1):
-            index = order[c : min(b, c + (QUERY_CELLS_PER_PRODUCT // lq or 1))].to(device)
-            u = pairs[index, 1]
-            qmask = queries.mask[u, q, :lq]  # (J, lq)
-            seg, cell = qmask.nonzero(as_tuple=True)
-            packed = queries.desc[u, q, :lq][qmask].to(compute)  # (Q, C), query after query
-            cos = (target @ packed.T).float()
-            sizes = query_cells[u].tolist()
-            valid, sim, pos = _gather_matches(cos, lengths, tpos, seg, seg * lq + cell, sizes, lq)
-            qpos = queries.pos[u, q, :lq].repeat(1, len(lengths), 1)  # (J, S * lq, 2), scale-major
-            pending.append((valid, sim, pos, qpos, index))
-            pending_size += len(u)
-            if pending_size >= batch_size:
-                flush()
-                pending_size = 0
-        done += b - a
+    def score_task(runs: list[tuple[int, int]]) -> int:
+        """Scores the couples ``order[a:b]`` of each run (one target each); returns how many."""
+        pending: list[tuple[torch.Tensor, ...]] = []
+        pending_size = 0
+        for a, b in runs:
+            t = int(t_sorted[a])
+            lengths = [int(c) for c in counts[t]]
+            real = targets.mask[t]
+            target = targets.desc[t][real].to(compute)  # (R, C): scale after scale, real cells only
+            tpos = targets.pos[t][real]
+            for c in range(a, b, per_product):
+                index = order[c : min(b, c + per_product)].to(device)
+                u = pairs[index, 1]
+                qmask = queries.mask[u, q, :lq]  # (J, lq)
+                seg, cell = qmask.nonzero(as_tuple=True)
+                packed = queries.desc[u, q, :lq][qmask].to(compute)  # (Q, C), query after query
+                cos = (target @ packed.T).float()
+                sizes = query_cells[u].tolist()
+                valid, sim, pos = _gather_matches(cos, lengths, tpos, seg, seg * lq + cell, sizes, lq)
+                qpos = queries.pos[u, q, :lq].repeat(1, len(lengths), 1)  # (J, S * lq, 2), scale-major
+                pending.append((valid, sim, pos, qpos, index))
+                pending_size += len(u)
+                if pending_size >= batch_size:
+                    flush(pending)
+                    pending, pending_size = [], 0
+        if pending:
+            flush(pending)
+        return sum(b - a for a, b in runs)
+
+    done = 0
+    workers = default_workers(device) if workers is None else check_positive_int("workers", workers)
+    for count in side_by_side(score_task, _tasks(list(itertools.pairwise(starts)), TASK_PAIRS), workers):
+        done += count
         if progress:
             progress(done, len(pairs))
-    if pending:
-        flush()
     return out
 
+
+def _tasks(runs: list[tuple[int, int]], size: int) -> list[list[tuple[int, int]]]:
+    """Consecutive runs grouped into tasks of at least ``size`` couples (the last may hold fewer)."""
+    tasks: list[list[tuple[int, int]]] = [[]]
+    held = 0
+    for a, b in runs:
+        if held >= size:
+            tasks.append([])
+            held = 0
+        tasks[-1].append((a, b))
+        held += b - a
+    return [task for task in tasks if task]
+
+
+TASK_PAIRS = 64
+"""Couples of one task of ``directional_pairs``: four RANSAC batches, a few hundred tasks at D1 x D2 (for
+the balance of the cores and the progress reports), and few enough that starting them costs nothing."""
 
 QUERY_CELLS_PER_PRODUCT = 16384
 """Query cells multiplied with one target at once: a (5 x 484) x 16384 float32 product is 160 MB."""
@@ -288,6 +317,7 @@ def score_pairs(
     n_transpositions: int = 1,
     iterations: int = defaults.RANSAC_ITERATIONS,
     batch_size: int | None = None,
+    workers: int | None = None,
     progress: Progress | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """S of the pairs (i, j), illustration i of ``feats0`` and j of ``feats1``: the one scoring function.
@@ -309,6 +339,8 @@ def score_pairs(
         partial: S_trans divided by the matched area's query cells (``collation.engine.partial``).
         iterations: RANSAC hypotheses per directional score.
         batch_size: directional scores per RANSAC batch (default ``defaults.RANSAC_BATCH``).
+        workers: tasks side by side, each on one intra-op thread (``collation.engine.threads``; by default
+            torch's threads on a CPU, 1 on a GPU). Scores depend on neither.
 
     Returns:
         scores ``(P,)`` float64 on the CPU, in [0, 2] (S_features in [-1, 1]), and winners ``(P,)`` int8,
@@ -343,6 +375,7 @@ def score_pairs(
             kernel=kernel,
             iterations=iterations,
             batch_size=batch_size,
+            workers=workers,
             progress=progress,
             partial=partial,
         )
