@@ -14,8 +14,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 import zipfile
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -31,6 +30,7 @@ from collation.core.formats import STORE_FORMAT, item_format
 from collation.core.options import BACKBONES
 from collation.engine.backbones import BACKBONE_CHANNELS, Backbone
 from collation.engine.checks import check_dtype, check_option, check_positive_int, check_shape
+from collation.engine.threads import default_workers, side_by_side
 
 Progress = Callable[[int, int], None]
 """Called as ``progress(done, total)`` while long work advances, between batches. It may raise to stop
@@ -341,8 +341,8 @@ def extract_features(
         dtype: storage type of the descriptors, one of ``FEATURE_DTYPES``.
         batch_size: images per forward pass; by default ``defaults.FEATURES_BATCH_CPU`` on a CPU, 32 on a GPU.
         bucket: frames' short side is a multiple of this many cells (or the long side); 1 never pads.
-        workers: forward passes run side by side, each on one intra-op thread; by default as many as
-            torch's intra-op threads on a CPU, 1 on a GPU. Features do not depend on it.
+        workers: forward passes run side by side, each on one intra-op thread (``collation.engine.threads``);
+            by default as many as torch's intra-op threads on a CPU, 1 on a GPU. Features do not depend on it.
 
     Returns:
         MultiScaleFeatures with ``desc`` of shape ``(n, len(scales), L, C)``, L the largest map.
@@ -357,7 +357,7 @@ def extract_features(
     if batch_size is None:
         batch_size = defaults.FEATURES_BATCH_CPU if device.type == "cpu" else 32
     if workers is None:
-        workers = torch.get_num_threads() if device.type == "cpu" else 1
+        workers = default_workers(device)
     check_positive_int("batch_size", batch_size)
     check_positive_int("bucket", bucket)
     check_positive_int("workers", workers)
@@ -400,7 +400,9 @@ def extract_features(
     # decodes each once. Only the order changes, never a batch: the features are the same bit for bit.
     batches.sort(key=lambda item: item[1][0][0])
     done, total = 0, n * n_scales
-    for count in _run_batches(describe, batches, workers):
+    # Forward passes side by side, each on one intra-op thread: one small image per pass leaves a second
+    # core mostly idle inside a convolution (EfficientNet-Lite0 ran as fast on one thread as on two).
+    for count in side_by_side(lambda item: describe(*item), batches, workers):
         done += count
         if progress:
             progress(done, total)
@@ -413,35 +415,6 @@ def image_sizes(images: Sequence[Image.Image]) -> list[tuple[int, int]]:
     stored images read them from the files' headers, without decoding), else from each image."""
     sizes = getattr(images, "sizes", None)
     return list(sizes()) if callable(sizes) else [images[i].size for i in range(len(images))]
-
-
-def _run_batches(
-    describe: Callable[[tuple[int, int], list], int], batches: list[tuple[tuple[int, int], list]], workers: int
-) -> Iterator[int]:
-    """Runs ``describe`` on every batch and yields each one's image count as it finishes, in this thread.
-
-    With several workers, each runs whole forward passes with one intra-op thread: on a CPU, one small
-    image per pass leaves a second core mostly idle inside a convolution (EfficientNet-Lite0 ran as
-    fast on one thread as on two), while passes side by side keep every core busy (measured:
-    docs/benchmarks.md). The intra-op setting is process-wide, so it is restored when the work ends.
-    """
-    if workers == 1 or len(batches) == 1:
-        for frame, batch in batches:
-            yield describe(frame, batch)
-        return
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # read by each worker thread when it starts its first operation
-    try:
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="features") as pool:
-            futures = [pool.submit(describe, frame, batch) for frame, batch in batches]
-            try:
-                for future in as_completed(futures):
-                    yield future.result()
-            finally:
-                for future in futures:
-                    future.cancel()
-    finally:
-        torch.set_num_threads(threads)
 
 
 def extract_square_features(
