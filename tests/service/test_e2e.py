@@ -47,6 +47,12 @@ pytestmark = pytest.mark.slow
 API = "/api/v1"
 K = 15  # illustrations 0..14 of P2 and P3: those whose folios are in the shared data
 P2_SCALE = 2  # P2's canvases are twice the size of the images served
+ONE_THREAD = 1
+"""Intra-op threads of every worker these tests start (``OMP_NUM_THREADS``). A worker on torch's
+default two threads scored a 16-pair chunk in about 4 s instead of 0.25 s while the suite's other
+work held the second core (its threads spin at each operation's barrier: collation/engine/threads.py):
+the killed-worker and Redis-restart tests took 38-47 s each, 9-17 s on one thread (2026-11-26, the
+2-core AVX-512 EPYC at a load of 5). What they prove does not depend on the threads."""
 
 
 def p2_manifest(site: Any, iipsrv: Any) -> str:
@@ -162,8 +168,8 @@ def baseline(
     try:
         started = time.monotonic()
         cid = run.submit(physiologus_manifests)
-        run.workers.start(threads=1)  # two workers share the two cores
-        run.workers.start(threads=1)
+        run.workers.start(threads=ONE_THREAD)  # two workers share the two cores
+        run.workers.start(threads=ONE_THREAD)
         run.wait_finished(cid)
         print(
             f"\nPhysiologus 15 x 15, folder store, two workers: {time.monotonic() - started:.1f} s (with worker start)"
@@ -228,14 +234,14 @@ def test_a_worker_killed_while_scoring_is_replaced(
     try:
         cid = run.submit(physiologus_manifests)
         assert cid == reference_cid  # same inputs, same id (another data store)
-        first = run.workers.start(data_dir=own_dir(tmp_path, store_options, 0))
+        first = run.workers.start(threads=ONE_THREAD, data_dir=own_dir(tmp_path, store_options, 0))
         wait_for(lambda: scoring_started(run, cid, 32), 240, "scoring to start", interval=0.05)
         first.send_signal(signal.SIGKILL)
         first.wait()
         assert run.status(cid)["status"] == "running"
         # another worker (on another machine, with the object store); the killed one's chunk is
         # abandoned, then retried
-        run.workers.start(data_dir=own_dir(tmp_path, store_options, 1))
+        run.workers.start(threads=ONE_THREAD, data_dir=own_dir(tmp_path, store_options, 1))
         run.wait_finished(cid)
         got, want = run.scores(cid), reference.scores(reference_cid)
         for name in ("S", "N_S", "P_S"):
@@ -258,7 +264,7 @@ def test_a_redis_restart_while_scoring_loses_nothing(
     seed_features(run, reference)
     try:
         cid = run.submit(physiologus_manifests)
-        run.workers.start(data_dir=own_dir(tmp_path, store_options, 0))
+        run.workers.start(threads=ONE_THREAD, data_dir=own_dir(tmp_path, store_options, 0))
         wait_for(lambda: scoring_started(run, cid, 32), 240, "scoring to start", interval=0.05)
         stop(redis_process)  # no persistence: queues, jobs and registries are gone
         redis_process, _ = start_redis(tmp_path / "redis", port=port)
@@ -293,8 +299,8 @@ def test_two_workers_that_share_no_disk_collate_through_the_object_store(
         started = time.monotonic()
         cid = run.submit(physiologus_manifests)
         assert cid == reference_cid
-        run.workers.start(threads=1, data_dir=tmp_path / "worker0")
-        run.workers.start(threads=1, data_dir=tmp_path / "worker1")
+        run.workers.start(threads=ONE_THREAD, data_dir=tmp_path / "worker0")
+        run.workers.start(threads=ONE_THREAD, data_dir=tmp_path / "worker1")
         run.wait_finished(cid)
         seconds = time.monotonic() - started
         run.workers.stop_all()  # each says how many bytes it downloaded
@@ -324,6 +330,7 @@ def test_collate_serve_runs_everything_on_one_machine(synthetic: Any, tmp_path: 
         COLLATION_DEVICE="cpu",
         COLLATION_LOG_LEVEL="WARNING",
         PYTHONPATH=str(REPO),
+        OMP_NUM_THREADS=str(ONE_THREAD),  # its worker on one thread, as the others here
     )
     log = tmp_path / "serve.log"  # a file, not a pipe: a pipe nobody reads blocks the children writing to it
     with open(log, "w") as out:
@@ -396,8 +403,8 @@ def test_three_witnesses_concordance_and_verdict_categories(
     illustration 3 on; a "no match" verdict splits a row and P_S falls, a batch "partial" joins it again."""
     run, _ = baseline
     cid = run.submit((*physiologus_manifests, p3_second_manifest(site, iipsrv)))
-    run.workers.start(threads=1)
-    run.workers.start(threads=1)
+    run.workers.start(threads=ONE_THREAD)
+    run.workers.start(threads=ONE_THREAD)
     try:
         run.wait_finished(cid)
     finally:
