@@ -30,6 +30,7 @@ import argparse
 import functools
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -106,7 +107,8 @@ def wait_peak_gb(process: subprocess.Popen) -> float:
 
 
 def command(folders: list[Path], out: Path, candidates: int | None) -> tuple[float, float]:
-    """Seconds and peak RSS (GB) of ``collate match`` in a fresh process."""
+    """Seconds and peak RSS (GB) of ``collate match`` in a fresh process; its report of each stage's time
+    goes to ``<out>.log``."""
     argv = [
         sys.executable,
         "-m",
@@ -122,8 +124,9 @@ def command(folders: list[Path], out: Path, candidates: int | None) -> tuple[flo
     ]
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("COLLATION_")}, "PYTHONPATH": str(REPO)}
     start = time.perf_counter()
-    process = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.DEVNULL)
-    peak = wait_peak_gb(process)
+    with open(out.with_suffix(".log"), "wb") as log:
+        process = subprocess.Popen(argv, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+        peak = wait_peak_gb(process)
     if process.returncode:
         raise SystemExit(f"collate match ended with {process.returncode}")
     return time.perf_counter() - start, peak
@@ -237,6 +240,20 @@ def service(
     return elapsed, worker_start, peak, "\n".join(p.read_text(errors="replace") for p in log_paths)
 
 
+STEP_DONE = re.compile(r"collation \w+: ([a-z]+)[-\w]* job in (\d+):(\d+):([\d.]+)s")
+"""RQ's line for a finished job, e.g. ``... collation 0d85c9ef: chunk-0-1-3 job in 0:00:07.826329s ...``."""
+
+
+def step_times(log: str) -> str:
+    """Seconds of each kind of step (prepare, features, plan, chunk, finalize) in the workers' job log."""
+    seconds: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for step, h, m, s in STEP_DONE.findall(log):
+        seconds[step] = seconds.get(step, 0.0) + 3600 * int(h) + 60 * int(m) + float(s)
+        counts[step] = counts.get(step, 0) + 1
+    return ", ".join(f"{step} {total:.1f} s ({counts[step]} jobs)" for step, total in seconds.items())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", default="15x15")
@@ -278,6 +295,7 @@ def main() -> None:
                 f"{worker_start:.1f} s, not counted; load {load:.2f} -> {os.getloadavg()[0]:.2f})",
                 flush=True,
             )
+            print(f"  service steps: {step_times(log)}", flush=True)
         cli, svc = statistics.median(clis), statistics.median(svcs)
         print(f"median: collate match {cli:.1f} s, service {svc:.1f} s, ratio service / collate match {svc / cli:.2f}")
         if args.show_log:
