@@ -24,6 +24,7 @@ from collation.core.settings import Settings
 REPO = Path(__file__).resolve().parents[1]
 
 __all__ = [
+    "ONE_THREAD",
     "REPO",
     "OpenAPIClient",
     "WorkerProcesses",
@@ -65,17 +66,30 @@ def runtime_for(settings: Settings) -> Any:
     return Runtime.create(settings, backbones=BACKBONES)
 
 
+ONE_THREAD = 1
+"""torch's intra-op threads of the workers the service tests run, in process (``drain``) and as
+subprocesses (``WorkerProcesses.start(threads=...)``). On its default two threads a worker scoring a
+chunk that is one task spins at every operation's barrier while the suite's other xdist worker holds
+the second core: a 16-pair chunk took some 4 s instead of 0.25 s (2026-11-26, 2-core AVX-512 EPYC at
+a load of 5). Scores do not depend on the threads (tests/test_similarity.py checks it)."""
+
+
 def drain(settings: Settings, max_jobs: int | None = None) -> None:
     """Runs an in-process burst worker on both queues until they are empty (the whole graph), or
-    for ``max_jobs`` jobs."""
+    for ``max_jobs`` jobs, on ``ONE_THREAD`` intra-op thread (restored after)."""
+    import torch
+
     from collation.jobs.worker import CollationWorker, queue_names
 
     runtime = runtime_for(settings)
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(ONE_THREAD)
     try:
         worker = CollationWorker(queue_names(runtime.settings), connection=runtime.connection(), runtime=runtime)
         worker.work(burst=True, logging_level="WARNING", max_jobs=max_jobs)
     finally:
+        torch.set_num_threads(threads)
         runtime.close()
         for s, handler in handlers.items():
             signal.signal(s, handler)

@@ -27,6 +27,7 @@ import pytest
 import requests
 from redis import Redis
 from service_helpers import (
+    ONE_THREAD,
     REPO,
     OpenAPIClient,
     WorkerProcesses,
@@ -47,12 +48,6 @@ pytestmark = pytest.mark.slow
 API = "/api/v1"
 K = 15  # illustrations 0..14 of P2 and P3: those whose folios are in the shared data
 P2_SCALE = 2  # P2's canvases are twice the size of the images served
-ONE_THREAD = 1
-"""Intra-op threads of every worker these tests start (``OMP_NUM_THREADS``). A worker on torch's
-default two threads scored a 16-pair chunk in about 4 s instead of 0.25 s while the suite's other
-work held the second core (its threads spin at each operation's barrier: collation/engine/threads.py):
-the killed-worker and Redis-restart tests took 38-47 s each, 9-17 s on one thread (2026-11-26, the
-2-core AVX-512 EPYC at a load of 5). What they prove does not depend on the threads."""
 
 
 def p2_manifest(site: Any, iipsrv: Any) -> str:
