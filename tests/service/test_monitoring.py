@@ -18,7 +18,7 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 from redis import Redis
-from service_helpers import WorkerProcesses, service_settings, wait_for
+from service_helpers import ONE_THREAD, WorkerProcesses, service_settings, wait_for
 
 from collation.app import create_app
 from collation.cli.private_servers import free_port
@@ -88,7 +88,7 @@ def observed(redis_server: Any, synthetic: Any, tmp_path_factory: pytest.TempPat
             return None
 
     try:
-        workers.start()
+        workers.start(threads=ONE_THREAD)
         wait_for(scrape_worker, 120, "the worker's metrics port", interval=0.5)
         # A's copy whose third folio answers 404, and a callback URL the site answers 501 (it serves GET only)
         hook = synthetic.a.rsplit("/", 2)[0] + "/hook"
