@@ -19,6 +19,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,19 @@ def timed_get(url: str, timeout: float = 60) -> tuple[int, dict[str, Any], float
     return status, json.loads(data or b"{}"), time.monotonic() - started
 
 
+@pytest.fixture(scope="module")
+def seaweedfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[subprocess.Popen, str]]:
+    """One SeaweedFS (process, endpoint) for the module's tests, each with a bucket of its own: starting
+    and stopping one per test cost some 4.5 s each. The frozen store's test thaws it again and checks that
+    it answers before the next test uses it."""
+    process, endpoint, _ = start_seaweedfs(tmp_path_factory.mktemp("seaweedfs"))
+    try:
+        yield process, endpoint
+    finally:
+        process.send_signal(signal.SIGCONT)  # whatever a failed test left it in
+        stop_seaweedfs(process)
+
+
 @pytest.fixture
 def weed_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     """The credentials of ``start_seaweedfs``'s user, for this process and the workers it starts."""
@@ -76,8 +90,10 @@ class LiveServer:
 
 
 @pytest.mark.usefixtures("weed_keys")
-def test_a_frozen_object_store_does_not_freeze_the_api(synthetic: Any, redis_url: str, tmp_path: Path) -> None:
-    weed, endpoint, _ = start_seaweedfs(tmp_path / "seaweedfs")
+def test_a_frozen_object_store_does_not_freeze_the_api(
+    synthetic: Any, redis_url: str, tmp_path: Path, seaweedfs: tuple[subprocess.Popen, str]
+) -> None:
+    weed, endpoint = seaweedfs
     config = service_settings(tmp_path / "api", redis_url, store_url="s3://frozen/data", store_endpoint=endpoint)
     app = create_app(config)
     live = LiveServer(app, config)
@@ -111,7 +127,6 @@ def test_a_frozen_object_store_does_not_freeze_the_api(synthetic: Any, redis_url
         weed.send_signal(signal.SIGCONT)
         live.close()
         service_state(app).close()
-        stop_seaweedfs(weed)
 
 
 def worker_log_lines(processes: WorkerProcesses) -> int:
@@ -119,9 +134,11 @@ def worker_log_lines(processes: WorkerProcesses) -> int:
 
 
 @pytest.mark.usefixtures("weed_keys")
-def test_a_worker_with_wrong_store_credentials_refuses_to_start(redis_url: str, tmp_path: Path) -> None:
+def test_a_worker_with_wrong_store_credentials_refuses_to_start(
+    redis_url: str, tmp_path: Path, seaweedfs: tuple[subprocess.Popen, str]
+) -> None:
     """Before: the worker started, counted as ready in /readyz, and logged 11,420 lines in 90 s."""
-    weed, endpoint, _ = start_seaweedfs(tmp_path / "seaweedfs")
+    endpoint = seaweedfs[1]
     config = service_settings(tmp_path / "api", redis_url, store_url="s3://creds/data", store_endpoint=endpoint)
     app = create_app(config)
     client = app.test_client()
@@ -145,16 +162,19 @@ def test_a_worker_with_wrong_store_credentials_refuses_to_start(redis_url: str, 
     finally:
         processes.stop_all()
         service_state(app).close()
-        stop_seaweedfs(weed)
 
 
 @pytest.mark.usefixtures("weed_keys")
 def test_a_job_refused_by_the_store_fails_its_collation_naming_the_store(
-    synthetic: Any, redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    synthetic: Any,
+    redis_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    seaweedfs: tuple[subprocess.Popen, str],
 ) -> None:
     """A worker whose credentials stop working after it started (rotated, revoked): its jobs are refused.
     Before: the collation stayed queued with no problem in its status, its jobs retried for ever."""
-    weed, endpoint, _ = start_seaweedfs(tmp_path / "seaweedfs")
+    endpoint = seaweedfs[1]
     config = service_settings(
         tmp_path / "api", redis_url, store_url="s3://revoked/data", store_endpoint=endpoint, sweep_interval=1
     )
@@ -176,4 +196,3 @@ def test_a_job_refused_by_the_store_fails_its_collation_naming_the_store(
         assert "object store s3://revoked/data" in message and "SignatureDoesNotMatch" in message, doc
     finally:
         service_state(app).close()
-        stop_seaweedfs(weed)
