@@ -9,6 +9,7 @@ from PIL import Image
 from synthetic import PAPER, drawing, hard_copy
 
 from collation.core.errors import InputError
+from collation.engine import cascade
 from collation.engine.candidates import UNSCORED, candidate_pairs, global_scores, recall
 from collation.engine.cascade import cascade_pairs, coarse_features, order_corridor, select_candidates
 from collation.engine.features import MultiScaleFeatures, cell_positions, extract_features
@@ -86,7 +87,7 @@ def loose_copy(image: Image.Image, k: int) -> Image.Image:
     return out
 
 
-def test_the_cascade_keeps_the_hard_copies_that_global_scores_lose(backbone):
+def test_the_cascade_keeps_the_hard_copies_that_global_scores_lose(backbone, monkeypatch):
     n, extra = 24, 12
     originals = [drawing(k, SIZE) for k in range(n)] + [drawing(300 + k, SIZE) for k in range(extra)]
     copies = [loose_copy(im, k) for k, im in enumerate(originals[:n])]
@@ -95,6 +96,22 @@ def test_the_cascade_keeps_the_hard_copies_that_global_scores_lose(backbone):
     truth = np.stack([np.arange(n), np.arange(n)], axis=1)
     k = 2
     lost = recall(candidate_pairs(global_scores(feats0, feats1), k), truth)
+    reports: list[tuple[int, int]] = []
+    steps = []  # (pairs, progress) of each cheap score step: the wide candidates', then the corridor's
+    cheap = cascade.cheap_scores
+    monkeypatch.setattr(
+        cascade,
+        "cheap_scores",
+        lambda c0, c1, p, *a, **kw: steps.append((len(p), kw.get("progress"))) or cheap(c0, c1, p, *a, **kw),
+    )
+    report = lambda done, total: reports.append((done, total))  # noqa: E731
+    cascade_pairs(feats0, feats1, k, corridor=1.0001, progress=report)  # a corridor wide enough to add pairs
+    assert len(steps) == 2 and steps[1][0] > 0 and all(report is not None for _, report in steps)
+    # one stage for the reporter: done only grows, and it reaches the total once, at the end, after the
+    # corridor's cheap scores too (a stage timer stops there; the corridor's pairs were once left out)
+    assert [done for done, _ in reports] == sorted(done for done, _ in reports)
+    assert [done >= total for done, total in reports] == [False] * (len(reports) - 1) + [True]
+    monkeypatch.undo()
     kept = cascade_pairs(feats0, feats1, k)
     assert lost < 0.5  # measured 0.21: the case is hard for the global descriptor
     assert recall(kept, truth) == 1.0  # every true pair is scored

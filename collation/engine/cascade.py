@@ -166,12 +166,25 @@ def cascade_pairs(
     cheap = np.full((n0, n1), UNSCORED)
     options = {"seed": seed, "partial": partial}
     wide_pairs = candidate_pairs(glob, max(wide, k))
+    held = [0]  # the wide step's total of work, once it is done
+
+    def wide_progress(done: int, total: int) -> None:  # the corridor's pairs come after: never complete here
+        held[0] = total
+        progress(done, total + 1)
+
+    def along_progress(done: int, total: int) -> None:  # the stage's total is known once the corridor is
+        progress(held[0] + done, held[0] + total)
+
     cheap[wide_pairs[:, 0], wide_pairs[:, 1]] = cheap_scores(
-        coarse0, coarse1, wide_pairs, t, **options, progress=progress
+        coarse0, coarse1, wide_pairs, t, **options, progress=wide_progress if progress else None
     )
     along = order_corridor(cheap, corridor)
     along = along[~np.isfinite(cheap[along[:, 0], along[:, 1]])]
-    cheap[along[:, 0], along[:, 1]] = cheap_scores(coarse0, coarse1, along, t, **options)
+    cheap[along[:, 0], along[:, 1]] = cheap_scores(
+        coarse0, coarse1, along, t, **options, progress=along_progress if progress else None
+    )
+    if progress and not len(along):
+        progress(held[0], held[0])
     return select_candidates(cheap, k)
 
 
