@@ -16,9 +16,9 @@ from builders import v3_canvas, v3_image_body, v3_manifest
 from synthetic import drawing
 
 from collation.core.errors import OptionError
-from collation.core.options import CollationOptions
+from collation.core.options import PRECISIONS, CollationOptions
 from collation.core.settings import Settings, SettingsError
-from collation.engine.backbones import PRECISIONS, load_backbone
+from collation.engine.backbones import load_backbone
 from collation.engine.feature_keys import resolve_precision
 from collation.engine.features import extract_features
 from collation.engine.pipeline import describe, features_key

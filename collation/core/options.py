@@ -32,6 +32,11 @@ BACKBONES = ("efficientnet-lite0", "resnet50-conv4")
 SIMILARITIES = ("s_trans", "s_matching", "s_features")
 """Every similarity of A.2."""
 
+PRECISIONS = ("auto", "float32", "bfloat16")
+"""Arithmetic of the backbone (``Settings.feature_precision``, ``COLLATION_FEATURE_PRECISION``): ``auto`` follows
+``collation.engine.backbones.compute_dtype``'s rule, the others force it. bfloat16 on a CPU without native
+support is emulated: correct, slow."""
+
 KERNELS = ("reference", "paper")
 """Final Gaussian of S_trans: "reference" exp(-e²/tol²) as the authors' code, "paper" exp(-e²/2tol²) (B.13)."""
 

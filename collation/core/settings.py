@@ -27,6 +27,7 @@ from typing import Any
 
 from collation.core import defaults
 from collation.core.errors import InputError
+from collation.core.options import PRECISIONS
 
 ENV_PREFIX = "COLLATION_"
 IIIF_PREFIX = "COLLATION_IIIF_"
@@ -308,8 +309,8 @@ class Settings:
             raise SettingsError(
                 f"{ENV_PREFIX}LOG_FORMAT must be text or json, not {self.log_format!r}", field="LOG_FORMAT"
             )
-        if self.feature_precision not in ("auto", "float32", "bfloat16"):  # collation.engine.backbones.PRECISIONS
-            message = f"must be auto, float32 or bfloat16, not {self.feature_precision!r}"
+        if self.feature_precision not in PRECISIONS:
+            message = f"must be {', '.join(PRECISIONS[:-1])} or {PRECISIONS[-1]}, not {self.feature_precision!r}"
             raise SettingsError(f"{ENV_PREFIX}FEATURE_PRECISION {message}", field="FEATURE_PRECISION")
         if not 0 <= self.worker_metrics_port <= 65535:
             raise SettingsError(f"{ENV_PREFIX}WORKER_METRICS_PORT must be 0..65535", field="WORKER_METRICS_PORT")

@@ -18,7 +18,7 @@ from torch import nn
 
 from collation.core import defaults
 from collation.core.errors import InputError, OptionError, WeightsNotFoundError
-from collation.core.options import BACKBONES
+from collation.core.options import BACKBONES, PRECISIONS
 from collation.engine.checks import check_option
 
 
@@ -124,10 +124,6 @@ def _is_batch_norm_act(module: nn.Module) -> bool:
     """timm's ``BatchNormAct2d``: the norm, then ``drop`` and ``act`` (identities when absent)."""
     return type(module).__name__ == "BatchNormAct2d" and hasattr(module, "drop") and hasattr(module, "act")
 
-
-PRECISIONS = ("auto", "float32", "bfloat16")
-"""Arithmetic of the backbone (``Settings.feature_precision``, ``COLLATION_FEATURE_PRECISION``): ``auto`` follows
-``compute_dtype``'s rule, the others force it. bfloat16 on a CPU without native support is emulated: correct, slow."""
 
 NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 """CPU flags (``/proc/cpuinfo``) of native bfloat16 matrix arithmetic: about 2.2x float32 on AVX-512 (issue 28)."""
