@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from copies import DIFFICULTIES, make_pair
 
 from collation.core import defaults
-from collation.core.options import TRANSPOSITION_SETS
+from collation.core.vocabulary import TRANSPOSITION_SETS
 from collation.engine.backbones import BACKBONES, load_backbone
 from collation.engine.candidates import UNSCORED, candidate_pairs, recall
 from collation.engine.cascade import cascade_pairs

@@ -36,8 +36,8 @@ from PIL import Image, ImageEnhance, ImageFilter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from collation.core.options import TRANSPOSITION_NAMES as TRANSPOSITIONS
-from collation.core.options import TRANSPOSITION_SETS
+from collation.core.vocabulary import TRANSPOSITION_NAMES as TRANSPOSITIONS
+from collation.core.vocabulary import TRANSPOSITION_SETS
 from collation.engine.backbones import load_backbone
 from collation.engine.candidates import candidate_pairs, recall
 from collation.engine.correspondences import collate

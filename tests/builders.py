@@ -271,7 +271,8 @@ def record(
     ``CollationStatus``), with the record's other ``fields`` set."""
     from collation.core.options import CollationOptions
     from collation.core.settings import Settings
-    from collation.store.records import CollationRequest, CollationStatus, new_record
+    from collation.core.vocabulary import CollationStatus
+    from collation.store.records import CollationRequest, new_record
 
     settings = Settings(chunk_pairs=chunk_pairs)
     request = CollationRequest(tuple(f"https://x/{m}.json" for m in range(manuscripts)))

@@ -10,14 +10,8 @@ import pytest
 import torch
 
 from collation.core.errors import DTypeError, IndexRangeError, InputError, OptionError, ShapeError
-from collation.engine.checks import (
-    as_index_pairs,
-    check_dtype,
-    check_option,
-    check_positive_float,
-    check_positive_int,
-    check_shape,
-)
+from collation.core.options import check_option
+from collation.engine.checks import as_index_pairs, check_dtype, check_positive_float, check_positive_int, check_shape
 
 
 def test_option_error_names_the_option_and_every_allowed_value():
@@ -104,7 +98,7 @@ def test_numbers():
 def test_checks_survive_python_optimizations():
     # Boundary checks are request validation, not asserts: `python -O` must not remove them.
     code = (
-        "from collation.engine.checks import check_option\n"
+        "from collation.core.options import check_option\n"
         "try:\n    check_option('kernel', 'x', ('reference', 'paper'))\n"
         "except Exception as e:\n    print(type(e).__name__)\n"
     )

@@ -11,16 +11,8 @@ import pytest
 
 from collation.core.errors import InputError
 from collation.core.options import CollationOptions
-from collation.engine.concordance import (
-    CATEGORIES,
-    PairEvidence,
-    build_groups,
-    concordance_csv,
-    is_match,
-    pair_confidence,
-    sort_groups,
-    verdict_category,
-)
+from collation.core.vocabulary import CATEGORIES, is_match, verdict_category
+from collation.engine.concordance import PairEvidence, build_groups, concordance_csv, pair_confidence, sort_groups
 from collation.engine.correspondences import collate
 
 

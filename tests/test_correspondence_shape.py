@@ -19,6 +19,7 @@ from PIL import Image
 from collation.core.correspondence import Correspondence, Side, positions
 from collation.core.options import CollationOptions
 from collation.core.settings import Settings
+from collation.core.vocabulary import CollationStatus
 from collation.engine.correspondences import PairResult
 from collation.engine.illustrations import Illustration
 from collation.engine.outputs import best_matches, correspondences
@@ -32,7 +33,7 @@ from collation.publish.viewer_layer import build_annotation_pages
 from collation.service import collations
 from collation.service.annotations import correspondence_list
 from collation.store.folder import FolderStore
-from collation.store.records import CollationRequest, CollationStatus, new_record
+from collation.store.records import CollationRequest, new_record
 
 
 def same_json(got: Any, expected: Any) -> None:

@@ -20,15 +20,15 @@ from collation.core.errors import (
     WeightsNotFoundError,
 )
 from collation.engine.backbones import BACKBONES, DEVICES, load_backbone, resolve_device
-from collation.engine.feature_keys import features_key
+from collation.engine.feature_keys import backbone_features_key
 from collation.engine.features import (
     MultiScaleFeatures,
     cell_positions,
     cells_for_scale,
     extract_features,
     extract_square_features,
-    image_digest,
 )
+from collation.engine.illustrations import image_digest
 
 
 @pytest.mark.parametrize(
@@ -180,10 +180,13 @@ def test_asking_for_a_missing_gpu_is_an_input_error():
 def test_cache_keys_follow_content_and_parameters():
     a, b = drawing(0), drawing(1)
     assert image_digest(a) == image_digest(drawing(0)) != image_digest(b)
-    key = features_key([image_digest(a)], "efficientnet-lite0", precision="float32")
-    assert key != features_key([image_digest(a)], "resnet50-conv4", precision="float32")
-    assert key != features_key([image_digest(a)], "efficientnet-lite0", precision="float32", dtype=torch.float16)
-    assert key != features_key([image_digest(a)], "efficientnet-lite0", precision="float32", scales=(19, 20, 21))
+    key = backbone_features_key([image_digest(a)], "efficientnet-lite0", precision="float32")
+    assert key != backbone_features_key([image_digest(a)], "resnet50-conv4", precision="float32")
+    lite0 = "efficientnet-lite0"
+    assert key != backbone_features_key([image_digest(a)], lite0, precision="float32", storage="float16")
+    assert key != backbone_features_key(
+        [image_digest(a)], "efficientnet-lite0", precision="float32", scales=(19, 20, 21)
+    )
 
 
 def test_extraction_options_are_checked(backbone):

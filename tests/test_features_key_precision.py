@@ -18,10 +18,10 @@ from synthetic import drawing
 from collation.core.errors import OptionError
 from collation.core.options import PRECISIONS, CollationOptions
 from collation.core.settings import Settings, SettingsError
-from collation.engine.backbones import load_backbone
-from collation.engine.feature_keys import resolve_precision
+from collation.engine.backbones import load_backbone, resolve_precision
+from collation.engine.feature_keys import features_key
 from collation.engine.features import extract_features
-from collation.engine.pipeline import describe, features_key
+from collation.engine.pipeline import describe
 from collation.iiif.manifests import parse_manifest
 from collation.iiif.regions import Region
 from collation.iiif.sources import ManuscriptRegions
@@ -177,7 +177,7 @@ class CountingStore:
 
 
 def _stored(root: Path, images: list[Any], delay: float = 0.0) -> tuple[CountingStore, list[str]]:
-    from collation.engine.features import image_digest
+    from collation.engine.illustrations import image_digest
 
     store = CountingStore(root, delay)
     digests = [image_digest(image) for image in images]

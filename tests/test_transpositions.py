@@ -13,8 +13,9 @@ from synthetic import drawing, restyled_copy
 
 from collation.cli.main import main
 from collation.core.errors import InputError, OptionError
-from collation.core.options import TRANSPOSITION_NAMES as TRANSPOSITIONS
-from collation.core.options import TRANSPOSITION_SETS, CollationOptions
+from collation.core.options import CollationOptions
+from collation.core.vocabulary import INVERSES, TRANSPOSITION_SETS
+from collation.core.vocabulary import TRANSPOSITION_NAMES as TRANSPOSITIONS
 from collation.engine.candidates import UNSCORED, global_scores, recall
 from collation.engine.cascade import cascade_pairs
 from collation.engine.features import extract_features
@@ -22,7 +23,6 @@ from collation.engine.partial import matched_cells, partial_normalizer
 from collation.engine.pipeline import Manuscript, assemble, candidate_pairs, run_collation, score_candidates
 from collation.engine.similarity import score_pairs
 from collation.engine.transpositions import (
-    INVERSES,
     extract_transposed_features,
     transpose_image,
     transposed_global_scores,

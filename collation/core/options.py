@@ -19,12 +19,13 @@ Nothing here imports torch: the API process and the command line's parser use it
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from collation.core import defaults
 from collation.core.errors import InputError, OptionError
+from collation.core.vocabulary import TRANSPOSITION_SETS
 
 BACKBONES = ("efficientnet-lite0", "resnet50-conv4")
 """The backbones ``collation.engine.backbones.load_backbone`` builds."""
@@ -33,6 +34,9 @@ SIMILARITIES = ("s_trans", "s_matching", "s_features")
 """Every similarity of A.2."""
 
 PRECISIONS = ("auto", "float32", "bfloat16")
+RESOLVED_PRECISIONS = ("float32", "bfloat16")
+"""What ``PRECISIONS`` resolve to on a machine (``engine.backbones.resolve_precision``): the arithmetic a
+backbone computes in, a part of every features key."""
 """Arithmetic of the backbone (``Settings.feature_precision``, ``COLLATION_FEATURE_PRECISION``): ``auto`` follows
 ``collation.engine.backbones.compute_dtype``'s rule, the others force it. bfloat16 on a CPU without native
 support is emulated: correct, slow."""
@@ -44,17 +48,6 @@ NORMALIZATIONS = ("none", "softmax", "avg", "max", "softmax-avg", "softmax-max")
 PROPAGATIONS = ("none", "2-cycles", "3-cycles")
 ORIENTATIONS = ("forward", "backward", "both")
 """Direction of 3-cycles (A.4)."""
-
-TRANSPOSITION_NAMES = ("identity", "mirror", "rot90", "rot180", "rot270", "flip")
-"""Every transposition, by index (the values of T): as drawn; horizontal mirror; turned 90°, 180°,
-270° counter-clockwise; vertical mirror. Each is applied to the second illustration of a pair."""
-
-TRANSPOSITION_SETS = {
-    "none": TRANSPOSITION_NAMES[:1],
-    "mirror": TRANSPOSITION_NAMES[:2],
-    "all": TRANSPOSITION_NAMES,
-}
-"""The values of the ``transpositions`` option and the transpositions each one scores."""
 
 MAX_CANDIDATES = 100_000
 MAX_SEED = 2**31 - 1
@@ -81,6 +74,13 @@ RECORDED_WHEN_SET = {
 }
 """Options a record holds only when they differ from these values: records, and so collation ids, made
 before the option existed stay as they were."""
+
+
+def check_option(option: str, value: Any, allowed: Sequence[str]) -> str:
+    """Returns ``value`` if it is one of ``allowed``; else raises ``OptionError`` listing them."""
+    if not isinstance(value, str) or value not in allowed:
+        raise OptionError(option, value, tuple(allowed))
+    return value
 
 
 @dataclass(frozen=True)

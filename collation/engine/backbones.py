@@ -18,8 +18,7 @@ from torch import nn
 
 from collation.core import defaults
 from collation.core.errors import InputError, OptionError, WeightsNotFoundError
-from collation.core.options import BACKBONES, PRECISIONS
-from collation.engine.checks import check_option
+from collation.core.options import BACKBONES, PRECISIONS, check_option
 
 
 class Backbone(nn.Module):
@@ -160,6 +159,35 @@ def read_cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> frozenset[str]:
         if key.strip() == "flags":
             return frozenset(value.split())
     return frozenset()
+
+
+def resolve_precision(
+    precision: str,
+    device: str | torch.device,
+    *,
+    cpu_flags: Iterable[str] | None = None,
+    cuda_bf16: bool | None = None,
+) -> str:
+    """The precision setting (``auto``, ``float32``, ``bfloat16``) resolved on ``device`` by ``compute_dtype``'s
+    rule: ``float32`` or ``bfloat16``, what ``load_backbone(precision=...)`` will compute in.
+
+    The features of the two differ (up to 0.2 on a normalized cell), so the resolved value is what a
+    features key holds, and what the service records when it reads a manuscript (docs/deployment.md).
+
+    Args:
+        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``; a GPU this machine lacks is no error (an io
+            worker whose settings name the compute workers' GPU): its bfloat16 is then unknown, so
+            ``auto`` gives float32, always correct.
+        cpu_flags: the CPU's flags; read from ``/proc/cpuinfo`` when None (tests inject them).
+        cuda_bf16: whether the GPU has bfloat16; asked of torch when None.
+    """
+    named = isinstance(device, str) and device != "auto"
+    kind = torch.device(device).type if named else resolve_device(device).type
+    if cpu_flags is None:
+        cpu_flags = read_cpu_flags() if kind == "cpu" else ()
+    if cuda_bf16 is None:
+        cuda_bf16 = kind == "cuda" and torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    return "bfloat16" if compute_dtype(precision, kind, cpu_flags, cuda_bf16) == torch.bfloat16 else "float32"
 
 
 BACKBONE_CHANNELS = {"efficientnet-lite0": 112, "resnet50-conv4": 1024}

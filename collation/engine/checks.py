@@ -19,17 +19,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from collation.core.errors import DTypeError, IndexRangeError, InputError, OptionError, ShapeError
+from collation.core.errors import DTypeError, IndexRangeError, InputError, ShapeError
 
 Dim = int | str
 Array = torch.Tensor | np.ndarray
-
-
-def check_option(option: str, value: Any, allowed: Sequence[str]) -> str:
-    """Returns ``value`` if it is one of ``allowed``; else raises ``OptionError`` listing them."""
-    if not isinstance(value, str) or value not in allowed:
-        raise OptionError(option, value, tuple(allowed))
-    return value
 
 
 def check_shape(name: str, x: Array, expected: Sequence[Dim], dims: Mapping[str, int] | None = None) -> dict[str, int]:

@@ -39,43 +39,12 @@ import numpy as np
 
 from collation.core.errors import InputError
 from collation.core.tables import csv_text
-
-CATEGORIES = ("exact", "partial", "semantic", "none")
-"""Expert verdicts, as in the ``assessing`` annotations (docs/annotations.md)."""
-MATCH_CATEGORIES = ("exact", "partial", "semantic")
-"""Verdicts that say the two illustrations correspond: they seed the propagation and link groups."""
-CATEGORY_LABELS = {
-    "exact": "exact copy",
-    "partial": "partial copy",
-    "semantic": "same subject (different composition)",
-    "none": "no match",
-}
-VERDICT_ALIASES = {"confirmed": "exact", "rejected": "none"}
-"""The first API's verdicts, still accepted."""
-VERDICTS = CATEGORIES + tuple(VERDICT_ALIASES)
-"""Every verdict the API accepts."""
+from collation.core.vocabulary import CATEGORIES, MATCH_CATEGORIES
 
 CELL_FIELDS = ("index", "label", "canvas", "xywh", "image", "confidence", "verdict")
 """Columns of each witness in the CSV (``<witness> <field>``)."""
 
 Pair = tuple[int, int]
-
-
-def verdict_category(verdict: str) -> str:
-    """The category of a verdict: aliases resolved (``confirmed`` -> ``exact``, ``rejected`` -> ``none``).
-
-    Raises:
-        InputError: not a verdict.
-    """
-    category = VERDICT_ALIASES.get(verdict, verdict)
-    if category not in CATEGORIES:
-        raise InputError(f"verdict {verdict!r} is not one of {VERDICTS}", field="verdict")
-    return category
-
-
-def is_match(verdict: str) -> bool:
-    """Whether a verdict (or its alias) says the two illustrations correspond."""
-    return verdict_category(verdict) in MATCH_CATEGORIES
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,14 @@ import numpy as np
 
 from collation.core import defaults
 from collation.core.errors import InputError, ShapeError
-from collation.core.options import NORMALIZATIONS, ORIENTATIONS, PROPAGATIONS, THREE_CYCLES_MIN_MANUSCRIPTS
-from collation.engine.checks import as_index_pairs, check_option, check_positive_float, check_shape
+from collation.core.options import (
+    NORMALIZATIONS,
+    ORIENTATIONS,
+    PROPAGATIONS,
+    THREE_CYCLES_MIN_MANUSCRIPTS,
+    check_option,
+)
+from collation.engine.checks import as_index_pairs, check_positive_float, check_shape
 
 
 def _matrix(name: str, matrix: np.ndarray) -> np.ndarray:

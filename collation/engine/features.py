@@ -11,7 +11,6 @@ Longer than 400 lines because masked bucketed extraction and the checked storage
 
 from __future__ import annotations
 
-import hashlib
 import pickle
 import zipfile
 from collections.abc import Callable, Sequence
@@ -27,9 +26,9 @@ from collation.core import defaults
 from collation.core.atomic import atomic_writer
 from collation.core.errors import DTypeError, FeaturesFileError, IndexRangeError, InputError, ShapeError
 from collation.core.formats import STORE_FORMAT, item_format
-from collation.core.options import BACKBONES
+from collation.core.options import BACKBONES, check_option
 from collation.engine.backbones import BACKBONE_CHANNELS, Backbone
-from collation.engine.checks import check_dtype, check_option, check_positive_int, check_shape
+from collation.engine.checks import check_dtype, check_positive_int, check_shape
 from collation.engine.threads import default_workers, side_by_side
 
 Progress = Callable[[int, int], None]
@@ -447,11 +446,3 @@ def extract_square_features(
     pos = cell_positions(cells, cells).to(device).expand(len(images), 1, -1, -1).contiguous()
     mask = torch.ones(desc.shape[:3], dtype=torch.bool, device=device)
     return MultiScaleFeatures(desc, pos, mask, (cells,), cells, backbone.name)
-
-
-def image_digest(image: Image.Image) -> str:
-    """A content hash of an image's pixels, to key cached features."""
-    rgb = image.convert("RGB")
-    h = hashlib.sha256(f"{rgb.size}".encode())
-    h.update(rgb.tobytes())
-    return h.hexdigest()

@@ -6,6 +6,7 @@ VIA entries in file order then regions in list order for an annotation file.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -165,3 +166,11 @@ def detected_illustrations(
                 )
             )
     return illustrations
+
+
+def image_digest(image: Image.Image) -> str:
+    """A content hash of an image's pixels, to key cached features."""
+    rgb = image.convert("RGB")
+    h = hashlib.sha256(f"{rgb.size}".encode())
+    h.update(rgb.tobytes())
+    return h.hexdigest()

@@ -23,15 +23,12 @@ import numpy as np
 import torch
 from PIL import Image
 
-from collation.core import defaults
 from collation.core.errors import InputError
 from collation.core.options import CollationOptions
-from collation.engine.backbones import Backbone, load_backbone, resolve_device
+from collation.engine.backbones import Backbone, load_backbone, resolve_device, resolve_precision
 from collation.engine.candidates import UNSCORED
 from collation.engine.cascade import cascade_pairs
 from collation.engine.correspondences import PairResult, collate
-from collation.engine.feature_keys import features_key as images_features_key
-from collation.engine.feature_keys import resolve_precision
 from collation.engine.features import MultiScaleFeatures, Progress, extract_features, extract_square_features
 from collation.engine.illustrations import Illustration
 from collation.engine.similarity import all_pairs, score_pairs, transposition_count
@@ -61,19 +58,6 @@ def describe(
     """The features of a manuscript's illustrations: multi-scale maps (B.3), or square maps for s_features."""
     extract = extract_square_features if options.similarity == "s_features" else extract_features
     return extract(images, backbone, dtype=dtype, progress=progress)
-
-
-def features_key(
-    digests: Sequence[str], options: CollationOptions, *, precision: str, dtype: torch.dtype = FEATURES_DTYPE
-) -> str:
-    """Key of the features ``describe`` gives for images of these content digests (a cache key), with a
-    backbone computing in ``precision`` (``float32`` or ``bfloat16``: ``resolve_precision``, never ``auto``)."""
-    if options.similarity == "s_features":
-        cells = defaults.FEATURES_SIZE // defaults.PIXELS_PER_CELL
-        return images_features_key(
-            digests, f"{options.backbone}|square", precision=precision, scales=(cells,), query_scale=cells, dtype=dtype
-        )
-    return images_features_key(digests, options.backbone, precision=precision, dtype=dtype)
 
 
 def describe_transposed(

@@ -13,15 +13,8 @@ import torch
 
 from collation.core import defaults
 from collation.core.errors import InputError, ShapeError
-from collation.core.options import KERNELS
-from collation.engine.checks import (
-    check_dtype,
-    check_integer,
-    check_option,
-    check_positive_float,
-    check_positive_int,
-    check_shape,
-)
+from collation.core.options import KERNELS, check_option
+from collation.engine.checks import check_dtype, check_integer, check_positive_float, check_positive_int, check_shape
 
 _MASK32 = 0xFFFFFFFF
 

@@ -23,15 +23,8 @@ import torch
 
 from collation.core import defaults
 from collation.core.errors import InputError
-from collation.core.options import KERNELS, SIMILARITIES
-from collation.engine.checks import (
-    as_index_pairs,
-    check_flag,
-    check_integer,
-    check_option,
-    check_positive_int,
-    check_shape,
-)
+from collation.core.options import KERNELS, SIMILARITIES, check_option
+from collation.engine.checks import as_index_pairs, check_flag, check_integer, check_positive_int, check_shape
 from collation.engine.features import MultiScaleFeatures, Progress
 from collation.engine.partial import partial_normalizer
 from collation.engine.ransac import cell_scores, compact_matches, ransac_scores, uniform_draws

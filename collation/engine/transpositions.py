@@ -24,23 +24,12 @@ import numpy as np
 from PIL import Image
 
 from collation.core.errors import InputError
-from collation.core.options import TRANSPOSITION_NAMES, TRANSPOSITION_SETS
+from collation.core.options import check_option
+from collation.core.vocabulary import TRANSPOSITION_NAMES, TRANSPOSITION_SETS
 from collation.engine.backbones import Backbone
 from collation.engine.candidates import global_scores
-from collation.engine.checks import check_option
 from collation.engine.features import MultiScaleFeatures, Progress, extract_features
 from collation.engine.similarity import transposition_count
-
-INVERSES = {
-    "identity": "identity",
-    "mirror": "mirror",
-    "rot90": "rot270",
-    "rot180": "rot180",
-    "rot270": "rot90",
-    "flip": "flip",
-}
-"""The transposition that undoes each one: what T says when the pair is read the other way round
-(illustration i of a, transposed by ``INVERSES[name]``, matches illustration j of b)."""
 
 _PIL_METHODS = {
     "mirror": Image.Transpose.FLIP_LEFT_RIGHT,

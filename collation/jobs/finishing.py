@@ -64,7 +64,7 @@ def apply_assessments(
     which a same-subject illustration follows as much as a copy does. Pairs with ``none`` (``rejected``)
     are removed. The caller holds the collation's lock (or owns the collation, as ``finalize`` does).
     """
-    from collation.engine.concordance import is_match
+    from collation.core.vocabulary import is_match
     from collation.engine.correspondences import adjust_seeds, propagate
 
     verdicts: dict[tuple[int, int], dict[tuple[int, int], str]] = {}

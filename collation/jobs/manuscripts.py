@@ -158,8 +158,8 @@ def _document(
 ) -> dict[str, Any]:
     """Fills ``doc`` from what was read, storing each region image by its content digest; a region with
     nothing drawn is marked ``"blank": true`` (``collation.engine.weak.is_blank``: its matches are weak)."""
-    from collation.engine.features import image_digest
-    from collation.engine.pipeline import features_key
+    from collation.engine.feature_keys import features_key
+    from collation.engine.illustrations import image_digest
     from collation.engine.weak import is_blank
 
     manifest = found.manifest

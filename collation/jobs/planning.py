@@ -31,14 +31,8 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from collation.core.options import CollationOptions
-from collation.store.records import (
-    CollationRecord,
-    CollationStatus,
-    chunk_count,
-    feature_keys,
-    pair_key,
-    usable,
-)
+from collation.core.vocabulary import CollationStatus
+from collation.store.records import CollationRecord, chunk_count, feature_keys, pair_key, usable
 from collation.store.stepnames import Step
 
 FAILED = CollationStatus.FAILED.value

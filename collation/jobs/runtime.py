@@ -130,7 +130,7 @@ class Runtime:
         """``settings.feature_precision`` resolved on this process's device: ``float32`` or ``bfloat16``
         (``collation.engine.feature_keys.resolve_precision``). The prepare step records it in the manuscript's
         document and key; the features step computes in the recorded one, whichever worker runs it."""
-        from collation.engine.feature_keys import resolve_precision
+        from collation.engine.backbones import resolve_precision
 
         # The device as named, not ``self.device``: an io worker has no GPU to resolve, yet it records the
         # precision for the compute workers.

@@ -34,11 +34,12 @@ from rq.timeouts import TimerDeathPenalty
 
 from collation.core.errors import CollationError
 from collation.core.settings import Settings
+from collation.core.vocabulary import CollationStatus
 from collation.jobs.planning import Plan, next_steps, scoring_progress
 from collation.jobs.runtime import Runtime, activate, current
 from collation.store import sharing, writable
 from collation.store.datastore import CollationNotFound, DataStore
-from collation.store.records import CollationRecord, CollationStatus
+from collation.store.records import CollationRecord
 from collation.store.redis_keys import RedisKeys
 from collation.store.stepnames import Step, StepKind
 from collation.store.transitions import cancel as mark_cancelled

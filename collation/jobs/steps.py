@@ -21,20 +21,14 @@ from rq import get_current_job
 
 from collation.core.errors import CollationError, UnsafeURLError
 from collation.core.options import CollationOptions
+from collation.core.vocabulary import CollationStatus
 from collation.jobs.budget import over_budget
 from collation.jobs.planning import usable_manuscripts
 from collation.jobs.runtime import Runtime
 from collation.jobs.scheduling import Scheduler, update_scoring_progress
 from collation.net.http import Fetcher
 from collation.store.datastore import CollationNotFound, DataStore
-from collation.store.records import (
-    CollationRecord,
-    CollationStatus,
-    chunk_count,
-    feature_keys,
-    pair_key,
-    second_features_key,
-)
+from collation.store.records import CollationRecord, chunk_count, feature_keys, pair_key, second_features_key
 from collation.store.transitions import AlreadyEnded, fail, finish, name_by_labels, set_progress
 
 log = logging.getLogger("collation.jobs")

@@ -23,7 +23,7 @@ from typing import Any
 from collation.core import defaults
 from collation.core.correspondence import Correspondence, Side, positions
 from collation.core.options import CollationOptions
-from collation.engine.concordance import MATCH_CATEGORIES
+from collation.core.vocabulary import MATCH_CATEGORIES
 from collation.iiif.manifests import Manifest, parse_manifest
 from collation.iiif.regions import Region
 from collation.publish.canonical import build_link_collection

@@ -14,7 +14,7 @@ from redis import Redis
 from collation.core.correspondence import Correspondence
 from collation.core.errors import InputError, LimitError
 from collation.core.options import CollationOptions
-from collation.engine.concordance import verdict_category
+from collation.core.vocabulary import CollationStatus, verdict_category
 from collation.jobs.budget import given_counts, over_budget
 from collation.jobs.finishing import apply_assessments
 from collation.jobs.runtime import Runtime
@@ -34,15 +34,7 @@ from collation.service.results import (
 )
 from collation.store import writable
 from collation.store.datastore import DataStore
-from collation.store.records import (
-    CollationRecord,
-    CollationRequest,
-    CollationStatus,
-    collation_id,
-    new_record,
-    now,
-    usable,
-)
+from collation.store.records import CollationRecord, CollationRequest, collation_id, new_record, now, usable
 from collation.store.stepnames import Step
 
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from collation.core.vocabulary import CATEGORY_LABELS
 from collation.engine.concordance import (
-    CATEGORY_LABELS,
     CELL_FIELDS,
     Group,
     PairEvidence,

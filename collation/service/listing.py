@@ -16,11 +16,12 @@ from typing import Any
 from marshmallow import Schema, fields, validate
 
 from collation.core.errors import InputError
+from collation.core.vocabulary import CollationStatus
 from collation.service import urls
 from collation.service.collations import record_summary
 from collation.service.documents import RECORDS_CACHED, DocumentCache
 from collation.store.datastore import CollationNotFound, DataStore
-from collation.store.records import CollationRecord, CollationStatus
+from collation.store.records import CollationRecord
 
 MAX_LIMIT = 100
 

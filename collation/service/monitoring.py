@@ -30,13 +30,13 @@ from rq.registry import DeferredJobRegistry, FailedJobRegistry, ScheduledJobRegi
 
 from collation.core.logs import pop_context, push_context
 from collation.core.metrics import Metrics
+from collation.core.vocabulary import CollationStatus
 from collation.jobs.runtime import Runtime
 from collation.service import problems
 from collation.service.auth import caller_token
 from collation.service.listing import current_records
 from collation.service.state import ServiceState, current_runtime, service_state
 from collation.service.urls import API_PREFIX
-from collation.store.records import CollationStatus
 
 log = logging.getLogger("collation.access")
 

@@ -12,12 +12,11 @@ from typing import Any
 import numpy as np
 
 from collation.core.errors import InputError
-from collation.engine.concordance import verdict_category
-from collation.engine.transpositions import INVERSES
+from collation.core.vocabulary import INVERSES, CollationStatus, verdict_category
 from collation.engine.weak import weak_matches
 from collation.service.problems import Conflict
 from collation.store.datastore import CollationNotFound, DataStore
-from collation.store.records import CollationRecord, CollationStatus
+from collation.store.records import CollationRecord
 
 ID_CHARS = frozenset("0123456789abcdef")
 

@@ -11,22 +11,20 @@ import datetime as dt
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from collation.core import defaults
 from collation.core.formats import STORE_FORMAT
 from collation.core.options import CollationOptions
 from collation.core.settings import Settings
+from collation.core.vocabulary import CollationStatus
 from collation.store.codecs import digest
 from collation.store.stepnames import Step, StepKind
 
 __all__ = [
     "ID_LENGTH",
-    "TERMINAL",
     "CollationRecord",
     "CollationRequest",
-    "CollationStatus",
     "Progress",
     "Step",
     "StepKind",
@@ -43,24 +41,6 @@ __all__ = [
 
 ID_LENGTH = 16
 """Hex digits of a collation id."""
-
-
-class CollationStatus(StrEnum):
-    """Status of a collation (``CollationRecord.status``; stored as its value)."""
-
-    QUEUED = "queued"
-    RUNNING = "running"
-    FINISHED = "finished"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-    @property
-    def terminal(self) -> bool:
-        """Whether no job changes the collation any more."""
-        return self in TERMINAL
-
-
-TERMINAL = frozenset({CollationStatus.FINISHED, CollationStatus.FAILED, CollationStatus.CANCELLED})
 
 
 # --------------------------------------------------------------------------------------------------

@@ -17,8 +17,9 @@ import contextlib
 import logging
 from collections.abc import Sequence
 
+from collation.core.vocabulary import CollationStatus
 from collation.store.datastore import CollationNotFound, DataStore
-from collation.store.records import CollationRecord, CollationStatus, Progress, now, usable
+from collation.store.records import CollationRecord, Progress, now, usable
 
 log = logging.getLogger("collation.store")
 

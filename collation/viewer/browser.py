@@ -21,11 +21,10 @@ from typing import Any
 from flask import url_for
 
 from collation.core.options import THREE_CYCLES_MIN_MANUSCRIPTS
-from collation.engine.concordance import CATEGORIES, CATEGORY_LABELS, MATCH_CATEGORIES, VERDICT_ALIASES
+from collation.core.vocabulary import CATEGORIES, CATEGORY_LABELS, MATCH_CATEGORIES, VERDICT_ALIASES, CollationStatus
 from collation.publish.parts import TRANSPOSITION_LABELS
 from collation.service.state import current_runtime
 from collation.service.urls import base_url, collation_url
-from collation.store.records import CollationStatus
 
 CONCORDANCE_WITNESSES = THREE_CYCLES_MIN_MANUSCRIPTS
 """From how many witnesses a collation is read first as a concordance (the workspace links its

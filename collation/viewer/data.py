@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from collation.engine.concordance import MATCH_CATEGORIES
+from collation.core.vocabulary import MATCH_CATEGORIES
 from collation.engine.evaluation import parse_ground_truth
 from collation.iiif.manifests import Canvas, parse_manifest
 from collation.service.images import THUMBNAIL_WIDTH, region_image_url, stored_region_url

@@ -254,7 +254,7 @@ def test_transposed_copies_get_a_body_that_says_so(schema: Any) -> None:
 
 
 def test_transposition_labels_cover_the_engine_s_names() -> None:
-    from collation.core.options import TRANSPOSITION_NAMES
+    from collation.core.vocabulary import TRANSPOSITION_NAMES
 
     assert tuple(TRANSPOSITION_LABELS) == TRANSPOSITION_NAMES and TRANSPOSITION_LABELS["identity"] is None
 

@@ -85,7 +85,7 @@ def test_every_setting_that_changes_a_cached_matrix_keys_it(name: str, monkeypat
 
 @pytest.mark.parametrize("name", ["FEATURES_BUCKET", "L2_EPS"])
 def test_every_setting_that_changes_features_keys_them(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from collation.engine.pipeline import features_key
+    from collation.engine.feature_keys import features_key
 
     before = features_key(["d0", "d1"], CollationOptions(), precision="float32")
     assert features_key(["d0", "d1"], CollationOptions(similarity="s_features"), precision="float32") != before

@@ -17,11 +17,12 @@ from service_helpers import OpenAPIClient
 from collation.app import create_app
 from collation.core.options import CollationOptions
 from collation.core.settings import Settings
+from collation.core.vocabulary import CollationStatus
 from collation.jobs.finishing import compute_results
 from collation.service.state import service_state
 from collation.store.datastore import DataStore
 from collation.store.folder import FolderStore
-from collation.store.records import CollationRequest, CollationStatus, new_record
+from collation.store.records import CollationRequest, new_record
 
 CID = "00112233445566aa"
 API = f"/api/v1/collations/{CID}"

@@ -13,9 +13,10 @@ from collation.core.atomic import write_json
 from collation.core.errors import InputError
 from collation.core.options import CollationOptions
 from collation.core.settings import Settings
+from collation.core.vocabulary import CollationStatus
 from collation.store.datastore import CollationNotFound
 from collation.store.folder import FolderStore
-from collation.store.records import CollationStatus, collation_id
+from collation.store.records import collation_id
 
 
 def test_settings_come_from_defaults_then_environment_then_overrides(tmp_path: Path) -> None:

@@ -23,12 +23,13 @@ from collation.app import create_app
 from collation.core.errors import ManifestError
 from collation.core.options import CollationOptions
 from collation.core.settings import Settings
+from collation.core.vocabulary import CollationStatus
 from collation.jobs.scheduling import delete_job
 from collation.net.decode import parse_json_bytes
 from collation.service.state import service_state
 from collation.store.datastore import CollationNotFound
 from collation.store.folder import FolderStore
-from collation.store.records import CollationRequest, CollationStatus, new_record
+from collation.store.records import CollationRequest, new_record
 from collation.store.transitions import cancel as mark_cancelled
 
 API = "/api/v1"

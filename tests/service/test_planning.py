@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 from builders import record
 
+from collation.core.vocabulary import CollationStatus
 from collation.jobs.planning import Plan, Planned, next_steps, scoring_progress, usable_manuscripts
-from collation.store.records import CollationStatus, pair_key
+from collation.store.records import pair_key
 from collation.store.stepnames import Step
 
 CID = "0123456789abcdef"

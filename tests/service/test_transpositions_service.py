@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 from engine_grid import full_scores
 
-from collation.core.options import TRANSPOSITION_SETS, CollationOptions
+from collation.core.options import CollationOptions
 from collation.core.settings import Settings
+from collation.core.vocabulary import TRANSPOSITION_SETS
 from collation.engine.pipeline import assemble, candidate_pairs, score_candidates
 from collation.jobs.planning import Planned, next_steps
 from collation.service import schemas

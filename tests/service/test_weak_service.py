@@ -19,6 +19,7 @@ from synthetic import PAPER, drawing
 from collation.app import create_app
 from collation.core.options import CollationOptions
 from collation.core.settings import Settings
+from collation.core.vocabulary import CollationStatus
 from collation.iiif.manifests import parse_manifest
 from collation.iiif.regions import Region
 from collation.iiif.sources import ManuscriptRegions
@@ -26,7 +27,7 @@ from collation.jobs.finishing import compute_results
 from collation.jobs.manuscripts import empty_doc
 from collation.service.state import service_state
 from collation.store.folder import FolderStore
-from collation.store.records import CollationRequest, CollationStatus, new_record
+from collation.store.records import CollationRequest, new_record
 
 CID = "00112233445566bb"
 API = f"/api/v1/collations/{CID}"

@@ -19,11 +19,11 @@ from collation.cli.main import main
 from collation.core.errors import StoreFormatError
 from collation.core.formats import STORE_FORMAT
 from collation.core.settings import Settings
+from collation.core.vocabulary import CollationStatus
 from collation.store.datastore import DataStore
 from collation.store.folder import FolderStore
 from collation.store.location import open_store
 from collation.store.migration import MARKER, inventory, migrate, require_readable, upgrade_note
-from collation.store.records import CollationStatus
 from collation.store.stepnames import Step
 
 FORMAT1 = Path(__file__).parent / "format1" / "store"

@@ -9,9 +9,10 @@ import pytest
 
 from collation.core.options import CollationOptions
 from collation.core.settings import Settings
+from collation.core.vocabulary import CollationStatus
 from collation.store.datastore import DataStore
 from collation.store.folder import FolderStore
-from collation.store.records import CollationRequest, CollationStatus, new_record
+from collation.store.records import CollationRequest, new_record
 from collation.store.redis_keys import RedisKeys
 from collation.store.stepnames import Step, StepKind
 from collation.store.transitions import AlreadyEnded, cancel, fail, finish, reopen, set_progress

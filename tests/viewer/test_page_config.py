@@ -14,16 +14,16 @@ from test_viewer_routes import CID, write_collation
 
 from collation.app import create_app
 from collation.core.settings import Settings
-from collation.engine.concordance import (
+from collation.core.vocabulary import (
     CATEGORIES,
     CATEGORY_LABELS,
     MATCH_CATEGORIES,
     VERDICT_ALIASES,
+    CollationStatus,
     verdict_category,
 )
 from collation.publish.parts import TRANSPOSITION_LABELS
 from collation.service.state import service_state
-from collation.store.records import CollationStatus
 from collation.viewer.browser import IMAGE_TEMPLATES, RULES, VERDICT_BUTTONS
 
 PAGES = {

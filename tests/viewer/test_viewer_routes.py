@@ -16,11 +16,12 @@ from PIL import Image
 from collation.app import create_app
 from collation.core.options import CollationOptions
 from collation.core.settings import Settings
+from collation.core.vocabulary import CollationStatus
 from collation.jobs.finishing import compute_results
 from collation.service.state import service_state
 from collation.store.datastore import DataStore
 from collation.store.folder import FolderStore
-from collation.store.records import CollationRequest, CollationStatus, new_record
+from collation.store.records import CollationRequest, new_record
 from collation.viewer import pages as viewer_routes
 from collation.viewer.matrix import COLORS, layout
 

@@ -1,0 +1,96 @@
+"""The service's words, each written once: expert verdicts and their labels, collation statuses, and
+the transpositions with their inverses.
+
+Every layer reads them from here, the API and the io workers included, so none of them needs the
+engine (and torch) to know what "rot90" undoes or what "confirmed" means. Plain data and pure
+functions: the standard library only.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from collation.core.errors import InputError
+
+# --------------------------------------------------------------------------------------------------
+# Expert verdicts (docs/annotations.md, docs/concordance.md)
+
+CATEGORIES = ("exact", "partial", "semantic", "none")
+"""Expert verdicts, as in the ``assessing`` annotations."""
+MATCH_CATEGORIES = ("exact", "partial", "semantic")
+"""Verdicts that say the two illustrations correspond: they seed the propagation and link groups."""
+CATEGORY_LABELS = {
+    "exact": "exact copy",
+    "partial": "partial copy",
+    "semantic": "same subject (different composition)",
+    "none": "no match",
+}
+"""Each category in the historian's words."""
+VERDICT_ALIASES = {"confirmed": "exact", "rejected": "none"}
+"""The first API's verdicts, still accepted."""
+VERDICTS = CATEGORIES + tuple(VERDICT_ALIASES)
+"""Every verdict the API accepts."""
+
+
+def verdict_category(verdict: str) -> str:
+    """The category of a verdict: aliases resolved (``confirmed`` -> ``exact``, ``rejected`` -> ``none``).
+
+    Raises:
+        InputError: not a verdict.
+    """
+    category = VERDICT_ALIASES.get(verdict, verdict)
+    if category not in CATEGORIES:
+        raise InputError(f"verdict {verdict!r} is not one of {VERDICTS}", field="verdict")
+    return category
+
+
+def is_match(verdict: str) -> bool:
+    """Whether a verdict (or its alias) says the two illustrations correspond."""
+    return verdict_category(verdict) in MATCH_CATEGORIES
+
+
+# --------------------------------------------------------------------------------------------------
+# Collation statuses
+
+
+class CollationStatus(StrEnum):
+    """Status of a collation (``CollationRecord.status``; stored as its value)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    FINISHED = "finished"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        """Whether no job changes the collation any more."""
+        return self in TERMINAL
+
+
+TERMINAL = frozenset({CollationStatus.FINISHED, CollationStatus.FAILED, CollationStatus.CANCELLED})
+
+# --------------------------------------------------------------------------------------------------
+# Transpositions (docs/transpositions.md)
+
+TRANSPOSITION_NAMES = ("identity", "mirror", "rot90", "rot180", "rot270", "flip")
+"""Every transposition, by index (the values of T): as drawn; horizontal mirror; turned 90°, 180°,
+270° counter-clockwise; vertical mirror. Each is applied to the second illustration of a pair."""
+
+TRANSPOSITION_SETS = {
+    "none": TRANSPOSITION_NAMES[:1],
+    "mirror": TRANSPOSITION_NAMES[:2],
+    "all": TRANSPOSITION_NAMES,
+}
+"""The values of the ``transpositions`` option and the transpositions each one scores."""
+
+INVERSES = {
+    "identity": "identity",
+    "mirror": "mirror",
+    "rot90": "rot270",
+    "rot180": "rot180",
+    "rot270": "rot90",
+    "flip": "flip",
+}
+"""The transposition that undoes each one: what T says when the pair is read the other way round
+(illustration i of a, transposed by ``INVERSES[name]``, matches illustration j of b)."""
