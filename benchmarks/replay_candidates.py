@@ -12,6 +12,7 @@ unpruned top-1: the comparison is exact. ``--wide`` and ``--candidates`` take se
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def replay(glob: np.ndarray, cheap_all: np.ndarray, wide: int, k: int, corridor:
     cheap = np.full(cheap_all.shape, UNSCORED)
     wide_pairs = candidate_pairs(glob, max(wide, k))
     cheap[wide_pairs[:, 0], wide_pairs[:, 1]] = cheap_all[wide_pairs[:, 0], wide_pairs[:, 1]]
-    along = order_corridor(cheap, corridor)
+    along = order_corridor(cheap, dataclasses.replace(defaults.CASCADE, corridor=corridor))
     cheap[along[:, 0], along[:, 1]] = cheap_all[along[:, 0], along[:, 1]]
     return select_candidates(cheap, k), int(np.isfinite(cheap).sum())
 

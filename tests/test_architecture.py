@@ -156,7 +156,7 @@ def test_no_import_circles_among_scripts_and_tests(folder):
 def test_no_global_statements_or_module_level_caches(path):
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for node in ast.walk(tree):
-        assert not isinstance(node, ast.Global | ast.Nonlocal), f"{path.name}:{node.lineno}: `global` statement"
+        assert not isinstance(node, ast.Global), f"{path.name}:{node.lineno}: `global` statement"
     for node in tree.body:
         targets = (
             node.targets

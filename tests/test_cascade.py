@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
 from PIL import Image
 from synthetic import PAPER, drawing, hard_copy
 
+from collation.core import defaults
 from collation.core.errors import InputError
 from collation.engine import cascade
 from collation.engine.candidates import UNSCORED, candidate_pairs, global_scores, recall
@@ -55,7 +58,7 @@ def test_the_order_corridor_follows_the_mutual_matches():
     cheap = np.full((n, n), UNSCORED)
     cheap[np.arange(n), np.arange(n)] = 1.0  # a clear diagonal of mutual best matches
     cheap[0, 29], cheap[29, 0] = 0.2, 0.2
-    corridor = {tuple(p) for p in order_corridor(cheap, 1.1).tolist()}
+    corridor = {tuple(p) for p in order_corridor(cheap, dataclasses.replace(defaults.CASCADE, corridor=1.1)).tolist()}
     assert {(i, i) for i in range(n)} <= corridor
     # A dense diagonal of seeds multiplies: the band reaches 17 illustrations on either side, no further.
     assert [j for j in range(n) if (2, j) in corridor] == list(range(20))
@@ -105,7 +108,8 @@ def test_the_cascade_keeps_the_hard_copies_that_global_scores_lose(backbone, mon
         lambda c0, c1, p, *a, **kw: steps.append((len(p), kw.get("progress"))) or cheap(c0, c1, p, *a, **kw),
     )
     report = lambda done, total: reports.append((done, total))  # noqa: E731
-    cascade_pairs(feats0, feats1, k, corridor=1.0001, progress=report)  # a corridor wide enough to add pairs
+    wide_corridor = dataclasses.replace(defaults.CASCADE, corridor=1.0001)
+    cascade_pairs(feats0, feats1, k, config=wide_corridor, progress=report)  # a corridor wide enough to add pairs
     assert len(steps) == 2 and steps[1][0] > 0 and all(report is not None for _, report in steps)
     # one stage for the reporter: done only grows, and it reaches the total once, at the end, after the
     # corridor's cheap scores too (a stage timer stops there; the corridor's pairs were once left out)

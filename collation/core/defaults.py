@@ -3,6 +3,8 @@
 Section numbers (A.x, B.x) refer to ``shared/docs/reference-method.md``.
 """
 
+from dataclasses import dataclass
+
 PIXELS_PER_CELL = 16
 """Stride of the feature map: one cell is 16 x 16 input pixels (B.3)."""
 
@@ -81,16 +83,28 @@ CANDIDATES_GRID = 2
 CANDIDATES_GEM_POWER = 3.0
 """p of the generalized mean that pools the cells into a global descriptor (1: average, large: max)."""
 
-CASCADE_SETTINGS = (
-    "CANDIDATES_WIDE",
-    "CANDIDATES_CORRIDOR",
-    "CANDIDATES_COARSE_FACTOR",
-    "CANDIDATES_CHEAP_ITERATIONS",
-    "CANDIDATES_GRID",
-    "CANDIDATES_GEM_POWER",
-)
-"""The names of every setting that changes which candidate pairs the cascade chooses: all of them key the
-stored candidate sets (``collation.store.records.pair_key``), so a change of one is never served stale."""
+
+@dataclass(frozen=True)
+class CascadeConfig:
+    """Every setting that changes which candidate pairs the cascade chooses (``collation.engine.cascade``),
+    as one value: the cascade reads its settings from it and nowhere else, and its ``asdict`` keys the
+    stored candidate sets (``collation.store.records.pair_key``), so a candidate set chosen under other
+    settings is never served: a setting added here enters the key by being added."""
+
+    wide: int = CANDIDATES_WIDE
+    corridor: float = CANDIDATES_CORRIDOR
+    coarse_factor: int = CANDIDATES_COARSE_FACTOR
+    cheap_iterations: int = CANDIDATES_CHEAP_ITERATIONS
+    grid: int = CANDIDATES_GRID
+    gem_power: float = CANDIDATES_GEM_POWER
+    normalization: str = NORMALIZATION
+    """How the cheap scores are normalized to find the corridor's seeds and the propagated candidates."""
+    propagation_sigma: float = PROPAGATION_SIGMA
+    propagation_alpha: float = PROPAGATION_ALPHA
+
+
+CASCADE = CascadeConfig()
+"""The cascade of the command line and the service."""
 
 SEED = 0
 BACKBONE = "efficientnet-lite0"

@@ -94,3 +94,16 @@ INVERSES = {
 }
 """The transposition that undoes each one: what T says when the pair is read the other way round
 (illustration i of a, transposed by ``INVERSES[name]``, matches illustration j of b)."""
+
+TRANSPOSITION_LABELS = {
+    "identity": None,
+    "mirror": "mirrored copy",
+    "rot90": "turned copy",
+    "rot180": "turned copy",
+    "rot270": "turned copy",
+    "flip": "vertically mirrored copy",
+}
+"""What a correspondence's ``transposition`` (``TRANSPOSITION_NAMES``: the one that
+made the match) is called in its annotations' tagging body; None (as drawn) adds no body. Each name
+reads the same either way round (a mirror's inverse is a mirror, a turn's a turn), so both ends of
+a link carry the same words."""

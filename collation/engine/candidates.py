@@ -64,9 +64,17 @@ def global_descriptors(
     return torch.nn.functional.normalize(pooled.flatten(1), dim=-1)
 
 
-def global_scores(feats0: MultiScaleFeatures, feats1: MultiScaleFeatures, *, chunk: int = 4096) -> np.ndarray:
-    """``(n0, n1)`` float32 cosines of the global descriptors of every pair, ``chunk`` rows at a time."""
-    g0, g1 = global_descriptors(feats0), global_descriptors(feats1)
+def global_scores(
+    feats0: MultiScaleFeatures,
+    feats1: MultiScaleFeatures,
+    *,
+    grid: int | None = None,
+    power: float | None = None,
+    chunk: int = 4096,
+) -> np.ndarray:
+    """``(n0, n1)`` float32 cosines of the global descriptors of every pair (``global_descriptors``' ``grid``
+    and ``power``), ``chunk`` rows at a time."""
+    g0, g1 = (global_descriptors(f, grid=grid, power=power) for f in (feats0, feats1))
     if g0.shape[1] != g1.shape[1]:
         raise InputError("the two feature sets differ in channels", field="features")
     rows = [(g0[s : s + chunk] @ g1.T).cpu() for s in range(0, len(g0), chunk)]

@@ -20,11 +20,11 @@ or mirrored it puts the true partner of a third of the illustrations beyond the 
    cheap score normalized and propagated as P_S will be: the true partner of an illustration that
    only propagation can match is among them.
 
-Every setting of the cascade is in ``collation.core.defaults`` (``CANDIDATES_*``), and all of them key
-the stored candidate sets (``collation.store.records.pair_key``). S_trans then scores those candidates
-exactly as before; everything after (N_S, cycles, P_S) runs on the
-sparse matrix (docs/candidates.md, "Unscored pairs"). With transpositions, the cheap score of a pair
-is its best over the transpositions of the second illustration, as S_trans's is.
+Every setting of the cascade is one value, ``collation.core.defaults.CascadeConfig`` (``CASCADE`` by
+default), which keys the stored candidate sets (``collation.store.records.pair_key``). S_trans then scores
+those candidates exactly as before; everything after (N_S, cycles, P_S) runs on the sparse matrix
+(docs/candidates.md, "Unscored pairs"). With transpositions, the cheap score of a pair is its best over the
+transpositions of the second illustration, as S_trans's is.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from collation.core import defaults
+from collation.core.defaults import CASCADE, CascadeConfig
 from collation.engine.candidates import UNSCORED, candidate_pairs
 from collation.engine.checks import check_positive_float, check_positive_int
 from collation.engine.correspondences import mutual_best, normalize, propagate
@@ -48,7 +49,7 @@ CHEAP_BATCH = 256
 overhead, which dominates on coarse maps, is paid 16 times less often (4-5x the pairs/s of 16)."""
 
 
-def coarse_features(feats: MultiScaleFeatures, factor: int = defaults.CANDIDATES_COARSE_FACTOR) -> MultiScaleFeatures:
+def coarse_features(feats: MultiScaleFeatures, factor: int = CASCADE.coarse_factor) -> MultiScaleFeatures:
     """One map per illustration: its query-scale map average-pooled ``factor`` x ``factor``, renormalized.
 
     A map of r x c cells becomes ceil(r / factor) x ceil(c / factor) (edge windows average what they
@@ -92,10 +93,11 @@ def cheap_scores(
     *,
     seed: int,
     partial: bool,
+    iterations: int = CASCADE.cheap_iterations,
     progress: Progress | None = None,
 ) -> np.ndarray:
-    """``(P,)`` float64: ``score_pairs`` (S_trans) on coarse maps with the cheap settings, each the best
-    over the ``n_transpositions`` transpositions of ``coarse1``."""
+    """``(P,)`` float64: ``score_pairs`` (S_trans) on coarse maps with ``iterations`` RANSAC hypotheses,
+    each the best over the ``n_transpositions`` transpositions of ``coarse1``."""
     if len(pairs) == 0:
         return np.zeros(0)
     scores, _ = score_pairs(
@@ -105,26 +107,26 @@ def cheap_scores(
         seed=seed,
         partial=partial,
         n_transpositions=n_transpositions,
-        iterations=defaults.CANDIDATES_CHEAP_ITERATIONS,
+        iterations=iterations,
         batch_size=CHEAP_BATCH,
         progress=progress,
     )
     return scores.numpy()
 
 
-def order_corridor(scores: np.ndarray, min_factor: float = defaults.CANDIDATES_CORRIDOR) -> np.ndarray:
+def order_corridor(scores: np.ndarray, config: CascadeConfig = CASCADE) -> np.ndarray:
     """``(P, 2)`` pairs whose propagation factor from the mutual best matches of ``scores`` (normalized
-    as N_S) reaches ``min_factor``: the band along the manuscripts' order where true pairs lie.
+    as N_S) reaches ``config.corridor``: the band along the manuscripts' order where true pairs lie.
 
     Args:
         scores: ``(n0, n1)`` scores, ``UNSCORED`` where not computed.
-        min_factor: above 1; the factor of a pair at distance d of one seed is 1 + α exp(-d²/2σ²)
-            (1.1 reaches about 6 illustrations from it), and seeds along a diagonal multiply.
+        config: its ``corridor``, above 1: the factor of a pair at distance d of one seed is
+            1 + α exp(-d²/2σ²) (1.1 reaches about 6 illustrations from it), and seeds along a diagonal multiply.
     """
-    check_positive_float("min_factor", min_factor)
-    seeds = mutual_best(normalize(scores, defaults.NORMALIZATION))
-    factor = propagate(np.ones(scores.shape), seeds)
-    return np.argwhere(factor >= min_factor)
+    check_positive_float("corridor", config.corridor)
+    seeds = mutual_best(normalize(scores, config.normalization))
+    factor = propagate(np.ones(scores.shape), seeds, sigma=config.propagation_sigma, alpha=config.propagation_alpha)
+    return np.argwhere(factor >= config.corridor)
 
 
 def _best(scores: np.ndarray, k: int) -> np.ndarray:
@@ -139,8 +141,7 @@ def cascade_pairs(
     k: int,
     n_transpositions: int = 1,
     *,
-    wide: int = defaults.CANDIDATES_WIDE,
-    corridor: float = defaults.CANDIDATES_CORRIDOR,
+    config: CascadeConfig = CASCADE,
     seed: int = defaults.SEED,
     partial: bool = defaults.PARTIAL,
     progress: Progress | None = None,
@@ -151,44 +152,45 @@ def cascade_pairs(
         feats0: n0 illustrations; transposed1: ``T * n1`` (``extract_transposed_features``; the plain
             features when T is 1).
         k: final candidates per illustration and direction, by cheap score and by its propagation.
-        wide: candidates per illustration and direction by global score that get a cheap score.
-        corridor: least propagation factor of the pairs added along the order (``order_corridor``).
+        config: the cascade's settings: ``wide`` candidates per illustration and direction by global score
+            get a cheap score; ``corridor``, least propagation factor of the pairs added along the order.
 
     Returns:
         ``(P, 2)`` int64 unique pairs (i, j), row-major.
     """
     check_positive_int("candidates", k)
-    check_positive_int("wide", wide)
+    check_positive_int("wide", config.wide)
     t, n1 = transposition_count(transposed1, n_transpositions)
     n0 = len(feats0)
-    coarse0, coarse1 = coarse_features(feats0), coarse_features(transposed1)
-    glob = transposed_global_scores(feats0, transposed1, t)
+    coarse0, coarse1 = (coarse_features(f, config.coarse_factor) for f in (feats0, transposed1))
+    glob = transposed_global_scores(feats0, transposed1, t, grid=config.grid, power=config.gem_power)
     cheap = np.full((n0, n1), UNSCORED)
-    options = {"seed": seed, "partial": partial}
-    wide_pairs = candidate_pairs(glob, max(wide, k))
-    held = [0]  # the wide step's total of work, once it is done
+    options = {"seed": seed, "partial": partial, "iterations": config.cheap_iterations}
+    wide_pairs = candidate_pairs(glob, max(config.wide, k))
+    held = 0  # the wide step's total of work, once it is done
 
     def wide_progress(done: int, total: int) -> None:  # the corridor's pairs come after: never complete here
-        held[0] = total
+        nonlocal held
+        held = total
         progress(done, total + 1)
 
     def along_progress(done: int, total: int) -> None:  # the stage's total is known once the corridor is
-        progress(held[0] + done, held[0] + total)
+        progress(held + done, held + total)
 
     cheap[wide_pairs[:, 0], wide_pairs[:, 1]] = cheap_scores(
         coarse0, coarse1, wide_pairs, t, **options, progress=wide_progress if progress else None
     )
-    along = order_corridor(cheap, corridor)
+    along = order_corridor(cheap, config)
     along = along[~np.isfinite(cheap[along[:, 0], along[:, 1]])]
     cheap[along[:, 0], along[:, 1]] = cheap_scores(
         coarse0, coarse1, along, t, **options, progress=along_progress if progress else None
     )
     if progress and not len(along):
-        progress(held[0], held[0])
-    return select_candidates(cheap, k)
+        progress(held, held)
+    return select_candidates(cheap, k, config)
 
 
-def select_candidates(cheap: np.ndarray, k: int) -> np.ndarray:
+def select_candidates(cheap: np.ndarray, k: int, config: CascadeConfig = CASCADE) -> np.ndarray:
     """``(P, 2)`` row-major: each illustration's ``k`` best partners by cheap score, and its ``k`` best
     by the cheap score normalized and propagated as P_S will be (so the partner that only the order
     can match is scored), in both directions; unscored pairs are never chosen.
@@ -197,6 +199,8 @@ def select_candidates(cheap: np.ndarray, k: int) -> np.ndarray:
         cheap: ``(n0, n1)`` cheap scores, ``UNSCORED`` where not computed.
     """
     check_positive_int("candidates", k)
-    normalized = normalize(cheap, defaults.NORMALIZATION)
-    propagated = propagate(normalized, mutual_best(normalized))
+    normalized = normalize(cheap, config.normalization)
+    propagated = propagate(
+        normalized, mutual_best(normalized), sigma=config.propagation_sigma, alpha=config.propagation_alpha
+    )
     return np.unique(np.concatenate([_best(cheap, k), _best(propagated, k)]), axis=0).astype(np.int64)

@@ -19,12 +19,12 @@ from typing import Any
 
 from collation.core.correspondence import Correspondence
 from collation.core.errors import InputError
+from collation.core.vocabulary import CATEGORIES
 from collation.iiif.model import Manifest
 from collation.iiif.regions import Region
 from collation.publish.parts import (
     ANNOTATION_CONTEXT,
     PRESENTATION_3,
-    VERDICTS,
     End,
     Link,
     UrlScheme,
@@ -175,8 +175,8 @@ def build_assessment(
 ) -> dict[str, Any]:
     """An expert's verdict (``exact``, ``partial``, ``semantic`` or ``none``) on a canonical link, as
     an ``assessing`` annotation whose creator is the expert (``{"id", "type": "Person", "name"}``)."""
-    if verdict not in VERDICTS:
-        raise InputError(f"verdict {verdict!r} is not one of {VERDICTS}", field="verdict")
+    if verdict not in CATEGORIES:
+        raise InputError(f"verdict {verdict!r} is not one of {CATEGORIES}", field="verdict")
     if not isinstance(assessor, dict) or not assessor.get("type"):
         raise InputError("assessor must be an agent object with a type (e.g. Person)", field="assessor")
     body: list[dict[str, Any]] = [{"type": "TextualBody", "purpose": "assessing", "value": verdict}]

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from collation import __version__
 from collation.core.correspondence import STATUSES, Correspondence, Side
 from collation.core.errors import InputError
+from collation.core.vocabulary import CATEGORIES, TRANSPOSITION_LABELS
 from collation.iiif.model import Canvas, Manifest
 from collation.iiif.regions import Region
 
@@ -52,29 +53,6 @@ IMCOL_CONTEXT: dict[str, Any] = {
 }
 """The JSON-LD context of the extension terms; serve it at ``UrlScheme.context`` and list that URL
 before the IIIF context. Documented in docs/annotations.md."""
-
-VERDICTS = ("exact", "partial", "semantic", "none")
-"""Expert verdicts (body value of ``assessing`` annotations, ``imcol:verdict`` of links): exact copy,
-partial copy, same subject (different composition), no match."""
-VERDICT_LABELS = {
-    "exact": "exact copy",
-    "partial": "partial copy",
-    "semantic": "same subject (different composition)",
-    "none": "no match",
-}
-
-TRANSPOSITION_LABELS = {
-    "identity": None,
-    "mirror": "mirrored copy",
-    "rot90": "turned copy",
-    "rot180": "turned copy",
-    "rot270": "turned copy",
-    "flip": "vertically mirrored copy",
-}
-"""What a correspondence's ``transposition`` (``collation.core.options.TRANSPOSITION_NAMES``: the one that
-made the match) is called in its annotations' tagging body; None (as drawn) adds no body. Each name
-reads the same either way round (a mirror's inverse is a mirror, a turn's a turn), so both ends of
-a link carry the same words."""
 
 Template = str | Callable[..., str]
 
@@ -199,7 +177,7 @@ def score_properties(c: Correspondence) -> dict[str, Any]:
     if isinstance(c.cycle_consistent, bool):
         out["imcol:mutualBest"] = c.cycle_consistent
     out["imcol:status"] = c.status
-    if c.verdict in VERDICTS:
+    if c.verdict in CATEGORIES:
         out["imcol:verdict"] = c.verdict
     return out
 

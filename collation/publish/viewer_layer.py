@@ -17,6 +17,7 @@ from typing import Any
 
 from collation.core.correspondence import Correspondence
 from collation.core.errors import InputError
+from collation.core.vocabulary import CATEGORY_LABELS
 from collation.iiif.geometry import canvas_to_image
 from collation.iiif.links import is_web_link, web_links_only
 from collation.iiif.model import Manifest, label_text
@@ -24,7 +25,6 @@ from collation.iiif.regions import Region
 from collation.publish.parts import (
     PRESENTATION_2,
     PRESENTATION_3,
-    VERDICT_LABELS,
     End,
     Link,
     UrlScheme,
@@ -81,8 +81,8 @@ def _summary_html(link: Link, mine: End, other: End, urls: UrlScheme) -> str:
     if transposition_label(c):
         numbers.append(transposition_label(c))
     numbers.append(html.escape(str(c.status)))
-    if c.verdict in VERDICT_LABELS:
-        numbers.append(f"expert: {VERDICT_LABELS[c.verdict]}")
+    if c.verdict in CATEGORY_LABELS:
+        numbers.append(f"expert: {CATEGORY_LABELS[c.verdict]}")
     links = []
     image_url = _region_image_url(other)
     if image_url:

@@ -14,11 +14,10 @@ from marshmallow import Schema, ValidationError, fields, validate, validates, va
 
 from collation.core import options
 from collation.core.errors import InputError
+from collation.core.vocabulary import VERDICTS
 from collation.store.records import NAME_LIMIT
 
 SCORES = ("raw", "normalized", "propagated")
-VERDICTS = ("exact", "partial", "semantic", "none", "confirmed", "rejected")
-"""``collation.engine.concordance.VERDICTS``: the categories, then the first API's aliases of exact and none."""
 
 MAX_BODY_DEPTH = 32
 """Nesting of a request body beyond which it is refused (the deepest valid body has 5 levels)."""

@@ -7,6 +7,7 @@ importable from here too. Everything here is plain data and pure functions, shar
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 from collections.abc import Callable, Sequence
@@ -273,19 +274,16 @@ def usable(doc: dict | None) -> bool:
 # Keys of cached work
 
 
-def cascade_settings() -> dict[str, Any]:
-    """Every setting that changes which candidate pairs the cascade chooses (``defaults.CASCADE_SETTINGS``),
-    read when called: a candidate set chosen under other settings is never reused as if it were these'."""
-    return {name: getattr(defaults, name) for name in defaults.CASCADE_SETTINGS}
-
-
-def pair_key(options: CollationOptions, features0: str, features1: str) -> str:
+def pair_key(
+    options: CollationOptions, features0: str, features1: str, cascade: defaults.CascadeConfig = defaults.CASCADE
+) -> str:
     """Key of a pair's score matrix (and candidate set): both feature sets (in order) and every
     parameter that changes its content.
 
-    ``candidates`` (pruning) enters the key only when it prunes, and with it every setting of the
-    cascade (``cascade_settings``), so a full matrix and a pruned one never share a key and a candidate
-    set chosen under other settings is never reused. ``transpositions`` and ``partial`` enter when set.
+    ``candidates`` (pruning) enters the key only when it prunes, and with it the cascade's settings
+    (``cascade``, the value the cascade reads, whole), so a full matrix and a pruned one never share a
+    key and a candidate set chosen under other settings is never reused. ``transpositions`` and
+    ``partial`` enter when set, and with ``partial`` the floor of its divisor.
     """
     parts: dict[str, Any] = {
         "f0": features0,
@@ -302,11 +300,13 @@ def pair_key(options: CollationOptions, features0: str, features1: str) -> str:
     }
     if options.pruned:
         parts["candidates"] = options.candidates
-        parts["cascade"] = cascade_settings()
+        parts["cascade"] = dataclasses.asdict(cascade)
     stored = options.to_record()
     for name in ("transpositions", "partial"):
         if name in stored:
             parts[name] = stored[name]
+    if options.partial:
+        parts["partial_min_area"] = defaults.PARTIAL_MIN_AREA
     return digest(parts)
 
 

@@ -21,8 +21,14 @@ from typing import Any
 from flask import url_for
 
 from collation.core.options import THREE_CYCLES_MIN_MANUSCRIPTS
-from collation.core.vocabulary import CATEGORIES, CATEGORY_LABELS, MATCH_CATEGORIES, VERDICT_ALIASES, CollationStatus
-from collation.publish.parts import TRANSPOSITION_LABELS
+from collation.core.vocabulary import (
+    CATEGORIES,
+    CATEGORY_LABELS,
+    MATCH_CATEGORIES,
+    TRANSPOSITION_LABELS,
+    VERDICT_ALIASES,
+    CollationStatus,
+)
 from collation.service.state import current_runtime
 from collation.service.urls import base_url, collation_url
 

@@ -15,10 +15,11 @@ from iiif_helpers import validator_root
 
 from collation.core.correspondence import Correspondence, Side
 from collation.core.errors import InputError
+from collation.core.vocabulary import TRANSPOSITION_LABELS
 from collation.iiif.manifests import parse_manifest
 from collation.iiif.regions import Region
 from collation.publish.canonical import build_assessment, build_link_collection
-from collation.publish.parts import IMCOL_CONTEXT, TRANSPOSITION_LABELS, UrlScheme
+from collation.publish.parts import IMCOL_CONTEXT, UrlScheme
 from collation.publish.viewer_layer import build_annotation_page, build_annotation_pages, build_derived_manifest
 
 BASE = "https://collation.example.org/api/v1/collations/7f3c"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -65,22 +66,42 @@ def test_pair_keys_of_full_and_pruned_matrices_never_mix() -> None:
     assert len(s_features) == 1
 
 
-CONTENT_SETTINGS = ("RANSAC_ITERATIONS", "RANSAC_TOLERANCE", *defaults.CASCADE_SETTINGS)
-"""Every setting that changes a pruned pair's candidates or scores; each must change the key."""
-
-
-@pytest.mark.parametrize("name", CONTENT_SETTINGS)
-def test_every_setting_that_changes_a_cached_matrix_keys_it(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("name", ["RANSAC_ITERATIONS", "RANSAC_TOLERANCE"])
+def test_every_setting_of_s_trans_keys_its_matrices(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A stored candidate set or score matrix is never served after a change of what produced it."""
     pruned, full = CollationOptions(candidates=10), CollationOptions(candidates=None)
     before = pair_key(pruned, "a", "b"), pair_key(full, "a", "b")
-    value = getattr(defaults, name)
-    monkeypatch.setattr(defaults, name, value * 2 if value else 1)
-    assert pair_key(pruned, "a", "b") != before[0]
-    if name.startswith("RANSAC"):
-        assert pair_key(full, "a", "b") != before[1]
-    else:  # the cascade's settings key the pruned matrices only
-        assert pair_key(full, "a", "b") == before[1]
+    monkeypatch.setattr(defaults, name, getattr(defaults, name) * 2)
+    assert pair_key(pruned, "a", "b") != before[0] and pair_key(full, "a", "b") != before[1]
+
+
+@pytest.mark.parametrize("field", [f.name for f in dataclasses.fields(defaults.CascadeConfig)])
+def test_every_setting_of_the_cascade_keys_the_pruned_matrices(field: str) -> None:
+    """The cascade's settings are one value whose every field keys the candidate sets (not the full matrices)."""
+    pruned, full = CollationOptions(candidates=10), CollationOptions(candidates=None)
+    value = getattr(defaults.CASCADE, field)
+    changed = dataclasses.replace(defaults.CASCADE, **{field: "avg" if isinstance(value, str) else value * 2})
+    assert pair_key(pruned, "a", "b", changed) != pair_key(pruned, "a", "b")
+    assert pair_key(full, "a", "b", changed) == pair_key(full, "a", "b")
+
+
+def test_the_cascade_reads_its_settings_from_its_configuration_alone() -> None:
+    """No module of the cascade reads a default the key does not hold: each reads the ``CascadeConfig``."""
+    import ast
+
+    fields = {"CANDIDATES_" + f.upper() for f in ("wide", "corridor", "coarse_factor", "cheap_iterations")}
+    fields |= {"CANDIDATES_GRID", "CANDIDATES_GEM_POWER", "NORMALIZATION", "PROPAGATION_SIGMA", "PROPAGATION_ALPHA"}
+    source = (Path(__file__).resolve().parents[2] / "collation" / "engine" / "cascade.py").read_text()
+    read = {n.attr for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Attribute) and n.attr in fields}
+    assert read == set()
+
+
+def test_partial_keys_the_floor_of_its_divisor(monkeypatch: pytest.MonkeyPatch) -> None:
+    partial = CollationOptions(partial=True)
+    before = pair_key(partial, "a", "b")
+    monkeypatch.setattr(defaults, "PARTIAL_MIN_AREA", defaults.PARTIAL_MIN_AREA / 2)
+    assert pair_key(partial, "a", "b") != before
+    assert pair_key(CollationOptions(), "a", "b") == pair_key(CollationOptions(), "a", "b")
 
 
 @pytest.mark.parametrize("name", ["FEATURES_BUCKET", "L2_EPS"])

@@ -18,11 +18,11 @@ from collation.core.vocabulary import (
     CATEGORIES,
     CATEGORY_LABELS,
     MATCH_CATEGORIES,
+    TRANSPOSITION_LABELS,
     VERDICT_ALIASES,
     CollationStatus,
     verdict_category,
 )
-from collation.publish.parts import TRANSPOSITION_LABELS
 from collation.service.state import service_state
 from collation.viewer.browser import IMAGE_TEMPLATES, RULES, VERDICT_BUTTONS
 
