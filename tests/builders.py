@@ -297,6 +297,63 @@ def stored_region(m: int, k: int, index: int | None = None) -> dict[str, Any]:
     }
 
 
+def prepared_manuscript(
+    m: int,
+    regions: int | list[dict[str, Any]],
+    *,
+    label: str | None = None,
+    manifest: str | None = None,
+    blank: bool = False,
+    features_key: str | None = None,
+) -> Any:
+    """Manuscript ``m`` as the prepare step stores it (a ``PreparedManuscript``): ``regions`` stored regions
+    (``stored_region`` dicts) or that many of them, all ``blank`` if asked, labelled "Codex A", "Codex B"...,
+    read from ``manifest`` (default ``http://lib.test/{m}/manifest``), with ``features_key`` (default ``str(m)``;
+    none without regions)."""
+    from collation.store.documents import PreparedManuscript, StoredRegion
+
+    entries = [stored_region(m, k) for k in range(regions)] if isinstance(regions, int) else regions
+    return PreparedManuscript(
+        index=m,
+        manifest=manifest or f"http://lib.test/{m}/manifest",
+        label=f"Codex {'ABCDEFGH'[m]}" if label is None else label,
+        regions=tuple(StoredRegion.from_dict({**r, "blank": blank or r.get("blank", False)}) for r in entries),
+        features_key=(features_key or str(m)) if entries else None,
+    )
+
+
+def finished_collation(
+    root: Path,
+    manuscripts: list[tuple[Any, dict[str, Any]]],
+    scores: dict[tuple[int, int], Any],
+    *,
+    options: Any = None,
+    cid: str = RECORD_ID,
+) -> Any:
+    """A finished collation in a ``FolderStore`` at ``root``, as the jobs leave it: its record, each
+    (``prepared_manuscript``, manifest JSON), and the results of ``scores`` (raw S of each pair (a, b),
+    a < b) normalized and propagated by ``options`` (default ``CollationOptions()``). Returns the store."""
+    from collation.core.options import CollationOptions
+    from collation.core.settings import Settings
+    from collation.core.vocabulary import CollationStatus
+    from collation.jobs.finishing import compute_results
+    from collation.store.folder import FolderStore
+    from collation.store.records import CollationRequest, new_record
+
+    store = FolderStore(root)
+    urls = [doc.manifest for doc, _ in manuscripts]
+    request = CollationRequest.from_json({"manifests": urls, "regions": {}, "options": {}, "callback_url": None})
+    settings = Settings.from_env({}, backbone="efficientnet-lite0", chunk_pairs=8)
+    record = new_record(cid, request, options or CollationOptions(), settings)
+    record.status, record.usable = CollationStatus.FINISHED, list(range(len(manuscripts)))
+    store.create_collation(record)
+    for doc, manifest in manuscripts:
+        store.save_manuscript(cid, doc, manifest)
+    for results in compute_results(scores, record.options):
+        store.save_results(cid, results)
+    return store
+
+
 # --------------------------------------------------------------------------------------------------
 # Loopback HTTP servers
 

@@ -13,27 +13,24 @@ from typing import Any
 
 import numpy as np
 import pytest
-from builders import stored_region, v3_canvas, v3_image_body, v3_manifest
+from builders import finished_collation, prepared_manuscript, stored_region, v3_canvas, v3_image_body, v3_manifest
 from PIL import Image
 
-from collation.core.correspondence import Correspondence, Side, positions
+from collation.core.correspondence import Correspondence, Side
 from collation.core.options import CollationOptions
-from collation.core.settings import Settings
-from collation.core.vocabulary import CollationStatus
 from collation.engine.correspondences import PairResult
 from collation.engine.illustrations import Illustration
 from collation.engine.outputs import best_matches, correspondences
 from collation.engine.pipeline import CollationResult, Manuscript
 from collation.iiif.manifests import parse_manifest
 from collation.iiif.regions import Region
-from collation.jobs.finishing import compute_results
 from collation.publish.canonical import build_link_collection
 from collation.publish.parts import UrlScheme
 from collation.publish.viewer_layer import build_annotation_pages
 from collation.service import collations
 from collation.service.annotations import correspondence_list
+from collation.store.documents import Assessment
 from collation.store.folder import FolderStore
-from collation.store.records import CollationRequest, new_record
 
 
 def same_json(got: Any, expected: Any) -> None:
@@ -52,7 +49,6 @@ def test_the_shape() -> None:
         Correspondence(Side(0, 0), Side(1, 0), cycles=frozenset({4}), cycle_consistent=True)
     with pytest.raises(ValueError, match="cycle consistent"):
         Correspondence(Side(0, 0), Side(1, 0), cycles=frozenset({2}))
-    assert positions([{"index": 7}, {"index": 2}, {"index": 9}]) == {7: 0, 2: 1, 9: 2}
 
 
 # -- the command line -------------------------------------------------------------------------------
@@ -194,13 +190,7 @@ CID = "00112233445566bb"
 def write_collation(root: Path) -> tuple[FolderStore, dict]:
     """A finished two-manuscript collation whose stored region indices are not their positions, and
     one verdict given with an alias (``confirmed``) on the pair read from B."""
-    store = FolderStore(root)
-    urls = [f"http://lib.test/{m}/manifest" for m in (0, 1)]
-    request = {"manifests": urls, "regions": {}, "options": {}, "callback_url": None}
-    settings = Settings.from_env({}, backbone="efficientnet-lite0", chunk_pairs=8)
-    record = new_record(CID, CollationRequest.from_json(request), CollationOptions(), settings)
-    record.status, record.usable = CollationStatus.FINISHED, [0, 1]
-    store.create_collation(record)
+    manuscripts = []
     for m, indices in ((0, (2, 5, 7)), (1, (1, 4))):
         canvases = [
             v3_canvas(
@@ -209,14 +199,11 @@ def write_collation(root: Path) -> tuple[FolderStore, dict]:
             for k in range(len(indices))
         ]
         regions = [stored_region(m, k, index) for k, index in enumerate(indices)]
-        doc = {"index": m, "label": f"Codex {m}", "regions": regions, "errors": [], "features_key": str(m)}
-        store.save_manuscript(CID, m, doc, v3_manifest(urls[m], canvases, f"Codex {m}"))
-    s = np.array([[0.9, 0.1], [0.2, 0.8], [0.3, 0.4]])
-    for pair, arrays in compute_results({(0, 1): s}, record.options).items():
-        store.save_results(CID, *pair, **arrays)
-    assessment = {"id": "1", "pair": [1, 0], "source": 1, "target": 7, "verdict": "confirmed", "category": "exact"}
-    store.save_assessments(CID, [assessment])
-    return store, record
+        doc = prepared_manuscript(m, regions, label=f"Codex {m}")
+        manuscripts.append((doc, v3_manifest(doc.manifest, canvases, f"Codex {m}")))
+    store = finished_collation(root, manuscripts, {(0, 1): np.array([[0.9, 0.1], [0.2, 0.8], [0.3, 0.4]])}, cid=CID)
+    store.save_assessments(CID, [Assessment(id="1", pair=(1, 0), source=1, target=7, verdict="confirmed")])
+    return store, store.load_record(CID)
 
 
 def test_service_correspondences_name_positions_and_regions_apart(tmp_path: Path) -> None:
@@ -232,7 +219,7 @@ def test_service_correspondences_name_positions_and_regions_apart(tmp_path: Path
     confirmed = next(c for c in shown if c.verdict is not None)
     assert (confirmed.source, confirmed.target) == (Side(0, 2, 7), Side(1, 0, 1))
     assert (confirmed.status, confirmed.verdict, confirmed.rank) == ("confirmed", "exact", None)
-    assert float(results["P_S"][2, 0]) == confirmed.P_S
+    assert float(results.P_S[2, 0]) == confirmed.P_S
 
     # the API's document: ``index`` is the stored region index; the verdict as given and its category
     doc = collations.correspondences(store, CID, (0, 1), "raw", top=2)
@@ -244,8 +231,8 @@ def test_service_correspondences_name_positions_and_regions_apart(tmp_path: Path
             "canvas": "http://lib.test/1/canvas/0",
             "xywh": [100, 100, 400, 300],
             "S": 0.3,
-            "N_S": float(results["N_S"][2, 0]),
-            "P_S": float(results["P_S"][2, 0]),
+            "N_S": float(results.N_S[2, 0]),
+            "P_S": float(results.P_S[2, 0]),
             "rank": 2,
             "cycle_consistent": False,
             "weak": True,  # S 0.3, under the floor 0.5
@@ -259,7 +246,7 @@ def test_service_correspondences_name_positions_and_regions_apart(tmp_path: Path
     for m in (0, 1):
         raw = store.load_manifest(CID, m)
         parsed = parse_manifest(raw, url=record.request.manifests[m])
-        manuscripts.append((parsed, [Region.from_dict(r) for r in store.load_manuscript(CID, m)["regions"]]))
+        manuscripts.append((parsed, [Region.from_dict(r.to_dict()) for r in store.load_manuscript(CID, m).regions]))
     _, pages = build_link_collection(manuscripts, shown, urls=URLS)
     links = {item["id"].rsplit("/", 1)[-1]: item for item in pages[0]["items"]}
     assert set(links) == {c.link_id for c in shown}

@@ -122,16 +122,15 @@ def test_a_features_job_honours_the_precision_recorded_at_prepare(
     settings = Settings.from_env({}, data_dir=tmp_path, device="cpu", backbone="efficientnet-lite0")
     io_worker = Runtime.create(settings, cpu_flags=SAPPHIRE_FLAGS)
     doc = _prepare(io_worker, monkeypatch, images)
-    assert doc["precision"] == "bfloat16"
-    digests = [r["digest"] for r in doc["regions"]]
-    assert doc["features_key"] == features_key(digests, CollationOptions(), precision="bfloat16")
+    assert doc.precision == "bfloat16"
+    assert doc.features_key == features_key(doc.digests, CollationOptions(), precision="bfloat16")
 
     compute_worker = Runtime.create(settings, cpu_flags=ZEN3_FLAGS)
     assert compute_worker.precision == "float32"
     assert steps.extract_features(compute_worker, CID, 0) == "2 regions described"
     assert [key[2] for key in compute_worker._backbones] == ["bfloat16"]
     assert compute_worker._backbones[("efficientnet-lite0", "cpu", "bfloat16")].compute_dtype == torch.bfloat16
-    stored = compute_worker.store.load_features(doc["features_key"])
+    stored = compute_worker.store.load_features(doc.features_key)
     reduced = describe(images, load_backbone(device="cpu", precision="bfloat16"), CollationOptions())
     exact = describe(images, load_backbone(device="cpu", precision="float32"), CollationOptions())
     assert torch.equal(stored.desc, reduced.desc)
@@ -145,15 +144,12 @@ def test_a_manuscript_prepared_by_an_older_release_keeps_its_key(tmp_path: Path,
     settings = Settings.from_env({}, data_dir=tmp_path, device="cpu", backbone="efficientnet-lite0")
     worker = Runtime.create(settings, cpu_flags=ZEN3_FLAGS)
     doc = _prepare(worker, monkeypatch, images)
-    old = {k: v for k, v in doc.items() if k not in ("precision", "format")} | {"features_key": "0" * 32}
+    old = doc.replace(precision=None, features_key="0" * 32)
     worker.store.forget_manuscript(CID, 0)
-    worker.store.save_manuscript(CID, 0, old)
+    worker.store.save_manuscript(CID, old)
     assert steps.extract_features(worker, CID, 0) == "1 regions described"
     assert [key[2] for key in worker._backbones] == ["float32"] and worker.store.has_features("0" * 32)
-    assert "0" * 32 not in {
-        features_key([r["digest"] for r in doc["regions"]], CollationOptions(), precision=p)
-        for p in ("float32", "bfloat16")
-    }
+    assert "0" * 32 not in {features_key(doc.digests, CollationOptions(), precision=p) for p in ("float32", "bfloat16")}
 
 
 # -- the stored images, decoded once --------------------------------------------------------------

@@ -39,9 +39,7 @@ correspondences meet the regions they name.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 STATUSES = ("proposed", "confirmed", "rejected")
 """A correspondence's status: found by the engine, or confirmed or rejected by an expert's verdict."""
@@ -89,8 +87,3 @@ class Correspondence:
         """(source manuscript, source position, target manuscript, target position): which pair of
         regions, in this direction."""
         return self.source.manuscript, self.source.position, self.target.manuscript, self.target.position
-
-
-def positions(regions: Iterable[Mapping[str, Any]]) -> dict[int, int]:
-    """Stable region index -> position, for a manuscript's list of stored regions (``{"index": ...}``)."""
-    return {region["index"]: position for position, region in enumerate(regions)}

@@ -10,45 +10,47 @@ index, into the option's transposition names, of the transposition of b's region
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 import numpy as np
 
 from collation.core.options import CollationOptions
 from collation.store.datastore import DataStore
+from collation.store.documents import PairResults
 
 
 def compute_results(
     scores: dict[tuple[int, int], np.ndarray],
     options: CollationOptions,
     winners: dict[tuple[int, int], np.ndarray] | None = None,
-) -> dict:
+) -> list[PairResults]:
     """Normalizes, finds cycles and propagates over every pair (``collation.engine.pipeline.correspond``).
 
     Args:
         winners: T of each pair scored with transpositions, stored beside S as ``T``.
 
     Returns:
-        ``{(a, b): arrays}`` ready for ``DataStore.save_results``.
+        The results of every pair, ready for ``DataStore.save_results``.
     """
     from collation.engine.pipeline import correspond
 
-    results = correspond(scores, options)
-    out = {
-        pair: {
-            "S": r.S,
-            "N_S": r.N_S,
-            "P_S": r.P_S,
-            "two_cycles": r.two_cycles,
-            "three_cycles": r.three_cycles,
-            "auto_seeds": r.seeds,
-            "seeds": r.seeds,
-        }
-        for pair, r in results.items()
-    }
-    for pair, t in (winners or {}).items():
-        out[pair]["T"] = np.asarray(t, dtype=np.int8)
-    return out
+    winners = winners or {}
+    return [
+        PairResults(
+            a,
+            b,
+            r.S,
+            r.N_S,
+            r.P_S,
+            two_cycles=r.two_cycles,
+            three_cycles=r.three_cycles,
+            auto_seeds=r.seeds,
+            seeds=r.seeds,
+            T=np.asarray(winners[(a, b)], dtype=np.int8) if (a, b) in winners else None,
+        )
+        for (a, b), r in correspond(scores, options).items()
+    ]
 
 
 def apply_assessments(
@@ -69,11 +71,8 @@ def apply_assessments(
 
     verdicts: dict[tuple[int, int], dict[tuple[int, int], str]] = {}
     for item in store.load_assessments(cid):
-        a, b = item["pair"]
-        i, j = item["source"], item["target"]
-        if a > b:
-            a, b, i, j = b, a, j, i
-        verdicts.setdefault((a, b), {})[(i, j)] = item["verdict"]  # the latest verdict wins
+        pair, i, j = item.ordered()
+        verdicts.setdefault(pair, {})[(i, j)] = item.verdict  # the latest verdict wins
     if pairs is not None:
         # a wanted pair with no verdict left (all cleared) goes back to its automatic seeds
         verdicts = {pair: verdicts.get(pair, {}) for pair in set(pairs)}
@@ -82,14 +81,11 @@ def apply_assessments(
         res = store.load_results(cid, a, b)
         if res is None:
             continue
-        rows = {r["index"]: k for k, r in enumerate(store.load_manuscript(cid, a)["regions"])}
-        cols = {r["index"]: k for k, r in enumerate(store.load_manuscript(cid, b)["regions"])}
+        rows, cols = store.load_manuscript(cid, a).positions(), store.load_manuscript(cid, b).positions()
         known = {(rows[i], cols[j]): v for (i, j), v in by_region.items() if i in rows and j in cols}
         confirmed = [p for p, v in known.items() if is_match(v)]
         rejected = [p for p, v in known.items() if not is_match(v)]
-        seed_array = adjust_seeds(res["auto_seeds"], confirmed, rejected)
-        p_s = propagate(res["N_S"], seed_array)
-        res.update(P_S=p_s, seeds=seed_array)
-        store.save_results(cid, a, b, **res)
+        seed_array = adjust_seeds(res.auto_seeds, confirmed, rejected)
+        store.save_results(cid, dataclasses.replace(res, P_S=propagate(res.N_S, seed_array), seeds=seed_array))
         changed.append((a, b))
     return changed

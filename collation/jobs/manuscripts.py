@@ -20,6 +20,7 @@ from PIL import Image
 from collation.core.errors import CollationError
 from collation.core.options import CollationOptions
 from collation.store.datastore import DataStore
+from collation.store.documents import PreparedManuscript, StoredRegion
 from collation.store.records import CollationRecord
 
 if TYPE_CHECKING:
@@ -89,23 +90,6 @@ def problem_error(problem: RegionProblem) -> dict[str, Any]:
     return error
 
 
-def empty_doc(m: int, url: str) -> dict[str, Any]:
-    """The document of manuscript ``m`` before anything could be read."""
-    return {
-        "index": m,
-        "manifest": url,
-        "manifest_id": None,
-        "label": None,
-        "version": None,
-        "regions": [],
-        "regions_source": None,
-        "regions_note": None,
-        "errors": [],
-        "features_key": None,
-        "precision": None,
-    }
-
-
 def read_manuscript(
     record: CollationRecord,
     m: int,
@@ -114,24 +98,19 @@ def read_manuscript(
     max_regions: int = 5000,
     detector: Any = None,
     precision: str = "float32",
-) -> tuple[dict, dict | None]:
+) -> tuple[PreparedManuscript, dict | None]:
     """Reads manuscript ``m`` of a collation and stores its region images.
 
     Returns:
-        (doc, manifest JSON or None): ``doc`` has ``index``, ``manifest`` (the URL as given),
-        ``manifest_id``, ``label``, ``version``, ``regions`` (those whose image could be read, each
-        with ``index``, ``canvas_id``, ``canvas_index``, ``xywh``, ``label``, ``digest``, and
-        ``score`` when detected), ``regions_source`` (``annotations``, ``detected``, ``given`` or
-        ``whole_canvases``), ``regions_note`` (the detection line, or None), ``errors``
-        (``{"message", "canvas"?, "region"?}``), ``features_key`` and ``precision``: the backbone's
-        arithmetic (``float32`` or ``bfloat16``, ``Runtime.precision``) that the key names and the
-        features step computes in. ``detector``: default the worker's (``RuntimeDetector``).
+        (doc, manifest JSON or None): the regions whose image could be read, and ``precision``, the
+        backbone's arithmetic (``float32`` or ``bfloat16``, ``Runtime.precision``) that the features key
+        names and the features step computes in. ``detector``: default the worker's (``RuntimeDetector``).
     """
     from collation.iiif.sources import load_manuscript_regions
 
     url = record.request.manifests[m]
     spec = record.request.regions.get(str(m))
-    doc = empty_doc(m, url)
+    doc = PreparedManuscript(index=m, manifest=url)
     try:
         found = load_manuscript_regions(
             url,
@@ -144,18 +123,17 @@ def read_manuscript(
             **region_arguments(spec),
         )
     except CollationError as exc:  # the manifest (or its region annotations) could not be read
-        doc["errors"].append({"message": exc.message})
-        return doc, None
+        return doc.replace(errors=({"message": exc.message},)), None
     return _document(doc, found, store, record.options, precision), found.manifest.raw
 
 
 def _document(
-    doc: dict[str, Any],
+    doc: PreparedManuscript,
     found: ManuscriptRegions,
     store: DataStore,
     options: CollationOptions,
     precision: str = "float32",
-) -> dict[str, Any]:
+) -> PreparedManuscript:
     """Fills ``doc`` from what was read, storing each region image by its content digest; a region with
     nothing drawn is marked ``"blank": true`` (``collation.engine.weak.is_blank``: its matches are weak)."""
     from collation.engine.feature_keys import features_key
@@ -163,14 +141,14 @@ def _document(
     from collation.engine.weak import is_blank
 
     manifest = found.manifest
-    doc.update(
+    doc = doc.replace(
         manifest_id=manifest.id,
         label=manifest.label,
         version=manifest.version,
         regions_source=found.source,
         regions_note=found.note,
+        errors=doc.errors + tuple(problem_error(problem) for problem in found.problems),
     )
-    doc["errors"] += [problem_error(problem) for problem in found.problems]
 
     def save(image: Image.Image) -> str:
         key = image_digest(image)
@@ -180,15 +158,15 @@ def _document(
     # hashing and PNG-encoding release the GIL: the region images are stored side by side, in order
     with ThreadPoolExecutor(max_workers=FETCH_THREADS, thread_name_prefix="store-images") as pool:
         digests = list(pool.map(save, found.images))
-    kept = [
-        {**region.to_dict(), "digest": key, **({"blank": True} if is_blank(image) else {})}
+    kept = tuple(
+        StoredRegion.from_dict({**region.to_dict(), "digest": key, "blank": is_blank(image)})
         for region, key, image in zip(found.regions, digests, found.images, strict=True)
-    ]
-    doc["regions"] = kept
-    if kept:
-        doc["features_key"] = features_key([r["digest"] for r in kept], options, precision=precision)
-        doc["precision"] = precision
-    return doc
+    )
+    if not kept:
+        return doc
+    return doc.replace(
+        regions=kept, features_key=features_key(digests, options, precision=precision), precision=precision
+    )
 
 
 RECENT_IMAGES = 8

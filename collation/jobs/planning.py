@@ -32,7 +32,8 @@ from itertools import combinations
 
 from collation.core.options import CollationOptions
 from collation.core.vocabulary import CollationStatus
-from collation.store.records import CollationRecord, chunk_count, feature_keys, pair_key, usable
+from collation.store.documents import PreparedManuscript
+from collation.store.records import CollationRecord, chunk_count, feature_keys, pair_key
 from collation.store.stepnames import Step
 
 FAILED = CollationStatus.FAILED.value
@@ -72,9 +73,9 @@ class Plan:
     failure: str | None = None
 
 
-def usable_manuscripts(docs: Sequence[dict | None], failures: Mapping[Step, str]) -> list[int]:
+def usable_manuscripts(docs: Sequence[PreparedManuscript | None], failures: Mapping[Step, str]) -> list[int]:
     """Manuscripts with region images whose features did not fail: those that are compared."""
-    return [m for m, doc in enumerate(docs) if usable(doc) and Step.features(m) not in failures]
+    return [m for m, doc in enumerate(docs) if doc is not None and doc.usable and Step.features(m) not in failures]
 
 
 def pairs_to_score(options: CollationOptions, key: str, n0: int, n1: int, pair_count: PairCount | None) -> int | None:
@@ -87,7 +88,7 @@ def pairs_to_score(options: CollationOptions, key: str, n0: int, n1: int, pair_c
 
 def next_steps(
     record: CollationRecord,
-    docs: Sequence[dict | None],
+    docs: Sequence[PreparedManuscript | None],
     failures: Mapping[Step, str],
     have_features: HaveFeatures,
     have_scores: HaveScores,
@@ -122,10 +123,10 @@ def next_steps(
     chunk_pairs = record.chunk_pairs
     missing_candidates = False
     for a, b in combinations(ready, 2):
-        key = pair_key(options, docs[a]["features_key"], docs[b]["features_key"])
+        key = pair_key(options, docs[a].features_key, docs[b].features_key)
         if have_scores(key):
             continue
-        count = pairs_to_score(options, key, len(docs[a]["regions"]), len(docs[b]["regions"]), pair_count)
+        count = pairs_to_score(options, key, len(docs[a].regions), len(docs[b].regions), pair_count)
         if count is None:
             missing_candidates = True
             continue
@@ -146,7 +147,10 @@ def next_steps(
 
 
 def _manuscript_steps(
-    options: CollationOptions, docs: Sequence[dict | None], failures: Mapping[Step, str], have_features: HaveFeatures
+    options: CollationOptions,
+    docs: Sequence[PreparedManuscript | None],
+    failures: Mapping[Step, str],
+    have_features: HaveFeatures,
 ) -> list[Planned]:
     """Prepare and describe the manuscripts that are not ready, unless their step failed for good.
 
@@ -157,19 +161,19 @@ def _manuscript_steps(
         prepare, features = Step.prepare(m), Step.features(m)
         if doc is None and prepare not in failures:
             steps += [Planned(prepare), Planned(features, (prepare,))]
-        elif doc and doc.get("regions") and features not in failures and not _described(options, m, doc, have_features):
+        elif doc and doc.regions and features not in failures and not _described(options, m, doc, have_features):
             steps.append(Planned(features))
     return steps
 
 
-def _described(options: CollationOptions, m: int, doc: dict, have_features: HaveFeatures) -> bool:
+def _described(options: CollationOptions, m: int, doc: PreparedManuscript, have_features: HaveFeatures) -> bool:
     """Whether every feature set of manuscript ``m`` is stored (``feature_keys``)."""
-    return all(have_features(key) for key in feature_keys(options, m, doc["features_key"]))
+    return all(have_features(key) for key in feature_keys(options, m, doc.features_key))
 
 
 def scoring_progress(
     record: CollationRecord,
-    docs: Sequence[dict | None],
+    docs: Sequence[PreparedManuscript | None],
     failures: Mapping[Step, str],
     have_scores: HaveScores,
     have_chunk: HaveChunk,
@@ -182,8 +186,8 @@ def scoring_progress(
     chunk_pairs = record.chunk_pairs
     done = total = 0
     for a, b in combinations(ready, 2):
-        n0, n1 = len(docs[a]["regions"]), len(docs[b]["regions"])
-        key = pair_key(options, docs[a]["features_key"], docs[b]["features_key"])
+        n0, n1 = len(docs[a].regions), len(docs[b].regions)
+        key = pair_key(options, docs[a].features_key, docs[b].features_key)
         count = pairs_to_score(options, key, n0, n1, pair_count)
         count = n0 * n1 if count is None else count
         total += count

@@ -28,6 +28,7 @@ from collation.jobs.runtime import Runtime
 from collation.jobs.scheduling import Scheduler, update_scoring_progress
 from collation.net.http import Fetcher
 from collation.store.datastore import CollationNotFound, DataStore
+from collation.store.documents import PreparedManuscript
 from collation.store.records import CollationRecord, chunk_count, feature_keys, pair_key, second_features_key
 from collation.store.transitions import AlreadyEnded, fail, finish, name_by_labels, set_progress
 
@@ -71,10 +72,10 @@ class CancellationCheck:
             live_record(self.store, self.cid)
 
 
-def check_budget(runtime: Runtime, record: CollationRecord, docs: Iterable[dict | None]) -> None:
+def check_budget(runtime: Runtime, record: CollationRecord, docs: Iterable[PreparedManuscript | None]) -> None:
     """Fails the collation, and raises ``Gone``, when the regions read so far are over its budget
     (``COLLATION_MAX_REGIONS_TOTAL``, ``COLLATION_MAX_PAIRS``): they only grow as more are read."""
-    counts = {m: len(doc["regions"]) for m, doc in enumerate(docs) if doc is not None}
+    counts = {m: len(doc.regions) for m, doc in enumerate(docs) if doc is not None}
     settings = runtime.settings
     problem = over_budget(counts, record.options, settings.max_regions_total, settings.max_pairs)
     if problem is not None:
@@ -104,12 +105,12 @@ def prepare_manuscript(runtime: Runtime, cid: str, m: int) -> str:
         record, m, store, runtime.fetcher, max_regions=runtime.settings.max_regions, precision=runtime.precision
     )
     live_record(store, cid)
-    store.save_manuscript(cid, m, doc, manifest)
+    store.save_manuscript(cid, doc, manifest)
     docs = [store.load_manuscript(cid, i) for i in range(n)]
     check_budget(runtime, record, docs)
-    name_by_labels(store, cid, [None if d is None else d.get("label") or "" for d in docs])
+    name_by_labels(store, cid, [None if d is None else d.label or "" for d in docs])
     set_progress(store, cid, "preparing", _count_prepared(store, cid, n), n)
-    return f"{len(doc['regions'])} regions, {len(doc['errors'])} errors"
+    return f"{len(doc.regions)} regions, {len(doc.errors)} errors"
 
 
 def _count_prepared(store: DataStore, cid: str, n: int) -> int:
@@ -143,8 +144,8 @@ def store_candidates(runtime: Runtime, record: CollationRecord) -> int:
     docs = [store.load_manuscript(cid, m) for m in range(record.manuscript_count)]
     computed = 0
     for a, b in combinations(usable_manuscripts(docs, store.load_failures(cid)), 2):
-        key0, key1 = docs[a]["features_key"], second_features_key(options, docs[b]["features_key"])
-        key = pair_key(options, key0, docs[b]["features_key"])
+        key0, key1 = docs[a].features_key, second_features_key(options, docs[b].features_key)
+        key = pair_key(options, key0, docs[b].features_key)
         if store.has_scores(key) or store.pair_count(key) is not None:
             continue
         if not (store.has_features(key0) and store.has_features(key1)):
@@ -185,9 +186,9 @@ def finalize(runtime: Runtime, cid: str) -> str:
         return "waiting for missing chunks"
 
     set_progress(store, cid, "finalizing", 0, 1)
-    for (a, b), arrays in compute_results(scores, record.options, winners).items():
+    for results in compute_results(scores, record.options, winners):
         live_record(store, cid)
-        store.save_results(cid, a, b, **arrays)
+        store.save_results(cid, results)
     apply_assessments(store, cid)
     try:
         record = finish(store, cid, ready)
@@ -261,18 +262,18 @@ def extract_features(runtime: Runtime, cid: str, m: int) -> str:
     n = record.manuscript_count
     docs = [store.load_manuscript(cid, i) for i in range(n)]
     doc = docs[m]
-    if not doc or not doc["regions"]:
+    if not doc or not doc.regions:
         return "nothing to describe"
     check_budget(runtime, record, docs)
-    options, key = record.options, doc["features_key"]
+    options, key = record.options, doc.features_key
     keys = feature_keys(options, m, key)
     if all(store.has_features(k) for k in keys):
         return "cached"
     set_progress(store, cid, "features", _count_features(store, options, cid, n), n)
-    images = StoredImages(store, [region["digest"] for region in doc["regions"]])
+    images = StoredImages(store, doc.digests)
     # The arithmetic recorded at prepare, which the key names, whatever this worker's own (a manuscript
     # prepared by an older release has none: its key, which names none, is computed as it always was).
-    backbone = runtime.backbone(options.backbone, doc.get("precision"))
+    backbone = runtime.backbone(options.backbone, doc.precision)
     check = CancellationCheck(store, cid)
     if store.has_features(key):
         feats = runtime.features(key)
@@ -293,7 +294,7 @@ def extract_features(runtime: Runtime, cid: str, m: int) -> str:
 def _count_features(store: DataStore, options: CollationOptions, cid: str, n: int) -> int:
     docs = [store.load_manuscript(cid, m) for m in range(n)]
     return sum(
-        bool(d and d["regions"] and all(store.has_features(k) for k in feature_keys(options, m, d["features_key"])))
+        bool(d and d.regions and all(store.has_features(k) for k in feature_keys(options, m, d.features_key)))
         for m, d in enumerate(docs)
     )
 
@@ -315,12 +316,12 @@ def score_chunk(runtime: Runtime, cid: str, a: int, b: int, k: int) -> str:
     record = live_record(store, cid)
     doc0, doc1 = store.load_manuscript(cid, a), store.load_manuscript(cid, b)
     options, chunk_pairs = record.options, record.chunk_pairs
-    key = pair_key(options, doc0["features_key"], doc1["features_key"])
+    key = pair_key(options, doc0.features_key, doc1.features_key)
     if store.has_chunk(key, chunk_pairs, k) or store.has_scores(key):
         return "cached"
-    feats0 = runtime.features(doc0["features_key"])
-    feats1 = runtime.features(second_features_key(options, doc1["features_key"]))
-    pairs = _scored_pairs(store, options, key, len(doc0["regions"]), len(doc1["regions"]))
+    feats0 = runtime.features(doc0.features_key)
+    feats1 = runtime.features(second_features_key(options, doc1.features_key))
+    pairs = _scored_pairs(store, options, key, len(doc0.regions), len(doc1.regions))
     if pairs is None:
         raise CollationError(f"the candidate pairs of manuscripts {a} and {b} are missing")
     pairs = pairs[k * chunk_pairs : (k + 1) * chunk_pairs]
@@ -348,7 +349,7 @@ def _scored_pairs(store: DataStore, options: CollationOptions, key: str, n0: int
 
 
 def assemble_scores(
-    store: DataStore, record: CollationRecord, doc0: dict, doc1: dict
+    store: DataStore, record: CollationRecord, doc0: PreparedManuscript, doc1: PreparedManuscript
 ) -> tuple[np.ndarray, np.ndarray | None] | None:
     """The (n0, n1) score matrix of a pair from the store, joining its chunks when all are there, and
     with transpositions its (n0, n1) int8 winners T (None without); None while a chunk is missing.
@@ -358,15 +359,15 @@ def assemble_scores(
     from collation.engine.pipeline import assemble
 
     options = record.options
-    transposed = second_features_key(options, doc1["features_key"]) != doc1["features_key"]
-    key = pair_key(options, doc0["features_key"], doc1["features_key"])
+    transposed = second_features_key(options, doc1.features_key) != doc1.features_key
+    key = pair_key(options, doc0.features_key, doc1.features_key)
     matrix = store.load_scores(key)
     if matrix is not None:
         winners = store.load_winners(key) if transposed else None
         if transposed and winners is None:  # never: they are written before the matrix
             raise CollationError(f"the transpositions of a stored score matrix are missing ({key})")
         return matrix, winners
-    n0, n1 = len(doc0["regions"]), len(doc1["regions"])
+    n0, n1 = len(doc0.regions), len(doc1.regions)
     pairs = _scored_pairs(store, options, key, n0, n1)
     if pairs is None:
         return None

@@ -21,7 +21,7 @@ from itertools import combinations
 from typing import Any
 
 from collation.core import defaults
-from collation.core.correspondence import Correspondence, Side, positions
+from collation.core.correspondence import Correspondence, Side
 from collation.core.options import CollationOptions
 from collation.core.vocabulary import MATCH_CATEGORIES
 from collation.iiif.manifests import Manifest, parse_manifest
@@ -31,7 +31,14 @@ from collation.publish.parts import IMCOL_CONTEXT, UrlScheme
 from collation.publish.viewer_layer import build_annotation_page, build_derived_manifest
 from collation.service.documents import DocumentCache
 from collation.service.problems import Conflict
-from collation.service.results import assessment_categories, check_id, finished_record, pair_results, top_candidates
+from collation.service.results import (
+    PairView,
+    assessment_categories,
+    check_id,
+    finished_record,
+    pair_results,
+    top_candidates,
+)
 from collation.service.urls import url_scheme
 from collation.store.datastore import CollationNotFound, DataStore
 from collation.store.records import CollationRecord
@@ -76,7 +83,7 @@ def _manuscripts(store: DataStore, record: CollationRecord) -> list[tuple[Manife
         if raw is None or doc is None or m not in record.usable:
             out.append((Manifest(id=url, url=url, version=3, label="", canvases=(), raw={}), []))
             continue
-        out.append((parse_manifest(raw, url=url), [Region.from_dict(r) for r in doc["regions"]]))
+        out.append((parse_manifest(raw, url=url), [Region.from_dict(r.to_dict()) for r in doc.regions]))
     return out
 
 
@@ -88,12 +95,12 @@ def correspondence_list(store: DataStore, record: CollationRecord, top: int = TO
         res = pair_results(store, record, a, b)
         verdicts = assessment_categories(store, cid, a, b)
         for forward in (True, False):
-            p_s = res["P_S"] if forward else res["P_S"].T
+            p_s = res.P_S if forward else res.P_S.T
             for r, order in enumerate(top_candidates(p_s, top)):
                 for rank, c in enumerate(order, start=1):
                     i, j = (r, c) if forward else (c, r)
                     candidates.append((rank, len(candidates), pair_correspondence(res, a, b, i, j, rank, verdicts)))
-        rows, cols = positions(res["regions0"]), positions(res["regions1"])  # region index -> position
+        rows, cols = res.doc0.positions(), res.doc1.positions()  # region index -> position
         for (ri, ci), verdict in verdicts.items():
             if verdict in MATCH_CATEGORIES and ri in rows and ci in cols:
                 entry = pair_correspondence(res, a, b, rows[ri], cols[ci], None, verdicts)
@@ -108,28 +115,28 @@ def correspondence_list(store: DataStore, record: CollationRecord, top: int = TO
 
 
 def pair_correspondence(
-    res: dict, a: int, b: int, i: int, j: int, rank: int | None, verdicts: dict[tuple[int, int], str]
+    res: PairView, a: int, b: int, i: int, j: int, rank: int | None, verdicts: dict[tuple[int, int], str]
 ) -> Correspondence:
     """Row ``i`` (a position in ``a``) and column ``j`` (in ``b``) of a pair's results
     (``results.pair_results``) as a ``Correspondence``; ``verdicts`` are the categories by
     (region index in a, region index in b), as ``results.assessment_categories`` gives them."""
-    ri, cj = res["regions0"][i]["index"], res["regions1"][j]["index"]
+    ri, cj = res.regions0[i].index, res.regions1[j].index
     verdict = verdicts.get((ri, cj))
     status = "proposed" if verdict is None else "confirmed" if verdict in MATCH_CATEGORIES else "rejected"
     return Correspondence(
         source=Side(a, i, ri),
         target=Side(b, j, cj),
-        S=float(res["S"][i, j]),
-        N_S=float(res["N_S"][i, j]),
-        P_S=float(res["P_S"][i, j]),
+        S=float(res.S[i, j]),
+        N_S=float(res.N_S[i, j]),
+        P_S=float(res.P_S[i, j]),
         rank=rank,
-        cycle_consistent=(i, j) in res["cycles"],
+        cycle_consistent=(i, j) in res.cycles,
         status=status,
         verdict=verdict,
         # of region j of b, as the correspondence reads (source a)
-        transposition=None if res["transpositions"] is None else str(res["transpositions"][i, j]),
+        transposition=None if res.transpositions is None else str(res.transpositions[i, j]),
         link_id=f"{a}-{b}-{ri}-{cj}",
-        weak=bool(res["weak"][i, j]),
+        weak=bool(res.weak[i, j]),
     )
 
 

@@ -14,7 +14,7 @@ from redis import Redis
 from collation.core.correspondence import Correspondence
 from collation.core.errors import InputError, LimitError
 from collation.core.options import CollationOptions
-from collation.core.vocabulary import CollationStatus, verdict_category
+from collation.core.vocabulary import CollationStatus
 from collation.jobs.budget import given_counts, over_budget
 from collation.jobs.finishing import apply_assessments
 from collation.jobs.runtime import Runtime
@@ -24,7 +24,7 @@ from collation.service import urls
 from collation.service.annotations import pair_correspondence
 from collation.service.problems import Conflict, Unavailable
 from collation.service.results import (
-    SCORE_ARRAYS,
+    PairView,
     assessment_items,
     check_id,
     check_pair,
@@ -34,7 +34,8 @@ from collation.service.results import (
 )
 from collation.store import writable
 from collation.store.datastore import DataStore
-from collation.store.records import CollationRecord, CollationRequest, collation_id, new_record, now, usable
+from collation.store.documents import Assessment, StoredRegion, ordered
+from collation.store.records import CollationRecord, CollationRequest, collation_id, new_record, now
 from collation.store.stepnames import Step
 
 
@@ -116,7 +117,7 @@ def collation_name(store: DataStore, record: CollationRecord) -> str:
     if record.name:  # no manuscript to read
         return record.name
     docs = [store.load_manuscript(record.id, m) for m in range(record.manuscript_count)]
-    return record.display_name([doc.get("label") if doc else None for doc in docs])
+    return record.display_name([doc.label if doc else None for doc in docs])
 
 
 def cancel(runtime: Runtime, cid: str) -> None:
@@ -145,23 +146,23 @@ def status_document(store: DataStore, cid: str, base: str, redis: Redis | None =
     manuscripts = []
     for m, url in enumerate(record.request.manifests):
         doc = store.load_manuscript(cid, m)
-        errors = list(doc["errors"]) if doc else []
+        errors = list(doc.errors) if doc else []
         for step in (Step.prepare(m), Step.features(m)):
             if step in failures:
                 errors.append({"message": failures[step]})
         if doc is None:
             state = "failed" if Step.prepare(m) in failures else "pending"
         else:
-            state = "ready" if usable(doc) and Step.features(m) not in failures else "failed"
+            state = "ready" if doc.usable and Step.features(m) not in failures else "failed"
         manuscripts.append(
             {
                 "index": m,
                 "manifest": url,
-                "label": doc["label"] if doc else None,
+                "label": doc.label if doc else None,
                 "status": state,
-                "regions": len(doc["regions"]) if doc else 0,
-                "regions_source": doc.get("regions_source") if doc else None,
-                "regions_note": doc.get("regions_note") if doc else None,
+                "regions": len(doc.regions) if doc else 0,
+                "regions_source": doc.regions_source if doc else None,
+                "regions_note": doc.regions_note if doc else None,
                 "errors": errors,
             }
         )
@@ -189,8 +190,8 @@ def record_summary(record: CollationRecord) -> dict[str, Any]:
     }
 
 
-def _region(region: dict) -> dict[str, Any]:
-    return {"index": region["index"], "canvas": region["canvas_id"], "xywh": [int(v) for v in region["xywh"]]}
+def _region(region: StoredRegion) -> dict[str, Any]:
+    return {"index": region.index, "canvas": region.canvas_id, "xywh": list(region.xywh)}
 
 
 def correspondences(
@@ -205,10 +206,10 @@ def correspondences(
     a, b = pair
     res = pair_results(store, record, a, b)
     assessed = assessment_items(store, cid, a, b)
-    categories = {key: verdict_category(item["verdict"]) for key, item in assessed.items()}
-    matrix = res[SCORE_ARRAYS[score]]
+    categories = {key: item.category for key, item in assessed.items()}
+    matrix = res.scores(score)
     items = []
-    for r, (region, order) in enumerate(zip(res["regions0"], top_candidates(matrix, top), strict=True)):
+    for r, (region, order) in enumerate(zip(res.regions0, top_candidates(matrix, top), strict=True)):
         found = [
             pair_correspondence(res, a, b, r, c, rank, categories)
             for rank, c in enumerate(order, start=1)
@@ -216,18 +217,18 @@ def correspondences(
         ]
         items.append({"source": _region(region), "candidates": [_candidate(c, res, assessed) for c in found]})
     doc = {"id": cid, "pair": [a, b], "score": score, "top": top, "weak_below": record.options.floor, "items": items}
-    if res["transposition_names"] is not None:
-        doc["transposition_names"] = res["transposition_names"]
+    if res.transposition_names is not None:
+        doc["transposition_names"] = res.transposition_names
     if min_score is not None:
         doc["min_score"] = min_score
     return doc
 
 
-def _candidate(c: Correspondence, res: dict[str, Any], assessed: dict[tuple[int, int], dict]) -> dict[str, Any]:
+def _candidate(c: Correspondence, res: PairView, assessed: dict[tuple[int, int], Assessment]) -> dict[str, Any]:
     """A candidate of the correspondences document: the target region, the scores, and which
     transposition gave S and the expert's verdict (as given, aliases included, and its category)."""
     candidate = {
-        **_region(res["regions1"][c.target.position]),
+        **_region(res.regions1[c.target.position]),
         "S": c.S,
         "N_S": c.N_S,
         "P_S": c.P_S,
@@ -238,7 +239,7 @@ def _candidate(c: Correspondence, res: dict[str, Any], assessed: dict[tuple[int,
     if c.transposition is not None:
         candidate["transposition"] = c.transposition
     if c.verdict is not None:
-        candidate["assessment"] = assessed[(c.source.region, c.target.region)]["verdict"]
+        candidate["assessment"] = assessed[(c.source.region, c.target.region)].verdict
         candidate["category"] = c.verdict
     return candidate
 
@@ -284,59 +285,55 @@ def clear_assessments(store: DataStore, cid: str, query: dict[str, Any]) -> dict
     link = {(a, b, query["source"], query["target"]), (b, a, query["target"], query["source"])}
     with store.locked(cid):
         items = store.load_assessments(cid)
-        kept = [i for i in items if (i["pair"][0], i["pair"][1], i["source"], i["target"]) not in link]
+        kept = [i for i in items if (*i.pair, i.source, i.target) not in link]
         store.save_assessments(cid, kept)
-        apply_assessments(store, cid, {(min(a, b), max(a, b))})
+        apply_assessments(store, cid, {ordered(a, b)})
     return {"id": cid, "cleared": len(items) - len(kept)}
 
 
 def _check_region(store: DataStore, record: CollationRecord, m: int, index: int, field: str) -> None:
     """Raises the 400 problem naming ``field`` when manuscript m has no region ``index``: it reads the
     manuscript's region list, not any pair's scores."""
-    if index not in {r["index"] for r in store.load_manuscript(record.id, m)["regions"]}:
+    if store.load_manuscript(record.id, m).region(index) is None:
         raise InputError(f"manuscript {m} has no region {index}", field=field)
 
 
-def _store(store: DataStore, cid: str, pairs: list[tuple[int, int, int, int]], body: dict[str, Any]) -> list[dict]:
+def _store(
+    store: DataStore, cid: str, pairs: list[tuple[int, int, int, int]], body: dict[str, Any]
+) -> list[Assessment]:
     """Appends one assessment per (a, b, source, target) with the body's verdict, then recomputes P_S."""
     with store.locked(cid):
         items = store.load_assessments(cid)
-        added = []
-        for a, b, i, j in pairs:
-            added.append(
-                {
-                    "id": f"{len(items) + len(added) + 1}",
-                    "pair": [a, b],
-                    "source": i,
-                    "target": j,
-                    "verdict": body["verdict"],
-                    "category": verdict_category(body["verdict"]),
-                    "creator": body.get("creator"),
-                    "note": body.get("note"),
-                    "created": now(),
-                }
+        added = [
+            Assessment(
+                id=f"{len(items) + k + 1}",
+                pair=(a, b),
+                source=i,
+                target=j,
+                verdict=body["verdict"],
+                creator=body.get("creator"),
+                note=body.get("note"),
+                created=now(),
             )
+            for k, (a, b, i, j) in enumerate(pairs)
+        ]
         store.save_assessments(cid, items + added)
-        apply_assessments(store, cid, {(min(a, b), max(a, b)) for a, b, _, _ in pairs})
+        apply_assessments(store, cid, {ordered(a, b) for a, b, _, _ in pairs})
     return added
 
 
-def with_links(item: dict[str, Any], cid: str, base: str) -> dict[str, Any]:
-    """An assessment with its links and as a W3C ``assessing`` annotation on the canonical link."""
-    a, b = item["pair"]
-    source, target = item["source"], item["target"]
-    if a > b:  # canonical links are stored once, from the lower manuscript index
-        a, b, source, target = b, a, target, source
-    self_url = urls.assessment_url(base, cid, item["id"])
+def with_links(item: Assessment, cid: str, base: str) -> dict[str, Any]:
+    """An assessment with its links and as a W3C ``assessing`` annotation on the canonical link (stored
+    once, from the lower manuscript index)."""
+    (a, b), source, target = item.ordered()
+    self_url = urls.assessment_url(base, cid, item.id)
     link = urls.url_scheme(cid, base).render("link", link=f"{a}-{b}-{source}-{target}")
-    assessor = {"type": "Person", "name": item.get("creator") or "anonymous expert"}
-    category = verdict_category(item["verdict"])  # items stored before categories have none
+    assessor = {"type": "Person", "name": item.creator or "anonymous expert"}
     annotation = build_assessment(
-        link, category, assessor=assessor, id=self_url, created=item.get("created"), note=item.get("note")
+        link, item.category, assessor=assessor, id=self_url, created=item.created, note=item.note
     )
     return {
-        **item,
-        "category": category,
+        **item.to_dict(),
         "annotation": annotation,
         "links": {
             "self": self_url,

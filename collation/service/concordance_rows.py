@@ -29,7 +29,7 @@ from collation.engine.concordance import (
 )
 from collation.iiif.manifests import Manifest, parse_manifest
 from collation.service.images import FULL_WIDTH, region_image_url, stored_region_url
-from collation.service.results import SCORE_ARRAYS, assessment_categories, check_id, finished_record, pair_results
+from collation.service.results import assessment_categories, check_id, finished_record, pair_results
 from collation.service.urls import collation_url, manifest_url
 from collation.store.datastore import DataStore
 from collation.store.records import CollationRecord
@@ -43,11 +43,11 @@ def _witnesses(store: DataStore, record: CollationRecord, base: str) -> list[dic
         out.append(
             {
                 "index": m,
-                "label": (doc or {}).get("label") or f"Manuscript {m}",
+                "label": (doc.label if doc else None) or f"Manuscript {m}",
                 "manifest": url,
                 "derived_manifest": manifest_url(base, cid, m) if doc else None,
                 "usable": doc is not None,
-                "regions": len(doc["regions"]) if doc else 0,
+                "regions": len(doc.regions) if doc else 0,
             }
         )
     return out
@@ -59,17 +59,16 @@ def _evidence(store: DataStore, record: CollationRecord, score: str) -> tuple[di
     sizes, evidence, regions = {}, {}, {}
     for a, b in combinations(usable, 2):
         res = pair_results(store, record, a, b)
-        regions[a], regions[b] = res["regions0"], res["regions1"]
-        sizes[a], sizes[b] = len(res["regions0"]), len(res["regions1"])
-        rows = {r["index"]: k for k, r in enumerate(res["regions0"])}
-        cols = {r["index"]: k for k, r in enumerate(res["regions1"])}
+        regions[a], regions[b] = res.regions0, res.regions1
+        sizes[a], sizes[b] = len(res.regions0), len(res.regions1)
+        rows, cols = res.doc0.positions(), res.doc1.positions()
         verdicts = {
             (rows[i], cols[j]): v
             for (i, j), v in assessment_categories(store, cid, a, b).items()
             if i in rows and j in cols
         }
-        cycles = np.array(sorted(res["cycles"]), dtype=np.int64).reshape(-1, 2)
-        evidence[(a, b)] = PairEvidence(res[SCORE_ARRAYS[score]], cycles, verdicts, res["weak"])
+        cycles = np.array(sorted(res.cycles), dtype=np.int64).reshape(-1, 2)
+        evidence[(a, b)] = PairEvidence(res.scores(score), cycles, verdicts, res.weak)
     return sizes, evidence, regions
 
 
@@ -142,15 +141,15 @@ def _row(
             continue
         region = regions[member.manuscript][member.position]
         manifest = manifests.get(member.manuscript)
-        canvas = manifest.canvas(region["canvas_id"]) if manifest else None
-        xywh = [int(v) for v in region["xywh"]]
-        stored = stored_region_url(base, cid, member.manuscript, region["index"]) if region.get("digest") else None
+        canvas = manifest.canvas(region.canvas_id) if manifest else None
+        xywh = list(region.xywh)
+        stored = stored_region_url(base, cid, member.manuscript, region.index) if region.digest else None
         cells.append(
             {
                 "manuscript": member.manuscript,
-                "index": region["index"],
-                "canvas": region["canvas_id"],
-                "label": canvas.label if canvas and canvas.label else region.get("label") or "",
+                "index": region.index,
+                "canvas": region.canvas_id,
+                "label": canvas.label if canvas and canvas.label else region.label,
                 "xywh": xywh,
                 # the library's Image service cuts the region; without one, the service's own copy
                 "image": (region_image_url(canvas, xywh, FULL_WIDTH) if canvas else None) or stored,
@@ -162,7 +161,7 @@ def _row(
         )
     first = group.members[0]
     return {
-        "id": f"{first.manuscript}-{regions[first.manuscript][first.position]['index']}",
+        "id": f"{first.manuscript}-{regions[first.manuscript][first.position].index}",
         "size": len(group.members),
         "confidence": group.confidence,
         "weak": group.weak,
@@ -189,7 +188,7 @@ def _view_url(group: Group, member: Any, regions: dict, evidence: dict, cid: str
     if not partners:
         return None
     _score, n, j = max(partners, key=lambda t: (t[0], -t[1]))
-    link = f"{m}-{n}-{regions[m][i]['index']}-{regions[n][j]['index']}"
+    link = f"{m}-{n}-{regions[m][i].index}-{regions[n][j].index}"
     return f"{collation_url(base, cid)}/view?link={link}"
 
 

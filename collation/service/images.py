@@ -60,10 +60,10 @@ def stored_region_url(base: str, cid: str, m: int, index: int) -> str:
 def region_from_store(store: DataStore, cid: str, m: int, index: int) -> Image.Image:
     """The stored image of region ``index`` of manuscript ``m`` (404 when there is none)."""
     doc = store.load_manuscript(cid, m) if store.exists(cid) else None
-    region = next((r for r in (doc or {}).get("regions", []) if r.get("index") == index), None)
-    if region is None or not region.get("digest"):
+    region = doc.region(index) if doc else None
+    if region is None or not region.digest:
         raise CollationNotFound(f"collation {cid} has no region {index} in manuscript {m}")
     try:
-        return store.load_image(region["digest"])
+        return store.load_image(region.digest)
     except FileNotFoundError:
         raise CollationNotFound(f"the image of region {index} of manuscript {m} is not in the store") from None

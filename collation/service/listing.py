@@ -60,7 +60,7 @@ def item(store: DataStore, record: CollationRecord, base: str) -> dict[str, Any]
     witnesses = []
     for m, manifest in enumerate(record.request.manifests):
         doc = store.load_manuscript(cid, m)
-        witnesses.append({"index": m, "manifest": manifest, "label": doc.get("label") if doc else None})
+        witnesses.append({"index": m, "manifest": manifest, "label": doc.label if doc else None})
     links = urls.status_links(base, cid, record.usable)
     return {
         **record_summary(record),

@@ -1,21 +1,22 @@
 """Reading a collation's stored results: the lookup-or-problem helpers every read route shares.
 
 ``check_id`` and ``finished_record`` raise the 404 and 409 problems; ``pair_results`` orients a
-pair's stored scores as asked. The API (``collations``, ``layers``) and the viewer (``viewer.data``)
-build their documents on these.
+pair's stored scores as asked (``PairView``). The API (``collations``, ``annotations``) and the viewer
+(``viewer.data``) build their documents on these.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
 from collation.core.errors import InputError
-from collation.core.vocabulary import INVERSES, CollationStatus, verdict_category
+from collation.core.vocabulary import CollationStatus
 from collation.engine.weak import weak_matches
 from collation.service.problems import Conflict
 from collation.store.datastore import CollationNotFound, DataStore
+from collation.store.documents import Assessment, PreparedManuscript, StoredRegion, ordered
 from collation.store.records import CollationRecord
 
 ID_CHARS = frozenset("0123456789abcdef")
@@ -59,50 +60,65 @@ def check_pair(record: CollationRecord, a: int, b: int, field: str = "pair") -> 
             raise Conflict(f"manuscript {m} could not be read, so it has no correspondences", field=field)
 
 
-def pair_results(store: DataStore, record: CollationRecord, a: int, b: int, field: str = "pair") -> dict[str, Any]:
-    """Scores of manuscripts ``a`` and ``b`` oriented as asked (rows a, columns b) with their regions.
+@dataclass(frozen=True)
+class PairView:
+    """A pair's results as the read routes use them: rows a, columns b, with both manuscripts' regions.
 
-    Returns:
-        ``{"S", "N_S", "P_S": (n_a, n_b) arrays, "weak": (n_a, n_b) bool, "cycles": {(row, column)},
-        "regions0", "regions1", "transposition_names", "transpositions"}``: ``weak`` the weak matches (raw S
-        under the options' floor, or a region stored ``blank``: ``collation.engine.weak``); with the
-        ``transpositions`` option, the names of
-        the option's transpositions and an (n_a, n_b) array of names, the transposition of the column's
-        region that gave S (the inverse of the stored one when a > b: the column's region transposed
-        so matches the row's); both None for plain collations.
+    ``S``, ``N_S``, ``P_S``: ``(n_a, n_b)``; ``weak``: ``(n_a, n_b)`` bool, the weak matches (raw S under the
+    options' floor, or a region stored blank: ``collation.engine.weak``); ``cycles``: the (row, column)
+    positions of every 2- and 3-cycle; with the ``transpositions`` option, ``transposition_names`` (the
+    option's) and ``transpositions``, an (n_a, n_b) array of names, the transposition of the column's region
+    that gave S (``PairResults.transpositions``); both None for plain collations.
+    """
+
+    S: np.ndarray
+    N_S: np.ndarray
+    P_S: np.ndarray
+    weak: np.ndarray
+    cycles: set[tuple[int, int]]
+    doc0: PreparedManuscript
+    doc1: PreparedManuscript
+    transposition_names: list[str] | None
+    transpositions: np.ndarray | None
+
+    @property
+    def regions0(self) -> tuple[StoredRegion, ...]:
+        return self.doc0.regions
+
+    @property
+    def regions1(self) -> tuple[StoredRegion, ...]:
+        return self.doc1.regions
+
+    def scores(self, score: str) -> np.ndarray:
+        """The matrix of a ``score`` query value (``raw``, ``normalized``, ``propagated``)."""
+        return getattr(self, SCORE_ARRAYS[score])
+
+
+def pair_results(store: DataStore, record: CollationRecord, a: int, b: int, field: str = "pair") -> PairView:
+    """Scores of manuscripts ``a`` and ``b`` oriented as asked (rows a, columns b) with their regions.
 
     Raises:
         InputError: a manuscript that does not exist (400, naming ``field``).
         Conflict: a manuscript that could not be read, or missing results (409).
     """
-    cid = record.id
     check_pair(record, a, b, field)
-    lo, hi = min(a, b), max(a, b)
-    res = store.load_results(cid, lo, hi)
+    res = store.load_results(record.id, a, b)
     if res is None:
+        lo, hi = ordered(a, b)
         raise Conflict(f"the results of manuscripts {lo} and {hi} are missing", field=field)
-    arrays = {name: res[name] for name in ("S", "N_S", "P_S")}
-    cycles = {tuple(p) for name in ("two_cycles", "three_cycles") for p in res[name].reshape(-1, 2).tolist()}
-    names, transposed = None, None
-    if "T" in res:
-        names = list(record.options.transposition_names)
-        labels = [INVERSES[name] for name in names] if a > b else names
-        transposed = np.array(labels)[res["T"].astype(np.int64)]
-    if a > b:
-        arrays = {name: m.T for name, m in arrays.items()}
-        cycles = {(j, i) for i, j in cycles}
-        transposed = None if transposed is None else transposed.T
-    regions0, regions1 = store.load_manuscript(cid, a)["regions"], store.load_manuscript(cid, b)["regions"]
-    blank0, blank1 = ([bool(r.get("blank")) for r in regions] for regions in (regions0, regions1))
-    return {
-        **arrays,
-        "weak": weak_matches(arrays["S"], record.options.floor, blank0, blank1),
-        "cycles": cycles,
-        "regions0": regions0,
-        "regions1": regions1,
-        "transposition_names": names,
-        "transpositions": transposed,
-    }
+    doc0, doc1 = store.load_manuscript(record.id, a), store.load_manuscript(record.id, b)
+    names = list(record.options.transposition_names) if res.T is not None else None
+    return PairView(
+        S=res.S,
+        N_S=res.N_S,
+        P_S=res.P_S,
+        weak=weak_matches(res.S, record.options.floor, doc0.blank, doc1.blank),
+        cycles=res.cycles(),
+        doc0=doc0,
+        doc1=doc1,
+        transposition_names=names,
+        transpositions=None if names is None else res.transpositions(tuple(names)),
+    )
 
 
 def top_candidates(matrix: np.ndarray, top: int) -> list[list[int]]:
@@ -116,24 +132,22 @@ def top_candidates(matrix: np.ndarray, top: int) -> list[list[int]]:
     return [row[keep].tolist() for row, keep in zip(order, scored, strict=True)]
 
 
-def assessment_items(store: DataStore, cid: str, a: int, b: int) -> dict[tuple[int, int], dict[str, Any]]:
+def assessment_items(store: DataStore, cid: str, a: int, b: int) -> dict[tuple[int, int], Assessment]:
     """The latest assessment on each (region index in a, region index in b)."""
     out = {}
     for item in store.load_assessments(cid):
-        p, q = item["pair"]
-        if (p, q) == (a, b):
-            out[(item["source"], item["target"])] = item
-        elif (p, q) == (b, a):
-            out[(item["target"], item["source"])] = item
+        regions = item.on(a, b)
+        if regions is not None:
+            out[regions] = item
     return out
 
 
 def assessment_verdicts(store: DataStore, cid: str, a: int, b: int) -> dict[tuple[int, int], str]:
     """The latest verdict on each (region index in a, region index in b), as the expert gave it."""
-    return {key: item["verdict"] for key, item in assessment_items(store, cid, a, b).items()}
+    return {key: item.verdict for key, item in assessment_items(store, cid, a, b).items()}
 
 
 def assessment_categories(store: DataStore, cid: str, a: int, b: int) -> dict[tuple[int, int], str]:
     """The category of the latest verdict on each (region index in a, region index in b): ``exact``,
     ``partial``, ``semantic`` or ``none`` (``confirmed`` and ``rejected`` are read as ``exact`` and ``none``)."""
-    return {key: verdict_category(item["verdict"]) for key, item in assessment_items(store, cid, a, b).items()}
+    return {key: item.category for key, item in assessment_items(store, cid, a, b).items()}

@@ -66,6 +66,7 @@ from PIL import Image
 from collation.core.errors import CollationError
 from collation.core.formats import STORE_FORMAT, item_format
 from collation.store.codecs import json_bytes, npy_bytes, npz_bytes, parse_json, parse_npy, stamped, unstamped
+from collation.store.documents import Assessment, PairResults, PreparedManuscript, ordered
 from collation.store.records import CollationRecord
 from collation.store.stepnames import Step
 
@@ -240,14 +241,16 @@ class DataStore(abc.ABC):
     # ----------------------------------------------------------------------------------------------
     # Manuscripts
 
-    def save_manuscript(self, cid: str, m: int, doc: dict, manifest: dict | None = None) -> None:
+    def save_manuscript(self, cid: str, doc: PreparedManuscript, manifest: dict | None = None) -> None:
         """Writes a prepared manuscript (its manifest first, so the doc's presence means both)."""
+        m = doc.index
         if manifest is not None:
             self.write_in_collation(cid, f"manuscripts/{m}.manifest.json", json_bytes(manifest))
-        self.write_in_collation(cid, f"manuscripts/{m}.json", json_bytes(stamped(doc)))
+        self.write_in_collation(cid, f"manuscripts/{m}.json", json_bytes(stamped(doc.to_dict())))
 
-    def load_manuscript(self, cid: str, m: int) -> dict | None:
-        return self.read_item(f"{self.collation_prefix(cid)}manuscripts/{m}.json")
+    def load_manuscript(self, cid: str, m: int) -> PreparedManuscript | None:
+        data = self.read_item(f"{self.collation_prefix(cid)}manuscripts/{m}.json")
+        return None if data is None else PreparedManuscript.from_dict(data)
 
     def forget_manuscript(self, cid: str, m: int) -> None:
         """Deletes a prepared manuscript (its document first: without it, the manuscript is not read)."""
@@ -411,31 +414,35 @@ class DataStore(abc.ABC):
     # ----------------------------------------------------------------------------------------------
     # Results and assessments of a collation
 
-    def save_results(self, cid: str, a: int, b: int, **arrays: np.ndarray) -> None:
-        """Writes a pair's arrays and, beside them, their ``format``."""
+    def save_results(self, cid: str, results: PairResults) -> None:
+        """Writes a pair's arrays and, beside them, their ``format``: once per pair, the lower manuscript
+        first (``documents.ordered``), however the results were read."""
+        stored = results.oriented(*ordered(results.a, results.b))
         stamp = np.asarray(STORE_FORMAT, dtype=np.int32)
-        self.write_in_collation(cid, f"results/{a}-{b}.npz", npz_bytes(format=stamp, **arrays))
+        self.write_in_collation(cid, f"results/{stored.a}-{stored.b}.npz", npz_bytes(format=stamp, **stored.arrays()))
 
-    def load_results(self, cid: str, a: int, b: int) -> dict[str, np.ndarray] | None:
-        """A pair's arrays by name (without their ``format``, checked), or None.
+    def load_results(self, cid: str, a: int, b: int) -> PairResults | None:
+        """The results of manuscripts a and b with rows a and columns b (``PairResults.oriented``), or None.
 
         Raises:
             StoreFormatError: written in a format this release does not read.
         """
-        key = f"{self.collation_prefix(cid)}results/{a}-{b}.npz"
+        lo, hi = ordered(a, b)
+        key = f"{self.collation_prefix(cid)}results/{lo}-{hi}.npz"
         data = self.read(key)
         if data is None:
             return None
         with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
             item_format(int(arrays["format"]) if "format" in arrays.files else None, key)
-            return {name: arrays[name] for name in arrays.files if name != "format"}
+            stored = PairResults.from_arrays(lo, hi, {name: arrays[name] for name in arrays.files})
+        return stored.oriented(a, b)
 
-    def load_assessments(self, cid: str) -> list[dict]:
+    def load_assessments(self, cid: str) -> list[Assessment]:
         """The verdicts, oldest first, each one's format checked (format 1 items have none)."""
         key = f"{self.collation_prefix(cid)}assessments.json"
         items = parse_json(self.read(key)) or []
-        return [unstamped(item, f"{key} item {k}") for k, item in enumerate(items)]
+        return [Assessment.from_dict(unstamped(item, f"{key} item {k}")) for k, item in enumerate(items)]
 
-    def save_assessments(self, cid: str, items: list[dict]) -> None:
+    def save_assessments(self, cid: str, items: list[Assessment]) -> None:
         """Writes the verdicts, a list as in format 1 (so a format 1 reader reads it), each with its format."""
-        self.write_in_collation(cid, "assessments.json", json_bytes([stamped(item) for item in items]))
+        self.write_in_collation(cid, "assessments.json", json_bytes([stamped(item.to_dict()) for item in items]))

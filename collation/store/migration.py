@@ -253,8 +253,9 @@ def rewrite(store: DataStore, key: str, kind: str) -> None:
         with store.locked(cid):  # as the API adds verdicts
             store.save_assessments(cid, store.load_assessments(cid))
     elif kind == "results":
-        a, b = int(match["a"]), int(match["b"])
-        store.save_results(cid, a, b, **(store.load_results(cid, a, b) or {}))
+        results = store.load_results(cid, int(match["a"]), int(match["b"]))
+        if results is not None:
+            store.save_results(cid, results)
     elif kind == "features":
         store.save_features(match["key"], store.load_features(match["key"]))
     elif kind in ("manuscript", "failure"):

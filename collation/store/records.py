@@ -37,7 +37,6 @@ __all__ = [
     "now",
     "pair_key",
     "second_features_key",
-    "usable",
 ]
 
 ID_LENGTH = 16
@@ -263,11 +262,6 @@ def chunk_pairs(options: CollationOptions, settings: Settings) -> int:
     """Pairs of one scoring job: ``settings.chunk_pairs`` (about 10 s of S_trans), or for s_features
     every pair of most manuscript pairs (``S_FEATURES_CHUNK_PAIRS``)."""
     return S_FEATURES_CHUNK_PAIRS if options.similarity == "s_features" else int(settings.chunk_pairs)
-
-
-def usable(doc: dict | None) -> bool:
-    """A prepared manuscript with at least one region image."""
-    return bool(doc and doc.get("regions") and doc.get("features_key"))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -57,7 +57,7 @@ def in_use(store: DataStore) -> tuple[set[str], tuple[str, ...]]:
         if record.terminal:
             continue
         docs = {m: store.load_manuscript(cid, m) for m in range(record.manuscript_count)}
-        ready = {m: d["features_key"] for m, d in docs.items() if d and d.get("features_key")}
+        ready = {m: d.features_key for m, d in docs.items() if d and d.features_key}
         for m, key in ready.items():
             features.update(store.features_key(k) for k in feature_keys(record.options, m, key))
         for a, b in combinations(sorted(ready), 2):

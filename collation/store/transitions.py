@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from collation.core.vocabulary import CollationStatus
 from collation.store.datastore import CollationNotFound, DataStore
-from collation.store.records import CollationRecord, Progress, now, usable
+from collation.store.records import CollationRecord, Progress, now
 
 log = logging.getLogger("collation.store")
 
@@ -100,7 +100,7 @@ def reopen(store: DataStore, cid: str) -> CollationRecord:
         store.clear_failures(cid)
         for m in range(reopened[0]):
             doc = store.load_manuscript(cid, m)
-            if doc is not None and not usable(doc):  # no region: no pair's results depend on it
+            if doc is not None and not doc.usable:  # no region: no pair's results depend on it
                 store.forget_manuscript(cid, m)
     return record
 

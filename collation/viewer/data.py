@@ -18,7 +18,7 @@ from collation.core.vocabulary import MATCH_CATEGORIES
 from collation.engine.evaluation import parse_ground_truth
 from collation.iiif.manifests import Canvas, parse_manifest
 from collation.service.images import THUMBNAIL_WIDTH, region_image_url, stored_region_url
-from collation.service.results import SCORE_ARRAYS, assessment_categories, check_id, finished_record, pair_results
+from collation.service.results import assessment_categories, check_id, finished_record, pair_results
 from collation.service.urls import manifest_url
 from collation.store.datastore import DataStore
 from collation.viewer.imagespace import viewer_manifest_url
@@ -49,7 +49,7 @@ def pair_view(store: DataStore, cid: str, pair: tuple[int, int], base: str) -> d
         manuscripts.append(
             {
                 "index": m,
-                "label": (doc or {}).get("label") or f"Manuscript {m}",
+                "label": (doc.label if doc else None) or f"Manuscript {m}",
                 "manifest": manifest_url(base, cid, m) if m in usable else None,
                 "viewer_manifest": viewer_manifest_url(base, cid, m) if m in usable else None,
                 "usable": m in usable,
@@ -57,19 +57,19 @@ def pair_view(store: DataStore, cid: str, pair: tuple[int, int], base: str) -> d
         )
     regions: dict[str, dict[str, Any]] = {}
     for m in (a, b):
-        doc = store.load_manuscript(cid, m) or {"regions": []}
+        doc = store.load_manuscript(cid, m)
         raw = store.load_manifest(cid, m)
         manifest = parse_manifest(raw, url=record.request.manifests[m]) if raw else None
         out: dict[str, Any] = {}
-        for region in doc["regions"]:
-            canvas = manifest.canvas(region["canvas_id"]) if manifest else None
-            xywh = [int(v) for v in region["xywh"]]
-            out[str(region["index"])] = {
-                "canvas": region["canvas_id"],
+        for region in doc.regions if doc else ():
+            canvas = manifest.canvas(region.canvas_id) if manifest else None
+            xywh = list(region.xywh)
+            out[str(region.index)] = {
+                "canvas": region.canvas_id,
                 "canvas_label": canvas.label if canvas else "",
                 "xywh": xywh,
                 "thumbnail": (thumbnail_url(canvas, xywh) if canvas else None)
-                or (stored_region_url(base, cid, m, region["index"]) if region.get("digest") else None),
+                or (stored_region_url(base, cid, m, region.index) if region.digest else None),
             }
         regions[str(m)] = out
     return {"id": cid, "pair": [a, b], "manuscripts": manuscripts, "regions": regions}
@@ -102,16 +102,13 @@ def matrix_data(store: DataStore, cid: str, pair: tuple[int, int], score: str) -
     record = finished_record(store, check_id(cid))
     a, b = pair
     res = pair_results(store, record, a, b)
-    matrix = res[SCORE_ARRAYS[score]]
-    lo, hi = min(a, b), max(a, b)
-    stored = store.load_results(cid, lo, hi) or {}
+    matrix = res.scores(score)
+    stored = store.load_results(cid, a, b)
 
     def cycles(name: str) -> list[tuple[int, int]]:
-        cells = [(int(i), int(j)) for i, j in np.asarray(stored.get(name, np.zeros((0, 2)))).reshape(-1, 2)]
-        return cells if a < b else [(j, i) for i, j in cells]
+        return [(int(i), int(j)) for i, j in getattr(stored, name).reshape(-1, 2)]
 
-    rows = {r["index"]: k for k, r in enumerate(res["regions0"])}
-    cols = {r["index"]: k for k, r in enumerate(res["regions1"])}
+    rows, cols = res.doc0.positions(), res.doc1.positions()
 
     def positions(pairs: Any) -> list[tuple[int, int]]:
         return [(rows[i], cols[j]) for i, j in pairs if i in rows and j in cols]

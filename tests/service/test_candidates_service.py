@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from builders import record
+from builders import prepared_manuscript, record
 
 from collation.core import defaults
 from collation.core.options import CollationOptions
@@ -32,8 +32,8 @@ def strict_json(text: str) -> Any:
     return json.loads(text, parse_constant=refuse)
 
 
-def doc(m: int, regions: int) -> dict[str, Any]:
-    return {"index": m, "regions": [{"index": i} for i in range(regions)], "features_key": f"f{m}", "errors": []}
+def doc(m: int, regions: int) -> Any:
+    return prepared_manuscript(m, regions, features_key=f"f{m}")
 
 
 def everything(*args: Any) -> bool:
@@ -183,8 +183,8 @@ def test_a_pruned_collation_gives_valid_json_everywhere(api: Any, synthetic: Any
 
     store = FolderStore(settings.data_dir)
     results = store.load_results(cid, 0, 1)
-    unscored = ~np.isfinite(results["S"])
-    assert unscored.any() and np.isfinite(results["S"]).sum() <= 2 * synthetic.n  # at most (n0 + n1) k pairs
+    unscored = ~np.isfinite(results.S)
+    assert unscored.any() and np.isfinite(results.S).sum() <= 2 * synthetic.n  # at most (n0 + n1) k pairs
     assert not list(Path(settings.data_dir, "scores").glob("*.pairs.npy"))  # dropped once the matrix is stored
 
     for score in ("raw", "normalized", "propagated"):
@@ -193,7 +193,7 @@ def test_a_pruned_collation_gives_valid_json_everywhere(api: Any, synthetic: Any
         )
         for r_, item in enumerate(corr["items"]):
             assert 1 <= len(item["candidates"]) < 4 or not unscored[r_].any()
-            assert all(np.isfinite(results["S"][r_, c["index"]]) for c in item["candidates"])
+            assert all(np.isfinite(results.S[r_, c["index"]]) for c in item["candidates"])
         assert {item["source"]["index"]: item["candidates"][0]["index"] for item in corr["items"]} == {
             k: k for k in range(synthetic.n)
         }

@@ -11,18 +11,20 @@ from typing import Any
 
 import numpy as np
 import pytest
-from builders import stored_region, v3_canvas, v3_image_body, v3_manifest, v3_service2
+from builders import (
+    finished_collation,
+    prepared_manuscript,
+    v3_canvas,
+    v3_image_body,
+    v3_manifest,
+    v3_service2,
+)
 from service_helpers import OpenAPIClient
 
 from collation.app import create_app
-from collation.core.options import CollationOptions
 from collation.core.settings import Settings
-from collation.core.vocabulary import CollationStatus
-from collation.jobs.finishing import compute_results
 from collation.service.state import service_state
 from collation.store.datastore import DataStore
-from collation.store.folder import FolderStore
-from collation.store.records import CollationRequest, new_record
 
 CID = "00112233445566aa"
 API = f"/api/v1/collations/{CID}"
@@ -49,30 +51,10 @@ def diagonal(n0: int, n1: int, shift: int) -> np.ndarray:
 
 
 def write_collation(root: Path) -> DataStore:
-    store = FolderStore(root)
-    request = {
-        "manifests": [f"http://lib.test/{m}/manifest" for m in SIZES],
-        "regions": {},
-        "options": {},
-        "callback_url": None,
-    }
-    settings = Settings.from_env({}, backbone="efficientnet-lite0", chunk_pairs=8)
-    record = new_record(CID, CollationRequest.from_json(request), CollationOptions(), settings)
-    record.status, record.usable = CollationStatus.FINISHED, [0, 1, 2]
-    store.create_collation(record)
-    for m, n in SIZES.items():
-        regions = [stored_region(m, k) for k in range(n)]
-        store.save_manuscript(
-            CID,
-            m,
-            {"index": m, "label": f"Codex {'ABC'[m]}", "regions": regions, "errors": [], "features_key": str(m)},
-            manifest(m, n),
-        )
     scores = {(0, 1): diagonal(5, 5, 0), (0, 2): diagonal(5, 4, -1), (1, 2): diagonal(5, 4, -1)}
     scores[(0, 1)][4, 4] = 0.3  # the last pair of A and B is weak
-    for pair, arrays in compute_results(scores, record.options).items():
-        store.save_results(CID, *pair, **arrays)
-    return store
+    manuscripts = [(prepared_manuscript(m, n), manifest(m, n)) for m, n in SIZES.items()]
+    return finished_collation(root, manuscripts, scores, cid=CID)
 
 
 @pytest.fixture
@@ -223,16 +205,14 @@ def test_a_verdict_reads_and_writes_only_its_own_pair(tmp_path: Path, monkeypatc
     loaded, saved = [], []
     load, save = store.load_results, store.save_results
     monkeypatch.setattr(store, "load_results", lambda cid, a, b: loaded.append((a, b)) or load(cid, a, b))
-    monkeypatch.setattr(
-        store, "save_results", lambda cid, a, b, **arrays: saved.append((a, b)) or save(cid, a, b, **arrays)
-    )
-    before = {pair: load(CID, *pair)["P_S"] for pair in ((0, 1), (0, 2), (1, 2))}
+    monkeypatch.setattr(store, "save_results", lambda cid, res: saved.append((res.a, res.b)) or save(cid, res))
+    before = {pair: load(CID, *pair).P_S for pair in ((0, 1), (0, 2), (1, 2))}
     body = {"pair": [2, 0], "source": 0, "target": 3, "verdict": "exact"}  # not an automatic seed
     collations.add_assessment(store, CID, body, "http://collation.test/api/v1")
     assert loaded == [(0, 2)] and saved == [(0, 2)]
-    assert not np.array_equal(load(CID, 0, 2)["P_S"], before[(0, 2)])  # the verdict's seed moved P_S
+    assert not np.array_equal(load(CID, 0, 2).P_S, before[(0, 2)])  # the verdict's seed moved P_S
     loaded.clear(), saved.clear()
     batch = {"members": [{"manuscript": 0, "index": 1}, {"manuscript": 1, "index": 1}], "verdict": "none"}
     collations.add_batch(store, CID, batch, "http://collation.test/api/v1")
     assert loaded == [(0, 1)] and saved == [(0, 1)]
-    assert np.array_equal(load(CID, 1, 2)["P_S"], before[(1, 2)])
+    assert np.array_equal(load(CID, 1, 2).P_S, before[(1, 2)])

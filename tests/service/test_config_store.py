@@ -15,6 +15,7 @@ from collation.core.options import CollationOptions
 from collation.core.settings import Settings
 from collation.core.vocabulary import CollationStatus
 from collation.store.datastore import CollationNotFound
+from collation.store.documents import PairResults
 from collation.store.folder import FolderStore
 from collation.store.records import collation_id
 
@@ -64,8 +65,8 @@ def test_store_writes_atomically_and_locks(tmp_path: Path) -> None:
     assert store.load_record(record.id).status == "running"
     write_json(tmp_path / "x" / "y.json", {"a": 1})
     assert not [p for p in tmp_path.rglob("*.tmp")]  # no temporary file is left behind
-    store.save_results(record.id, 0, 1, S=np.eye(2))
-    np.testing.assert_array_equal(store.load_results(record.id, 0, 1)["S"], np.eye(2))
+    store.save_results(record.id, PairResults(0, 1, np.eye(2), np.eye(2), np.eye(2)))
+    np.testing.assert_array_equal(store.load_results(record.id, 0, 1).S, np.eye(2))
     assert store.delete_collation(record.id) and not store.delete_collation(record.id)
     with pytest.raises(CollationNotFound):
         store.load_record(record.id)

@@ -117,7 +117,7 @@ class Run:
             raise
 
     def scores(self, cid: str) -> dict[str, np.ndarray]:
-        return open_store(self.settings).load_results(cid, 0, 1)
+        return open_store(self.settings).load_results(cid, 0, 1).arrays()
 
 
 def make_run(settings: Settings, openapi: dict[str, Any], log_dir: Path) -> Run:

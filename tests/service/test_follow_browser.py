@@ -15,6 +15,7 @@ from service_helpers import served_app
 from collation.app import create_app
 from collation.core.settings import Settings
 from collation.service.state import service_state
+from collation.store.documents import PreparedManuscript
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +35,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     store.create_collation(record(status="queued", cid=WAITING))
     store.create_collation(record(status="failed", cid=FAILED, errors=[{"message": "The worker stopped."}]))
     for m, label in enumerate(("P2 Ott.gr.354", "P3 Marc.gr.IV.35")):
-        store.save_manuscript(FAILED, m, {"index": m, "label": label, "regions": [], "errors": []})
+        store.save_manuscript(FAILED, PreparedManuscript(m, f"https://x/{m}.json", label=label))
     with served_app(app) as root:
         yield f"{root}"
 

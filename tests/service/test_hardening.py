@@ -28,6 +28,7 @@ from collation.jobs.scheduling import delete_job
 from collation.net.decode import parse_json_bytes
 from collation.service.state import service_state
 from collation.store.datastore import CollationNotFound
+from collation.store.documents import PreparedManuscript
 from collation.store.folder import FolderStore
 from collation.store.records import CollationRequest, new_record
 from collation.store.transitions import cancel as mark_cancelled
@@ -114,7 +115,7 @@ def test_writes_never_bring_back_a_deleted_collation(settings: Settings) -> None
     cdir = store.collation_dir(record.id)
     assert store.delete_collation(record.id)
     for write in (
-        lambda: store.save_manuscript(record.id, 0, {"regions": []}, {"id": "m"}),
+        lambda: store.save_manuscript(record.id, PreparedManuscript(0, "http://a"), {"id": "m"}),
         lambda: store.update_record(record.id, lambda r: setattr(r, "status", CollationStatus("running"))),
         lambda: store.save_assessments(record.id, []),
     ):

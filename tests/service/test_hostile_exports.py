@@ -20,18 +20,24 @@ from typing import Any
 
 import numpy as np
 import pytest
-from builders import P3, stored_region, v2_canvas, v2_manifest, v2_service, v3_canvas, v3_image_body, v3_service2
+from builders import (
+    P3,
+    finished_collation,
+    prepared_manuscript,
+    v2_canvas,
+    v2_manifest,
+    v2_service,
+    v3_canvas,
+    v3_image_body,
+    v3_service2,
+)
 from service_helpers import REPO, OpenAPIClient
 
 from collation.app import create_app
-from collation.core.options import CollationOptions
 from collation.core.settings import Settings
-from collation.core.vocabulary import CollationStatus
-from collation.jobs.finishing import compute_results
 from collation.service.concordance_rows import concordance_workbook
 from collation.service.state import service_state
 from collation.store.folder import FolderStore
-from collation.store.records import CollationRequest, new_record
 
 CID = "00112233445566bb"
 API = f"/api/v1/collations/{CID}"
@@ -118,22 +124,12 @@ def hostile_v2(n: int) -> dict[str, Any]:
 
 
 def write_collation(root: Path) -> FolderStore:
-    store = FolderStore(root)
-    request = {"manifests": [f"http://lib.test/{m}/manifest" for m in (0, 1)], "regions": {}, "options": {}}
-    settings = Settings.from_env({}, backbone="efficientnet-lite0", chunk_pairs=8)
-    record = new_record(
-        CID, CollationRequest.from_json({**request, "callback_url": None}), CollationOptions(), settings
-    )
-    record.status, record.usable = CollationStatus.FINISHED, [0, 1]
-    store.create_collation(record)
-    for m, manifest in ((0, hostile_v3(6)), (1, hostile_v2(6))):
-        regions = [stored_region(m, k) for k in range(6)]
-        doc = {"index": m, "label": ["=cmd|' /C calc'!A0", "1e3"][m], "regions": regions, "errors": []}
-        store.save_manuscript(CID, m, {**doc, "features_key": str(m)}, manifest)
     scores = np.full((6, 6), 0.1) + np.eye(6) * 0.8  # canvas k of A is canvas k of B
-    for pair, arrays in compute_results({(0, 1): scores}, record.options).items():
-        store.save_results(CID, *pair, **arrays)
-    return store
+    labels = ["=cmd|' /C calc'!A0", "1e3"]
+    manuscripts = [
+        (prepared_manuscript(m, 6, label=labels[m]), man) for m, man in ((0, hostile_v3(6)), (1, hostile_v2(6)))
+    ]
+    return finished_collation(root, manuscripts, {(0, 1): scores}, cid=CID)
 
 
 @pytest.fixture

@@ -349,8 +349,8 @@ def test_chunks_do_not_change_scores(api: Any, synthetic: Any, run_jobs: Any, se
     run_jobs()
     store = FolderStore(settings.data_dir)
     docs = [store.load_manuscript(cid, m) for m in (0, 1)]
-    feats = [store.load_features(d["features_key"]) for d in docs]
-    stored = store.load_results(cid, 0, 1)["S"]
+    feats = [store.load_features(d.features_key) for d in docs]
+    stored = store.load_results(cid, 0, 1).S
     full = full_scores(*feats, similarity="s_trans", seed=0)
     scored = np.isfinite(stored)
     np.testing.assert_array_equal(stored[scored], full[scored])
@@ -370,9 +370,9 @@ def test_the_service_runs_the_command_line_s_research_options(
     assert doc["status"] == "finished", doc
     assert doc["options"]["similarity"] == "s_features" and doc["options"]["orientation"] == "both"
     store = FolderStore(settings.data_dir)
-    feats = [store.load_features(store.load_manuscript(cid, m)["features_key"]) for m in (0, 1)]
+    feats = [store.load_features(store.load_manuscript(cid, m).features_key) for m in (0, 1)]
     assert feats[0].scales == (16,) and feats[0].desc.shape[2] == 256  # square maps (A.2)
-    stored = store.load_results(cid, 0, 1)["S"]
+    stored = store.load_results(cid, 0, 1).S
     assert np.isfinite(stored).all()  # every pair, no candidates
     np.testing.assert_allclose(stored, full_scores(*feats, similarity="s_features"), atol=1e-12)
     assert top1(api, cid, "0,1", "raw") == {k: k for k in range(len(stored))}

@@ -17,6 +17,7 @@ from service_helpers import served_app
 from collation.app import create_app
 from collation.core.settings import Settings
 from collation.service.state import service_state
+from collation.store.documents import PreparedManuscript
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +36,7 @@ def root(tmp_path: Path, redis_url: str) -> Iterator[str]:
     store = service_state(app).runtime.store
     store.create_collation(record(status="failed", cid=FAILED, errors=[{"message": "The worker stopped."}]))
     for m, label in enumerate(("P2 Ott.gr.354", "P3 Marc.gr.IV.35")):
-        store.save_manuscript(FAILED, m, {"index": m, "label": label, "regions": [], "errors": []})
+        store.save_manuscript(FAILED, PreparedManuscript(m, f"https://x/{m}.json", label=label))
     store.create_collation(record(status="queued", cid=NAMED, name="Bestiaries of Venice"))
     with served_app(app) as url:
         yield url

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from builders import record
+from builders import prepared_manuscript, record
 
 from collation.core.vocabulary import CollationStatus
 from collation.jobs.planning import Plan, Planned, next_steps, scoring_progress, usable_manuscripts
@@ -15,13 +15,8 @@ from collation.store.stepnames import Step
 CID = "0123456789abcdef"
 
 
-def doc(m: int, regions: int) -> dict[str, Any]:
-    return {
-        "index": m,
-        "regions": [{"index": i} for i in range(regions)],
-        "features_key": f"f{m}" if regions else None,
-        "errors": [],
-    }
+def doc(m: int, regions: int) -> Any:
+    return prepared_manuscript(m, regions, features_key=f"f{m}")
 
 
 def nothing(*args: Any) -> bool:

@@ -20,6 +20,7 @@ from collation.engine.pipeline import assemble, candidate_pairs, score_candidate
 from collation.jobs.planning import Planned, next_steps
 from collation.service import schemas
 from collation.service.results import pair_results
+from collation.store.documents import PairResults, PreparedManuscript, StoredRegion
 from collation.store.folder import FolderStore
 from collation.store.records import (
     CollationRequest,
@@ -94,9 +95,8 @@ def test_the_second_manuscripts_also_get_transposed_features() -> None:
 
     settings = Settings(chunk_pairs=4)
     record = new_record(CID, CollationRequest(("https://x/0.json", "https://x/1.json")), mirror, settings)
-    docs = [
-        {"index": m, "regions": [{"index": i} for i in range(2)], "features_key": f"f{m}", "errors": []} for m in (0, 1)
-    ]
+    regions = tuple(StoredRegion(i, f"c{i}", i, (0, 0, 10, 10), f"d{i}") for i in range(2))
+    docs = [PreparedManuscript(m, f"https://x/{m}.json", regions=regions, features_key=f"f{m}") for m in (0, 1)]
     plan = next_steps(record, docs, {}, lambda key: "." not in key, lambda key: False, lambda *a: False)
     assert plan.stage == "preparing" and [p.step for p in plan.steps] == [Step.features(1), Step.plan()]
     plan = next_steps(record, docs, {}, lambda key: True, lambda key: False, lambda *a: False, lambda key: 3)
@@ -111,16 +111,20 @@ def test_a_pair_read_the_other_way_reports_the_inverse_transposition(tmp_path: P
     record.usable = [0, 1]
     assert store.create_collation(record)
     for m in (0, 1):
-        regions = [{"index": i, "canvas_id": f"c{i}", "xywh": [0, 0, 10, 10]} for i in range(2)]
-        store.save_manuscript(CID, m, {"index": m, "regions": regions, "features_key": f"f{m}", "errors": []})
+        regions = [StoredRegion(i, f"c{i}", i, (0, 0, 10, 10), digest=f"d{i}") for i in range(2)]
+        doc = PreparedManuscript(m, f"https://x/{m}.json", regions=tuple(regions), features_key=f"f{m}")
+        store.save_manuscript(CID, doc)
     s = np.array([[1.0, 0.2], [0.1, 1.5]])
     t = np.array([[1, 0], [0, 2]], dtype=np.int8)  # (0, 0) mirrored, (1, 1) turned 90° counter-clockwise
-    store.save_results(CID, 0, 1, S=s, N_S=s, P_S=s, two_cycles=np.zeros((0, 2)), three_cycles=np.zeros((0, 2)), T=t)
+    store.save_results(CID, PairResults(0, 1, s, s, s, T=t))
     forward, back = pair_results(store, record, 0, 1), pair_results(store, record, 1, 0)
-    assert forward["transposition_names"] == back["transposition_names"] == list(TRANSPOSITION_SETS["all"])
-    assert forward["transpositions"].tolist() == [["mirror", "identity"], ["identity", "rot90"]]
+    assert forward.transposition_names == back.transposition_names == list(TRANSPOSITION_SETS["all"])
+    assert forward.transpositions.tolist() == [["mirror", "identity"], ["identity", "rot90"]]
     # read from manuscript 1: region 1 of manuscript 0, turned 270°, matches region 1 of manuscript 1
-    assert back["transpositions"].tolist() == [["mirror", "identity"], ["identity", "rot270"]]
+    assert back.transpositions.tolist() == [["mirror", "identity"], ["identity", "rot270"]]
+    # the store keeps one copy, with the lower manuscript first, whichever way it is written
+    store.save_results(CID, store.load_results(CID, 1, 0))
+    assert store.load_results(CID, 0, 1).T.tolist() == t.tolist()
 
 
 # -- a manuscript against its mirrored copy, through Redis and a worker ---------------------------
@@ -160,21 +164,21 @@ def test_a_mirrored_copy_is_found_and_reported_mirrored(
     # the option, chunks of 6 pairs (scores and winners) joined, partial and pruning passed through.
     store = FolderStore(settings.data_dir)
     docs = [store.load_manuscript(cid, m) for m in (0, 1)]
-    feats0 = store.load_features(docs[0]["features_key"])
-    turned1 = store.load_features(transposed_features_key(docs[1]["features_key"], "mirror"))
-    assert len(turned1) == 2 * n and not store.has_features(transposed_features_key(docs[0]["features_key"], "mirror"))
+    feats0 = store.load_features(docs[0].features_key)
+    turned1 = store.load_features(transposed_features_key(docs[1].features_key, "mirror"))
+    assert len(turned1) == 2 * n and not store.has_features(transposed_features_key(docs[0].features_key, "mirror"))
     engine_options = CollationOptions.parse(options | {"transpositions": "mirror"})
     pairs = candidate_pairs(feats0, turned1, engine_options)
     s, t = assemble((n, n), pairs, *score_candidates(feats0, turned1, pairs, engine_options))
     results = store.load_results(cid, 0, 1)
-    assert set(results) == PLAIN_RESULTS | {"T"} and results["T"].dtype == np.int8
-    assert np.array_equal(results["S"], s) and np.array_equal(results["T"], t)
-    assert (np.diag(results["T"]) == 1).all()  # every copy won mirrored
+    assert set(results.arrays()) == PLAIN_RESULTS | {"T"} and results.T.dtype == np.int8
+    assert np.array_equal(results.S, s) and np.array_equal(results.T, t)
+    assert (np.diag(results.T) == 1).all()  # every copy won mirrored
     if "candidates" in options:
-        assert len(pairs) < n * n and np.isinf(results["S"]).any()  # pruned: some pairs unscored
+        assert len(pairs) < n * n and np.isinf(results.S).any()  # pruned: some pairs unscored
     # Mirroring back is what finds them: as drawn, each copy scores far lower against its original.
     as_drawn = full_scores(feats0, turned1.select(range(n)), partial=options.get("partial", False))
-    assert (np.diag(results["S"]) > np.diag(as_drawn) + 0.25).all()  # here 1.91-1.95 against 1.54-1.61
+    assert (np.diag(results.S) > np.diag(as_drawn) + 0.25).all()  # here 1.91-1.95 against 1.54-1.61
 
     for pair in ("0,1", "1,0"):
         corr = api.get(f"{API}/collations/{cid}/correspondences?pair={pair}&score=raw&top=2").get_json()
@@ -215,7 +219,7 @@ def test_without_transpositions_nothing_new_is_recorded_or_served(
         "kernel",
         "candidates",
     }
-    assert set(store.load_results(cid, 0, 1)) == PLAIN_RESULTS
+    assert set(store.load_results(cid, 0, 1).arrays()) == PLAIN_RESULTS
     assert not list(Path(settings.data_dir, "features").glob("*.*.pt"))  # no transposed features
     assert not list(Path(settings.data_dir, "scores").glob("*.T.npy"))
     for pair in ("0,1", "1,0"):

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from builders import stored_region, v3_canvas, v3_image_body, v3_manifest
+from builders import finished_collation, prepared_manuscript, v3_canvas, v3_image_body, v3_manifest
 from PIL import Image
 from service_helpers import OpenAPIClient
 from synthetic import PAPER, drawing
@@ -19,15 +19,12 @@ from synthetic import PAPER, drawing
 from collation.app import create_app
 from collation.core.options import CollationOptions
 from collation.core.settings import Settings
-from collation.core.vocabulary import CollationStatus
 from collation.iiif.manifests import parse_manifest
 from collation.iiif.regions import Region
 from collation.iiif.sources import ManuscriptRegions
-from collation.jobs.finishing import compute_results
-from collation.jobs.manuscripts import empty_doc
 from collation.service.state import service_state
+from collation.store.documents import PreparedManuscript
 from collation.store.folder import FolderStore
-from collation.store.records import CollationRequest, new_record
 
 CID = "00112233445566bb"
 API = f"/api/v1/collations/{CID}"
@@ -44,22 +41,10 @@ def manifest(m: int, n: int) -> dict[str, Any]:
 def write_collation(root: Path, options: CollationOptions) -> FolderStore:
     """A and B: three illustrations, 0 and 1 true copies (raw S 1.2), 2 and 2 a mutual best of raw S 0.3
     (what unrelated images score). C: three blank pages, which match A's and B's illustrations at 1.9."""
-    store = FolderStore(root)
-    manifests = [f"http://lib.test/{m}/manifest" for m in range(3)]
-    request = CollationRequest.from_json({"manifests": manifests, "regions": {}, "options": {}, "callback_url": None})
-    settings = Settings.from_env({}, backbone="efficientnet-lite0", chunk_pairs=8)
-    record = new_record(CID, request, options, settings)
-    record.status, record.usable = CollationStatus.FINISHED, [0, 1, 2]
-    store.create_collation(record)
-    for m in range(3):
-        regions = [{**stored_region(m, k), **({"blank": True} if m == 2 else {})} for k in range(3)]
-        doc = {"index": m, "label": f"Codex {'ABC'[m]}", "regions": regions, "errors": [], "features_key": str(m)}
-        store.save_manuscript(CID, m, doc, manifest(m, 3))
     ab = np.array([[1.2, 0.1, 0.1], [0.1, 1.2, 0.1], [0.1, 0.1, 0.3]])
     blank = np.full((3, 3), 0.2) + np.eye(3) * 1.7  # blank pages: as high as copies
-    for pair, arrays in compute_results({(0, 1): ab, (0, 2): blank, (1, 2): blank}, record.options).items():
-        store.save_results(CID, *pair, **arrays)
-    return store
+    manuscripts = [(prepared_manuscript(m, 3, blank=m == 2), manifest(m, 3)) for m in range(3)]
+    return finished_collation(root, manuscripts, {(0, 1): ab, (0, 2): blank, (1, 2): blank}, options=options, cid=CID)
 
 
 @pytest.fixture
@@ -126,5 +111,6 @@ def test_prepared_regions_with_nothing_drawn_are_marked_blank(tmp_path: Path) ->
     parsed = parse_manifest(manifest(0, 2))
     regions = [Region(k, f"http://lib.test/0/canvas/{k}", k, (0, 0, 320, 256), "") for k in range(2)]
     found = ManuscriptRegions(parsed, regions, [drawing(0), Image.new("RGB", (320, 256), PAPER)], [])
-    doc = _document(empty_doc(0, "http://lib.test/0/manifest"), found, FolderStore(tmp_path), CollationOptions())
-    assert ["blank" in r for r in doc["regions"]] == [False, True] and doc["regions"][1]["blank"] is True
+    empty = PreparedManuscript(0, "http://lib.test/0/manifest")
+    doc = _document(empty, found, FolderStore(tmp_path), CollationOptions())
+    assert doc.blank == [False, True] and ["blank" in r for r in doc.to_dict()["regions"]] == [False, True]

@@ -21,9 +21,11 @@ from collation.core.formats import STORE_FORMAT
 from collation.core.settings import Settings
 from collation.core.vocabulary import CollationStatus
 from collation.store.datastore import DataStore
+from collation.store.documents import PairResults
 from collation.store.folder import FolderStore
 from collation.store.location import open_store
 from collation.store.migration import MARKER, inventory, migrate, require_readable, upgrade_note
+from collation.store.records import pair_key
 from collation.store.stepnames import Step
 
 FORMAT1 = Path(__file__).parent / "format1" / "store"
@@ -82,10 +84,11 @@ def what_readers_see(store: DataStore) -> dict[str, Any]:
     for cid in (FINISHED, RUNNING, FAILED):
         rec = store.load_record(cid)
         seen[cid] = rec.to_json()
-        seen[f"{cid} manuscripts"] = [store.load_manuscript(cid, m) for m in range(2)]
+        docs = [store.load_manuscript(cid, m) for m in range(2)]
+        seen[f"{cid} manuscripts"] = [doc.to_dict() if doc else None for doc in docs]
         seen[f"{cid} failures"] = {step.name: message for step, message in store.load_failures(cid).items()}
-    seen["verdicts"] = store.load_assessments(FINISHED)
-    seen["results"] = {name: a.tolist() for name, a in store.load_results(FINISHED, 0, 1).items()}
+    seen["verdicts"] = [v.to_dict() for v in store.load_assessments(FINISHED)]
+    seen["results"] = {name: a.tolist() for name, a in store.load_results(FINISHED, 0, 1).arrays().items()}
     seen["features"] = [store.load_features(key).desc.sum().item() for key in FEATURES]
     seen["scores"] = store.load_scores(SCORES).tolist()
     seen["pairs"] = store.load_pairs(PENDING).tolist()
@@ -164,7 +167,7 @@ def test_newer_objects_are_refused_with_a_message_naming_them(tmp_path: Path) ->
     store.write(f"collations/{cid}/assessments.json", json.dumps([{"format": 9, "verdict": "exact"}]).encode())
     with pytest.raises(StoreFormatError, match=r"assessments.json item 0 is in data store format 9"):
         store.load_assessments(cid)
-    store.save_results(cid, 0, 1, S=np.zeros((1, 1)))
+    store.save_results(cid, PairResults(0, 1, *[np.zeros((1, 1))] * 3))
     data = io.BytesIO()
     np.savez(data, format=np.asarray(4), S=np.zeros((1, 1)))
     store.write(f"collations/{cid}/results/0-1.npz", data.getvalue())
@@ -252,8 +255,13 @@ def test_the_service_serves_and_finishes_a_format_1_store(tmp_path: Path, redis_
         store = service_state(app).runtime.store
         resumed = client.get(f"/api/v1/collations/{RUNNING}").get_json()
         assert resumed["status"] == "finished", resumed
-        assert not store.has_chunk(PENDING, 1, 0) and store.has_scores(PENDING)  # chunks folded into the matrix
-        assert store.load_results(RUNNING, 0, 1)["S"].shape == (2, 2)
+        # the cascade's settings key its candidate sets whole since issue 37 (normalization and propagation
+        # were missing): the old candidates and chunk are never reused, the pair is scored once again
+        record = store.load_record(RUNNING)
+        docs = [store.load_manuscript(RUNNING, m) for m in (0, 1)]
+        key = pair_key(record.options, docs[0].features_key, docs[1].features_key)
+        assert key != PENDING and store.has_scores(key) and not store.has_scores(PENDING)
+        assert store.load_results(RUNNING, 0, 1).S.shape == (2, 2)
         assert client.get(f"/api/v1/collations/{FAILED}").get_json()["status"] == "failed"
         assert store.load_failures(FAILED) == {Step.prepare(1): "manifest answered 404 Not Found"}
     finally:

@@ -15,6 +15,7 @@ from collation.cli.main import main
 from collation.core.errors import InputError
 from collation.core.options import CollationOptions
 from collation.core.settings import Settings
+from collation.store.documents import PairResults, PreparedManuscript
 from collation.store.folder import FolderStore
 from collation.store.objects import ObjectStore
 from collation.store.records import pair_key
@@ -40,8 +41,9 @@ def store(tmp_path: Path) -> FolderStore:
     store.create_collation(running)
     store.create_collation(record(status="finished", cid="00000000000000bb"))
     for m, key in enumerate(("needed0", "needed1")):
-        store.save_manuscript(running.id, m, {"regions": [stored_region(m, 0)], "features_key": key})
-    store.save_results("00000000000000bb", 0, 1, S=np.zeros((1, 1)))
+        doc = PreparedManuscript.from_dict({"index": m, "manifest": "", "regions": [stored_region(m, 0)]})
+        store.save_manuscript(running.id, doc.replace(features_key=key))
+    store.save_results("00000000000000bb", PairResults(0, 1, *[np.zeros((1, 1))] * 3))
     needed_pair = pair_key(CollationOptions.parse(None), "needed0", "needed1")
     aged(store, "features/needed0.pt", 90)
     aged(store, "features/needed1.pt", 90)
@@ -68,7 +70,7 @@ def test_prune_removes_old_unneeded_cache_entries_only(store: FolderStore) -> No
     assert not store.has("features/old.pt") and not store.path("scores/oldpair.c6").exists()  # no empty folder left
     assert store.has("features/needed0.pt") and store.has("features/recent.pt") and store.has("images/ab/abcdef.png")
     assert store.load_record("00000000000000bb").status == "finished"
-    assert store.load_results("00000000000000bb", 0, 1)["S"].shape == (1, 1)
+    assert store.load_results("00000000000000bb", 0, 1).S.shape == (1, 1)
 
     later = prune(store, 1, now=NOW)  # a shorter limit takes the recent ones too, never the needed ones
     assert later.removed == ["features/recent.pt", "scores/recentpair.npy"] and later.kept_in_use == 4

@@ -18,6 +18,7 @@ from PIL import Image
 
 from collation.core.settings import Settings
 from collation.store.datastore import CollationNotFound, DataStore
+from collation.store.documents import Assessment, PairResults, PreparedManuscript, StoredRegion
 from collation.store.filecache import FileCache
 from collation.store.folder import FolderStore
 from collation.store.location import open_store
@@ -86,8 +87,8 @@ def test_concurrent_updates_lose_nothing(store: DataStore) -> None:
 
 def test_a_deleted_collation_stays_deleted(store: DataStore) -> None:
     store.create_collation(record(status="queued", chunk_pairs=0))
-    store.save_manuscript(CID, 0, {"regions": []}, {"id": "m"})
-    store.save_results(CID, 0, 1, S=np.eye(2))
+    store.save_manuscript(CID, PreparedManuscript(0, "https://x/0.json"), {"id": "m"})
+    store.save_results(CID, PairResults(0, 1, np.eye(2), np.eye(2), np.eye(2)))
     store.record_failure(CID, Step.prepare(1), "404")
     assert store.delete_collation(CID) is True
     assert not store.exists(CID) and store.list_collations() == [] and store.load_manuscript(CID, 0) is None
@@ -103,22 +104,27 @@ def test_a_deleted_collation_stays_deleted(store: DataStore) -> None:
 
 def test_collation_objects_round_trip(store: DataStore) -> None:
     store.create_collation(record(status="queued", chunk_pairs=0))
-    store.save_manuscript(CID, 1, {"regions": [1, 2]}, {"id": "manifest"})
-    assert store.load_manuscript(CID, 1) == {"regions": [1, 2]} and store.load_manifest(CID, 1) == {"id": "manifest"}
+    doc = PreparedManuscript(1, "https://x/1.json", regions=(StoredRegion(3, "c", 0, (1, 2, 3, 4), "d", blank=True),))
+    store.save_manuscript(CID, doc, {"id": "manifest"})
+    assert store.load_manuscript(CID, 1) == doc and store.load_manifest(CID, 1) == {"id": "manifest"}
     assert store.has_manuscript(CID, 1) and not store.has_manuscript(CID, 0)
-    store.save_results(CID, 0, 1, S=np.arange(6.0).reshape(2, 3), seeds=np.array([7]))
+    s = np.arange(6.0).reshape(2, 3)
+    store.save_results(CID, PairResults(0, 1, s, s, s, seeds=np.array([[0, 2]])))
     got = store.load_results(CID, 0, 1)
-    assert got is not None and got["S"].tolist() == [[0, 1, 2], [3, 4, 5]] and got["seeds"].tolist() == [7]
+    assert got is not None and got.S.tolist() == [[0, 1, 2], [3, 4, 5]] and got.seeds.tolist() == [[0, 2]]
+    back = store.load_results(CID, 1, 0)  # read the other way round: transposed, and stored once
+    assert back.S.tolist() == s.T.tolist() and back.seeds.tolist() == [[2, 0]] and back.reversed
     store.record_failure(CID, Step.chunk(0, 1, 2), "boom")
     assert store.load_failures(CID) == {Step.chunk(0, 1, 2): "boom"}
     store.clear_failures(CID)
     assert store.load_failures(CID) == {}
-    store.save_assessments(CID, [{"id": "1"}])
-    assert store.load_assessments(CID) == [{"id": "1"}]
+    verdict = Assessment("1", (1, 0), 3, 4, "confirmed")
+    store.save_assessments(CID, [verdict])
+    assert store.load_assessments(CID) == [verdict] and verdict.ordered() == ((0, 1), 4, 3)
     before = store.collation_versions(CID)
     assert set(before) == {"record.json", "manuscripts/1.json", "manuscripts/1.manifest.json", "results/0-1.npz",
                            "assessments.json"}  # fmt: skip
-    store.save_assessments(CID, [{"id": "1"}, {"id": "2"}])
+    store.save_assessments(CID, [verdict, Assessment("2", (0, 1), 4, 3, "none")])
     assert store.collation_versions(CID)["assessments.json"] != before["assessments.json"]
 
 

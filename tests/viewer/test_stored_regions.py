@@ -27,9 +27,8 @@ def without_services(doc: Any) -> Any:
 def plain(store: DataStore) -> DataStore:  # noqa: F811
     """Codex B (manuscript 1) without Image services, its region 3 stored as a 300 x 450 red image."""
     doc = store.load_manuscript(CID, 1)
-    store.save_manuscript(CID, 1, doc, without_services(manifest_b()))
-    region = next(r for r in doc["regions"] if r["index"] == 3)
-    store.save_image(Image.new("RGB", (300, 450), (200, 30, 30)), region["digest"])
+    store.save_manuscript(CID, doc, without_services(manifest_b()))
+    store.save_image(Image.new("RGB", (300, 450), (200, 30, 30)), doc.region(3).digest)
     return store
 
 

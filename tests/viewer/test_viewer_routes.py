@@ -10,14 +10,23 @@ from typing import Any
 
 import numpy as np
 import pytest
-from builders import v2_canvas, v2_manifest, v2_service, v3_canvas, v3_image_body, v3_manifest, v3_service2
+from builders import (
+    finished_collation,
+    prepared_manuscript,
+    v2_canvas,
+    v2_manifest,
+    v2_service,
+    v3_canvas,
+    v3_image_body,
+    v3_manifest,
+    v3_service2,
+)
 from PIL import Image
 
 from collation.app import create_app
 from collation.core.options import CollationOptions
 from collation.core.settings import Settings
 from collation.core.vocabulary import CollationStatus
-from collation.jobs.finishing import compute_results
 from collation.service.state import service_state
 from collation.store.datastore import DataStore
 from collation.store.folder import FolderStore
@@ -77,34 +86,26 @@ def region(index: int, canvas: str, canvas_index: int, xywh: list[int]) -> dict[
 def write_collation(root: Path, status: str = "finished") -> DataStore:
     """A collation of A (4 regions, two per canvas) and B (regions 0, 1, 3, 4: region 2 was unreadable),
     whose scores put A's k-th region with B's k-th readable one."""
-    store = FolderStore(root)
-    request = {
-        "manifests": ["http://lib.test/a/manifest", "http://lib.test/b/manifest"],
-        "regions": {},
-        "options": {},
-        "callback_url": None,
-    }
-    settings = Settings.from_env({}, backbone="efficientnet-lite0", chunk_pairs=8)
-    record = new_record(CID, CollationRequest.from_json(request), CollationOptions(), settings)
-    record.status, record.usable = CollationStatus(status), [0, 1] if status == "finished" else []
-    store.create_collation(record)
+    urls = ["http://lib.test/a/manifest", "http://lib.test/b/manifest"]
     if status != "finished":
+        store = FolderStore(root)
+        request = CollationRequest.from_json({"manifests": urls, "regions": {}, "options": {}, "callback_url": None})
+        settings = Settings.from_env({}, backbone="efficientnet-lite0", chunk_pairs=8)
+        record = new_record(CID, request, CollationOptions(), settings)
+        record.status = CollationStatus(status)
+        store.create_collation(record)
         return store
     regions_a = [
         region(k, f"http://lib.test/a/canvas/{k // 2}", k // 2, [100, 50 + 400 * (k % 2), 400, 300]) for k in range(4)
     ]
     regions_b = [region(k, f"http://lib.test/b/canvas/{k}", k, [60, 90, 300, 450]) for k in (0, 1, 3, 4)]
-    store.save_manuscript(
-        CID, 0, {"index": 0, "label": "Codex A", "regions": regions_a, "errors": [], "features_key": "a"}, manifest_a()
-    )
-    store.save_manuscript(
-        CID, 1, {"index": 1, "label": "Codex B", "regions": regions_b, "errors": [], "features_key": "b"}, manifest_b()
-    )
     s = np.full((4, 4), 0.1) + np.eye(4) * 0.8
     s[3, 2] = 0.85  # A3 is torn between B's positions 2 and 3
-    results = compute_results({(0, 1): s}, record.options)
-    store.save_results(CID, 0, 1, **results[(0, 1)])
-    return store
+    manuscripts = [
+        (prepared_manuscript(0, regions_a, manifest=urls[0]), manifest_a()),
+        (prepared_manuscript(1, regions_b, manifest=urls[1]), manifest_b()),
+    ]
+    return finished_collation(root, manuscripts, {(0, 1): s}, cid=CID)
 
 
 @pytest.fixture
