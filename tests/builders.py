@@ -310,7 +310,7 @@ def prepared_manuscript(
     (``stored_region`` dicts) or that many of them, all ``blank`` if asked, labelled "Codex A", "Codex B"...,
     read from ``manifest`` (default ``http://lib.test/{m}/manifest``), with ``features_key`` (default ``str(m)``;
     none without regions)."""
-    from collation.store.documents import PreparedManuscript, StoredRegion
+    from collation.store.stored import PreparedManuscript, StoredRegion
 
     entries = [stored_region(m, k) for k in range(regions)] if isinstance(regions, int) else regions
     return PreparedManuscript(

@@ -29,8 +29,8 @@ from collation.publish.parts import UrlScheme
 from collation.publish.viewer_layer import build_annotation_pages
 from collation.service import collations
 from collation.service.annotations import correspondence_list
-from collation.store.documents import Assessment
 from collation.store.folder import FolderStore
+from collation.store.stored import Assessment
 
 
 def same_json(got: Any, expected: Any) -> None:

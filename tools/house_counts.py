@@ -43,7 +43,7 @@ DOCUMENTS = {
 }
 """Field names that only a stored document of that kind has (generic words like ``label`` are left out)."""
 
-EDGES = {"manuscript": "documents.py", "pair results": "documents.py", "assessment": "documents.py"}
+EDGES = {"manuscript": "stored.py", "pair results": "stored.py", "assessment": "stored.py"}
 """The module (under collation/store/) where each document is typed: lookups there are its edge."""
 
 LAYERS = ["core", "engine", "net", "iiif", "publish", "store", "jobs", "service", "viewer", "cli"]
@@ -73,7 +73,7 @@ def document_lookups(package: Path) -> dict[str, tuple[int, int]]:
     """Document -> (lookups, modules) outside its edge."""
     found: dict[str, Counter[str]] = defaultdict(Counter)
     for path in python_files(package):
-        if path.parent.name == "store" and path.name == "documents.py":
+        if path.parent.name == "store" and path.name == "stored.py":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             key = key_of(node)

@@ -17,7 +17,7 @@ import numpy as np
 
 from collation.core.options import CollationOptions
 from collation.store.datastore import DataStore
-from collation.store.documents import PairResults
+from collation.store.stored import PairResults
 
 
 def compute_results(

@@ -20,8 +20,8 @@ from PIL import Image
 from collation.core.errors import CollationError
 from collation.core.options import CollationOptions
 from collation.store.datastore import DataStore
-from collation.store.documents import PreparedManuscript, StoredRegion
 from collation.store.records import CollationRecord
+from collation.store.stored import PreparedManuscript, StoredRegion
 
 if TYPE_CHECKING:
     from collation.iiif.regions import RegionProblem

@@ -32,9 +32,9 @@ from itertools import combinations
 
 from collation.core.options import CollationOptions
 from collation.core.vocabulary import CollationStatus
-from collation.store.documents import PreparedManuscript
 from collation.store.records import CollationRecord, chunk_count, feature_keys, pair_key
 from collation.store.stepnames import Step
+from collation.store.stored import PreparedManuscript
 
 FAILED = CollationStatus.FAILED.value
 """The stage of a plan that fails the collation (the status it ends with)."""

@@ -28,8 +28,8 @@ from collation.jobs.runtime import Runtime
 from collation.jobs.scheduling import Scheduler, update_scoring_progress
 from collation.net.http import Fetcher
 from collation.store.datastore import CollationNotFound, DataStore
-from collation.store.documents import PreparedManuscript
 from collation.store.records import CollationRecord, chunk_count, feature_keys, pair_key, second_features_key
+from collation.store.stored import PreparedManuscript
 from collation.store.transitions import AlreadyEnded, fail, finish, name_by_labels, set_progress
 
 log = logging.getLogger("collation.jobs")

@@ -34,9 +34,9 @@ from collation.service.results import (
 )
 from collation.store import writable
 from collation.store.datastore import DataStore
-from collation.store.documents import Assessment, StoredRegion, ordered
 from collation.store.records import CollationRecord, CollationRequest, collation_id, new_record, now
 from collation.store.stepnames import Step
+from collation.store.stored import Assessment, StoredRegion, ordered
 
 
 def scheduler(runtime: Runtime) -> Scheduler:

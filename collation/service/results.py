@@ -16,8 +16,8 @@ from collation.core.vocabulary import CollationStatus
 from collation.engine.weak import weak_matches
 from collation.service.problems import Conflict
 from collation.store.datastore import CollationNotFound, DataStore
-from collation.store.documents import Assessment, PreparedManuscript, StoredRegion, ordered
 from collation.store.records import CollationRecord
+from collation.store.stored import Assessment, PreparedManuscript, StoredRegion, ordered
 
 ID_CHARS = frozenset("0123456789abcdef")
 

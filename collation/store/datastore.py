@@ -66,9 +66,9 @@ from PIL import Image
 from collation.core.errors import CollationError
 from collation.core.formats import STORE_FORMAT, item_format
 from collation.store.codecs import json_bytes, npy_bytes, npz_bytes, parse_json, parse_npy, stamped, unstamped
-from collation.store.documents import Assessment, PairResults, PreparedManuscript, ordered
 from collation.store.records import CollationRecord
 from collation.store.stepnames import Step
+from collation.store.stored import Assessment, PairResults, PreparedManuscript, ordered
 
 if TYPE_CHECKING:
     from collation.engine.features import MultiScaleFeatures

@@ -15,9 +15,9 @@ from collation.core.options import CollationOptions
 from collation.core.settings import Settings
 from collation.core.vocabulary import CollationStatus
 from collation.store.datastore import CollationNotFound
-from collation.store.documents import PairResults
 from collation.store.folder import FolderStore
 from collation.store.records import collation_id
+from collation.store.stored import PairResults
 
 
 def test_settings_come_from_defaults_then_environment_then_overrides(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from service_helpers import served_app
 from collation.app import create_app
 from collation.core.settings import Settings
 from collation.service.state import service_state
-from collation.store.documents import PreparedManuscript
+from collation.store.stored import PreparedManuscript
 
 pytestmark = pytest.mark.slow
 

@@ -28,9 +28,9 @@ from collation.jobs.scheduling import delete_job
 from collation.net.decode import parse_json_bytes
 from collation.service.state import service_state
 from collation.store.datastore import CollationNotFound
-from collation.store.documents import PreparedManuscript
 from collation.store.folder import FolderStore
 from collation.store.records import CollationRequest, new_record
+from collation.store.stored import PreparedManuscript
 from collation.store.transitions import cancel as mark_cancelled
 
 API = "/api/v1"

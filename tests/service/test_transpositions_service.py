@@ -20,7 +20,6 @@ from collation.engine.pipeline import assemble, candidate_pairs, score_candidate
 from collation.jobs.planning import Planned, next_steps
 from collation.service import schemas
 from collation.service.results import pair_results
-from collation.store.documents import PairResults, PreparedManuscript, StoredRegion
 from collation.store.folder import FolderStore
 from collation.store.records import (
     CollationRequest,
@@ -32,6 +31,7 @@ from collation.store.records import (
     transposed_features_key,
 )
 from collation.store.stepnames import Step
+from collation.store.stored import PairResults, PreparedManuscript, StoredRegion
 
 API = "/api/v1"
 CID = "0123456789abcdef"

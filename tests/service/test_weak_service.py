@@ -23,8 +23,8 @@ from collation.iiif.manifests import parse_manifest
 from collation.iiif.regions import Region
 from collation.iiif.sources import ManuscriptRegions
 from collation.service.state import service_state
-from collation.store.documents import PreparedManuscript
 from collation.store.folder import FolderStore
+from collation.store.stored import PreparedManuscript
 
 CID = "00112233445566bb"
 API = f"/api/v1/collations/{CID}"

@@ -21,12 +21,12 @@ from collation.core.formats import STORE_FORMAT
 from collation.core.settings import Settings
 from collation.core.vocabulary import CollationStatus
 from collation.store.datastore import DataStore
-from collation.store.documents import PairResults
 from collation.store.folder import FolderStore
 from collation.store.location import open_store
 from collation.store.migration import MARKER, inventory, migrate, require_readable, upgrade_note
 from collation.store.records import pair_key
 from collation.store.stepnames import Step
+from collation.store.stored import PairResults
 
 FORMAT1 = Path(__file__).parent / "format1" / "store"
 FINISHED, RUNNING, FAILED = "ee42b5b5f421c468", "4a8af729aa9a601a", "d2fc53e02231b555"

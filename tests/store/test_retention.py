@@ -15,11 +15,11 @@ from collation.cli.main import main
 from collation.core.errors import InputError
 from collation.core.options import CollationOptions
 from collation.core.settings import Settings
-from collation.store.documents import PairResults, PreparedManuscript
 from collation.store.folder import FolderStore
 from collation.store.objects import ObjectStore
 from collation.store.records import pair_key
 from collation.store.retention import prune
+from collation.store.stored import PairResults, PreparedManuscript
 
 DAY = 86400.0
 NOW = time.time()

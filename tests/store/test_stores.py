@@ -18,12 +18,12 @@ from PIL import Image
 
 from collation.core.settings import Settings
 from collation.store.datastore import CollationNotFound, DataStore
-from collation.store.documents import Assessment, PairResults, PreparedManuscript, StoredRegion
 from collation.store.filecache import FileCache
 from collation.store.folder import FolderStore
 from collation.store.location import open_store
 from collation.store.objects import ObjectStore, StoreUnavailable, parse_store_url
 from collation.store.stepnames import Step
+from collation.store.stored import Assessment, PairResults, PreparedManuscript, StoredRegion
 
 CID = "0123456789abcdef"
 
