@@ -1,3 +1,4 @@
-"""The ``collate`` command (``main``) and its sub-commands: ``match`` and ``regions`` (``manifest_options``),
-``detect`` (``detect``), ``serve`` and ``worker`` (``serve``), with the private servers they start.
+"""The ``collate`` command: one program for the command line, the service and its maintenance.
+
+Its place among the layers, and each module's part, are drawn in docs/architecture.md.
 """

@@ -1,6 +1,6 @@
-"""The method, on tensors and arrays: backbones, features, similarity (S_trans), RANSAC, candidate
-pairs, correspondences, the concordance, illustration detection, and ``pipeline`` (a whole collation
-in one process).
+"""The method, on tensors and arrays: from illustrations to features, scores, correspondences and the
+concordance, and ``pipeline``, a whole collation in one process.
 
-Importable with torch, timm, NumPy and Pillow alone (a GPU machine has nothing else).
+Importable with torch, timm, NumPy and Pillow alone (a GPU machine has nothing else). The map of the
+modules is docs/architecture.md.
 """

@@ -1,8 +1,9 @@
 """Which steps a collation needs next, decided from what the data store holds: pure functions.
 
 ``next_steps`` looks only at its arguments (the record, the prepared manuscripts, the steps that
-failed for good, and three questions about cached work), so it is tested without Redis or files;
-``collation.jobs.scheduling.Scheduler`` asks the store, calls it, and enqueues what it returns.
+failed for good, and four questions about cached work: features, scores, chunks and candidate pairs),
+so it is tested without Redis or files; ``collation.jobs.scheduling.Scheduler`` asks the store, calls
+it, and enqueues what it returns.
 
 The graph it plans:
 

@@ -47,6 +47,5 @@ API::
 
 ``canvas_number`` is 1-based: the canvas's position in its manifest plus one.
 
-Modules: ``parts`` (vocabulary, ``UrlScheme``, inputs), ``viewer_layer`` (viewer layer, derived
-manifests), ``canonical`` (link collection, paging, assessments).
+The map of the modules is docs/architecture.md.
 """
