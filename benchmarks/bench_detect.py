@@ -4,7 +4,7 @@ Every folio of P2 and P3 in the shared data (covers, flyleaves and pages of scri
 run through the detector. The authors' VIA boxes are the truth; folios without a VIA box are pages
 without illustrations. Prints recall at IoU >= 0.5, stray boxes per folio (detections matching no
 true box), seconds per folio, and, with ``--collate``, the P2 x P3 collation from the detected
-regions against the ground truth (the 15 usable pairs, as tests/test_physiologus.py).
+regions against the ground truth (the 15 usable pairs, as tests/engine/test_physiologus.py).
 
     .venv/bin/python benchmarks/bench_detect.py                   # detection figures
     .venv/bin/python benchmarks/bench_detect.py --collate         # and the collation from detected regions

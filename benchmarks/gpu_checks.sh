@@ -18,7 +18,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --tar
 } 2>&1 | tee "$OUT/machine.txt"
 SECONDS=0
 timeout 150 python3 -m pytest -q -p no:cacheprovider -rs \
-  tests/test_similarity.py tests/test_ransac.py tests/test_transpositions.py tests/test_features.py -k cuda \
+  tests/engine/test_similarity.py tests/engine/test_ransac.py tests/engine/test_transpositions.py tests/engine/test_features.py -k cuda \
   2>&1 | tee "$OUT/cuda_cells.txt" | tail -15
 timeout 60 python3 -m pytest -q -p no:cacheprovider \
   "tests/test_architecture.py::test_the_engine_imports_with_torch_numpy_and_pillow_alone" 2>&1 | tail -3

@@ -3,7 +3,7 @@ service started as the browser tests start it (Redis, iipsrv serving the shared 
 P2 and P3 manifests on a loopback site, the app over HTTP, an in-process RQ worker), printing each step
 and its seconds.
 
-The steps are those of ``tests/service/test_workspace_browser.py::test_a_historian_goes_the_whole_way``:
+The steps are those of ``tests/stack/test_workspace_browser.py::test_a_historian_goes_the_whole_way``:
 open New, add the two witnesses, preview them, start, follow to finished, open the pair page, record one
 verdict, open the concordance, download the Excel workbook (opened with openpyxl: it must have rows).
 The data store starts empty, so features and scores are computed (efficientnet-lite0 on the CPU, the

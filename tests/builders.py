@@ -354,6 +354,26 @@ def finished_collation(
     return store
 
 
+def lib_manifest(m: int, n: int) -> dict[str, Any]:
+    """Presentation 3 manuscript ``m`` of ``http://lib.test``: ``n`` 1000 x 800 canvases, plain images."""
+    canvases = [
+        v3_canvas(f"http://lib.test/{m}/canvas/{k}", (1000, 800), body=v3_image_body(f"http://img.test/{m}/{k}.jpg"))
+        for k in range(n)
+    ]
+    return v3_manifest(f"http://lib.test/{m}/manifest", canvases, f"Codex {'ABCDEFGH'[m]}")
+
+
+def weak_collation(root: Path, options: Any, cid: str = RECORD_ID) -> Any:
+    """A and B: three illustrations, 0 and 1 true copies (raw S 1.2), 2 and 2 a mutual best of raw S 0.3
+    (what unrelated images score). C: three blank pages, which match A's and B's illustrations at 1.9."""
+    import numpy as np
+
+    ab = np.array([[1.2, 0.1, 0.1], [0.1, 1.2, 0.1], [0.1, 0.1, 0.3]])
+    blank = np.full((3, 3), 0.2) + np.eye(3) * 1.7  # blank pages: as high as copies
+    manuscripts = [(prepared_manuscript(m, 3, blank=m == 2), lib_manifest(m, 3)) for m in range(3)]
+    return finished_collation(root, manuscripts, {(0, 1): ab, (0, 2): blank, (1, 2): blank}, options=options, cid=cid)
+
+
 # --------------------------------------------------------------------------------------------------
 # Loopback HTTP servers
 

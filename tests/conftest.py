@@ -5,7 +5,8 @@ comes from ``tests/builders.py`` (manifests, records, servers) and ``tests/synth
 
 The fast lane: every test that uses a fixture in ``STACK`` (directly or through other fixtures), or
 the object-store side of a ``folder``/``s3`` parametrization, is marked ``stack`` (a test that starts
-a component itself carries ``@pytest.mark.stack``), every test in ``HEAVY`` ``heavy``; ``-m "not stack
+a component itself carries ``@pytest.mark.stack``), every test that uses a fixture in ``HEAVY_FIXTURES``
+``heavy`` (a test that computes for over 2 s itself carries ``@pytest.mark.heavy``); ``-m "not stack
 and not heavy and not slow"`` runs the rest (see README.md, "The two commands"). With ``FAST_LANE=1`` in the
 environment, starting any real component fails the test loudly (a check of the marking).
 
@@ -23,6 +24,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -35,6 +37,13 @@ from builders import StaticServer
 from builders import static_server as serve_static
 
 FAST_LANE = os.environ.get("FAST_LANE") == "1"
+
+# The test folders mirror the package's layers; a few modules share builders and fixtures with a module of
+# another folder by its name (``from test_viewer_browser import Served``), so every folder is importable
+# whichever file runs alone, as pytest's own rootdir insertion does for the folder of each module it collects.
+for _folder in sorted(p for p in Path(__file__).parent.iterdir() if p.is_dir() and any(p.glob("test_*.py"))):
+    if str(_folder) not in sys.path:
+        sys.path.append(str(_folder))
 
 STACK = frozenset(
     {
@@ -52,63 +61,25 @@ STACK_PARAMETERS = frozenset({"s3"})
 """Parameters that start one through ``request.getfixturevalue`` (``store_options``, the stores' ``store``)."""
 
 
-HEAVY = frozenset(
-    {
-        "tests/test_allocator.py::test_freed_memory_is_reused_without_page_faults",
-        "tests/test_architecture.py::test_the_engine_imports_with_torch_numpy_and_pillow_alone",
-        "tests/test_cascade.py::test_the_cascade_keeps_the_hard_copies_that_global_scores_lose",
-        "tests/test_checks.py::test_checks_survive_python_optimizations",
-        "tests/test_cli.py::test_installed_command_prints_no_traceback",
-        "tests/test_cli.py::test_match_writes_matrices_and_readable_correspondences",
-        "tests/test_detection.py::test_collate_match_detect_on_folders_of_folios",
-        "tests/test_detection.py::test_line_drawings_beside_script_on_composed_pages",
-        "tests/test_features.py::test_batching_same_size_images_changes_nothing",
-        "tests/test_features.py::test_bucketed_padded_frames_give_the_unpadded_features",
-        "tests/test_features.py::test_efficientnet_weights_are_the_shipped_imagenet_ones",
-        "tests/test_features.py::test_forward_passes_side_by_side_give_the_same_features",
-        "tests/test_features.py::test_resnet50_loads_from_a_weights_folder_and_is_stride_16",
-        "tests/test_features.py::test_square_features_for_s_features",
-        "tests/test_similarity.py::test_a_warped_restyled_copy_beats_unrelated_drawings",
-        "tests/test_similarity.py::test_another_seed_moves_scores_only_slightly",
-        "tests/test_similarity.py::test_manuscripts_of_different_padding_and_sizes",
-        "tests/test_similarity.py::test_s_features_decisions_are_the_same_in_every_dtype",
-        "tests/test_similarity.py::test_s_features_is_the_mean_same_location_cosine",
-        "tests/test_similarity.py::test_s_trans_beats_s_matching_under_a_geometric_change",
-        "tests/test_similarity.py::test_same_seed_same_scores_any_chunking_any_order",
-        "tests/test_similarity.py::test_score_decisions_are_the_same_in_every_dtype",
-        "tests/test_transpositions.py::test_collate_match_writes_the_winner",
-        "tests/test_transpositions.py::test_none_gives_exactly_the_old_scores",
-        "tests/test_transpositions.py::test_pairs_and_matrix_agree_and_check_their_inputs",
-        "tests/test_transpositions.py::test_partial_is_checked",
-        "tests/test_transpositions.py::test_partial_lets_a_half_scene_copy_win",
-        "tests/test_transpositions.py::test_pruned_transposed_scores_equal_the_full_ones_on_the_candidates",
-        "tests/test_transpositions.py::test_the_transposition_wins_and_is_reported",
-        "tests/test_transpositions.py::test_transposed_features_are_transposition_major",
-        "tests/test_weak.py::test_restyled_copies_stay_grouped_and_are_never_weak",
-    }
-)
-"""Tests of the engine and the command line that start no component but compute for over 2 s on the
-2-core machine (``--durations``, the fast lane's own run): marked ``heavy``, left out of the fast lane."""
-
 HEAVY_FIXTURES = frozenset({"transposed", "matched", "random_witnesses"})
-"""Module fixtures that compute for over 8 s (tests/test_transpositions.py's transposed features,
-tests/test_cli.py's ``collate match`` run, tests/test_weak.py's random witnesses): the tests that use them are
-``heavy`` too."""
+"""Module fixtures that compute for over 8 s (test_transpositions' transposed features, test_cli's
+``collate match`` run, test_weak's random witnesses): the tests that use them are ``heavy`` too. A test that
+computes for over 2 s itself carries ``@pytest.mark.heavy`` in its module."""
 
 
 LONGEST_MODULES = (
-    "tests/service/test_e2e.py",  # 92 s
+    "tests/stack/test_e2e.py",  # 92 s
     "tests/hostile/test_faults.py",  # 84 s
-    "tests/service/test_object_store_service.py",  # 47 s, some 38 s since its outage test probes 2 s
+    "tests/stack/test_object_store_service.py",  # 47 s, some 38 s since its outage test probes 2 s
     "tests/hostile/test_exhaustion.py",  # 33 s
-    "tests/service/test_store_outages.py",  # 32 s
-    "tests/test_detection.py",  # 28 s
-    "tests/service/test_jobs.py",  # 23 s
-    "tests/service/test_workspace_browser.py",  # 22 s
-    "tests/service/test_page_guards_browser.py",  # 20 s
-    "tests/test_transpositions.py",  # 19 s
-    "tests/service/test_budget_and_cancel.py",  # 25 s, some 16 s with 150 regions deleted
-    "tests/service/test_viewer_browser.py",  # 13 s
+    "tests/stack/test_store_outages.py",  # 32 s
+    "tests/engine/test_detection.py",  # 28 s
+    "tests/jobs/test_jobs.py",  # 23 s
+    "tests/stack/test_workspace_browser.py",  # 22 s
+    "tests/stack/test_page_guards_browser.py",  # 20 s
+    "tests/engine/test_transpositions.py",  # 19 s
+    "tests/jobs/test_budget_and_cancel.py",  # 25 s, some 16 s with 150 regions deleted
+    "tests/stack/test_viewer_browser.py",  # 13 s
 )
 """The modules whose tests take longest in all (each module's sum of ``--durations=0`` of the whole suite
 on two workers, 5 min 41 s in all on the 2-core AVX-512 EPYC, 2026-11-26), longest first. pytest-xdist
@@ -154,7 +125,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         longest_modules_first(items)
     stack, heavy = pytest.mark.stack, pytest.mark.heavy
     for item in items:
-        if item.nodeid.split("[", 1)[0] in HEAVY or HEAVY_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        if HEAVY_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(heavy)
         params = getattr(getattr(item, "callspec", None), "params", {})
         if STACK.intersection(getattr(item, "fixturenames", ())) or STACK_PARAMETERS.intersection(
@@ -220,7 +191,7 @@ def physiologus() -> Path:
 @pytest.fixture(scope="session")
 def backbone():
     """The offline EfficientNet-Lite0 backbone, loaded once per test session, in float32 whatever the CPU:
-    the tests compare features with exact or float32 references (reduced precision: tests/test_precision.py)."""
+    the tests compare features with exact or float32 references (reduced precision: tests/engine/test_precision.py)."""
     from collation.engine.backbones import load_backbone
 
     return load_backbone("efficientnet-lite0", device="cpu", precision="float32")
@@ -602,6 +573,24 @@ def workers(settings: Any, tmp_path: Path) -> Iterator[Any]:
     processes = WorkerProcesses(settings, tmp_path)
     yield processes
     processes.stop_all()
+
+
+@pytest.fixture
+def fetcher(tmp_path: Path) -> Iterator[Any]:
+    """The IIIF and network tests' fetcher, allowed to reach the loopback servers of the tests, with fast retries:
+    it resolves no host name at all, so no test can reach a server it did not start (checked at teardown)."""
+    lookups: list[str] = []
+
+    def no_dns(host: str, *args: Any, **kwargs: Any) -> Any:
+        lookups.append(host)
+        raise socket.gaierror(-2, "the tests resolve no host names")
+
+    from collation.net.http import Fetcher
+
+    f = Fetcher(allowed_hosts=["127.0.0.1"], cache_dir=tmp_path / "cache", backoff=0.01, retries=2, resolve=no_dns)
+    yield f
+    f.session.close()
+    assert not lookups, f"a test tried to resolve {lookups}: tests only talk to loopback servers they start"
 
 
 @pytest.fixture(scope="session")

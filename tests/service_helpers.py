@@ -71,7 +71,7 @@ ONE_THREAD = 1
 subprocesses (``WorkerProcesses.start(threads=...)``). On its default two threads a worker scoring a
 chunk that is one task spins at every operation's barrier while the suite's other xdist worker holds
 the second core: a 16-pair chunk took some 4 s instead of 0.25 s (2026-11-26, 2-core AVX-512 EPYC at
-a load of 5). Scores do not depend on the threads (tests/test_similarity.py checks it)."""
+a load of 5). Scores do not depend on the threads (tests/engine/test_similarity.py checks it)."""
 
 
 def drain(settings: Settings, max_jobs: int | None = None) -> None:

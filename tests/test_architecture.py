@@ -191,6 +191,7 @@ def test_long_files_say_why_and_none_is_over_500_lines(path):
         )
 
 
+@pytest.mark.heavy
 def test_the_engine_imports_with_torch_numpy_and_pillow_alone():
     """A GPU machine has torch, timm, NumPy and Pillow, and none of Flask, Redis, RQ or the rest."""
     code = (

@@ -111,7 +111,7 @@ def test_a_worker_killed_at_each_stage_is_replaced(
     synthetic: Any, tmp_path: Path, redis_url: str, store_options: dict[str, str]
 ) -> None:
     """SIGKILL whenever the collation is seen in a new stage; a new worker takes over each time and the
-    collation finishes with the right correspondences (tests/service/test_e2e.py checks that scores
+    collation finishes with the right correspondences (tests/stack/test_e2e.py checks that scores
     after a kill equal an undisturbed run's). With the object store each new worker has a directory
     of its own: nothing the killed one cached locally is there for the next."""
     config = fault_settings(tmp_path, redis_url, store_options)

@@ -9,9 +9,8 @@ import io
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
-from builders import finished_collation, prepared_manuscript, v3_canvas, v3_image_body, v3_manifest
+from builders import lib_manifest, weak_collation
 from PIL import Image
 from service_helpers import OpenAPIClient
 from synthetic import PAPER, drawing
@@ -30,26 +29,9 @@ CID = "00112233445566bb"
 API = f"/api/v1/collations/{CID}"
 
 
-def manifest(m: int, n: int) -> dict[str, Any]:
-    canvases = [
-        v3_canvas(f"http://lib.test/{m}/canvas/{k}", (1000, 800), body=v3_image_body(f"http://img.test/{m}/{k}.jpg"))
-        for k in range(n)
-    ]
-    return v3_manifest(f"http://lib.test/{m}/manifest", canvases, f"Codex {'ABC'[m]}")
-
-
-def write_collation(root: Path, options: CollationOptions) -> FolderStore:
-    """A and B: three illustrations, 0 and 1 true copies (raw S 1.2), 2 and 2 a mutual best of raw S 0.3
-    (what unrelated images score). C: three blank pages, which match A's and B's illustrations at 1.9."""
-    ab = np.array([[1.2, 0.1, 0.1], [0.1, 1.2, 0.1], [0.1, 0.1, 0.3]])
-    blank = np.full((3, 3), 0.2) + np.eye(3) * 1.7  # blank pages: as high as copies
-    manuscripts = [(prepared_manuscript(m, 3, blank=m == 2), manifest(m, 3)) for m in range(3)]
-    return finished_collation(root, manuscripts, {(0, 1): ab, (0, 2): blank, (1, 2): blank}, options=options, cid=CID)
-
-
 @pytest.fixture
 def api(tmp_path: Path, openapi: dict[str, Any]) -> Any:
-    store = write_collation(tmp_path / "data", CollationOptions())
+    store = weak_collation(tmp_path / "data", CollationOptions(), CID)
     app = create_app(Settings.from_env({}, data_dir=store.root, public_url="http://collation.test"), TESTING=True)
     yield OpenAPIClient(app.test_client(), openapi)
     service_state(app).close()
@@ -92,7 +74,7 @@ def test_correspondences_say_which_candidates_are_weak(api: Any) -> None:
 def test_an_expert_may_lower_the_floor(tmp_path: Path, openapi: dict[str, Any]) -> None:
     """``weak_below`` 0.2: the 0.3 cycle is no longer weak and joins A and B (blank pages stay weak);
     the status document shows the floor applied."""
-    store = write_collation(tmp_path / "data", CollationOptions(weak_below=0.2))
+    store = weak_collation(tmp_path / "data", CollationOptions(weak_below=0.2), CID)
     app = create_app(Settings.from_env({}, data_dir=store.root), TESTING=True)
     client = OpenAPIClient(app.test_client(), openapi)
     doc = client.get(f"{API}/concordance").get_json()
@@ -108,7 +90,7 @@ def test_the_status_document_shows_the_calibrated_floor(api: Any) -> None:
 def test_prepared_regions_with_nothing_drawn_are_marked_blank(tmp_path: Path) -> None:
     from collation.jobs.manuscripts import _document
 
-    parsed = parse_manifest(manifest(0, 2))
+    parsed = parse_manifest(lib_manifest(0, 2))
     regions = [Region(k, f"http://lib.test/0/canvas/{k}", k, (0, 0, 320, 256), "") for k in range(2)]
     found = ManuscriptRegions(parsed, regions, [drawing(0), Image.new("RGB", (320, 256), PAPER)], [])
     empty = PreparedManuscript(0, "http://lib.test/0/manifest")

@@ -40,6 +40,7 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's allocator only")
+@pytest.mark.heavy
 def test_freed_memory_is_reused_without_page_faults():
     # both processes at once (each counts its own page faults): the test takes one process's time; one
     # thread each, so that the two and the suite's other xdist worker do not fight over two cores

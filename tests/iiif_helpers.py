@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageFilter
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def validator_root() -> Path:

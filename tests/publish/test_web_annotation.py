@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import pytest
-from test_iiif_annotations import BASE, CORRESPONDENCES, URLS, manuscripts
+from test_annotations import BASE, CORRESPONDENCES, URLS, manuscripts
 from w3c_musts import MUSTS_COLLECTION, failing, failing_in_page
 
 from collation import __version__

@@ -103,6 +103,7 @@ def test_blank_pages_form_no_group() -> None:
     assert len(groups(concordance_rows(off))) >= 3
 
 
+@pytest.mark.heavy
 def test_restyled_copies_stay_grouped_and_are_never_weak() -> None:
     originals = [drawing(k) for k in range(3)]
     copies = [restyled_copy(x) for x in originals]

@@ -80,6 +80,7 @@ def test_inverses_undo_every_transposition():
         assert np.array_equal(np.asarray(back), np.asarray(image)), name
 
 
+@pytest.mark.heavy
 def test_transposed_features_are_transposition_major(originals, transposed, backbone):
     assert len(transposed) == len(TRANSPOSITIONS) * N
     plain = extract_features(_copies(), backbone)
@@ -90,6 +91,7 @@ def test_transposed_features_are_transposition_major(originals, transposed, back
         extract_transposed_features(_copies(), backbone, "mirror", plain=originals.select([0]))
 
 
+@pytest.mark.heavy
 def test_none_gives_exactly_the_old_scores(originals, transposed):
     plain = transposed.select(range(N))
     old = full_scores(originals, plain, seed=3)
@@ -101,6 +103,7 @@ def test_none_gives_exactly_the_old_scores(originals, transposed):
 
 
 @device_dtype_grid
+@pytest.mark.heavy
 def test_the_transposition_wins_and_is_reported(originals, transposed, device, dtype):
     f0 = type(originals)(
         originals.desc.to(device, dtype),
@@ -132,6 +135,7 @@ def test_the_transposition_wins_and_is_reported(originals, transposed, device, d
     assert t_all[0, 0] == 0 and t_all[3, 3] == 0
 
 
+@pytest.mark.heavy
 def test_pairs_and_matrix_agree_and_check_their_inputs(originals, transposed):
     pairs = [[1, 1], [2, 2], [0, 3]]
     s, t = score_pairs(originals, transposed, pairs, n_transpositions=len(TRANSPOSITIONS), seed=0)
@@ -157,6 +161,7 @@ def test_global_scores_take_the_best_transposition(originals, transposed):
 
 
 @pytest.mark.parametrize("k", [2, 3])
+@pytest.mark.heavy
 def test_pruned_transposed_scores_equal_the_full_ones_on_the_candidates(originals, transposed, k):
     t = len(TRANSPOSITIONS)
     full_s, full_t = full_scores_transposed(originals, transposed, t, seed=2)
@@ -196,6 +201,7 @@ def _half_scene_case(backbone):
     )
 
 
+@pytest.mark.heavy
 def test_partial_lets_a_half_scene_copy_win(backbone):
     scenes, copies = _half_scene_case(backbone)
     plain = full_scores(scenes, copies)
@@ -221,6 +227,7 @@ def test_matched_cells_and_normalizer():
             partial_normalizer(half, pos, torch.tensor([2]), min_area=bad)
 
 
+@pytest.mark.heavy
 def test_partial_is_checked(originals):
     for bad in ("yes", 1, None):
         with pytest.raises(InputError) as e:
@@ -254,6 +261,7 @@ def test_collation_options_are_validated_and_recorded():
         run_collation([Manuscript("A", []), Manuscript("B", [])], CollationOptions(propagation="3-cycles"))
 
 
+@pytest.mark.heavy
 def test_collate_match_writes_the_winner(tmp_path, capsys):
     for name, images in (("A", [drawing(k) for k in range(3)]), ("B", _copies()[:3])):
         (tmp_path / name).mkdir()

@@ -40,6 +40,7 @@ def matched(two_folders, tmp_path_factory):
     return out
 
 
+@pytest.mark.heavy
 def test_match_writes_matrices_and_readable_correspondences(matched):
     s = np.load(matched / "A-B" / "S.npy")
     assert s.shape == (3, 3)
@@ -104,6 +105,7 @@ def test_bad_inputs_end_with_one_line_and_status_2(two_folders, matched, tmp_pat
     assert "no results for the pair A,C" in _error(capsys)
 
 
+@pytest.mark.heavy
 def test_installed_command_prints_no_traceback(tmp_path):
     collate = Path(sys.executable).parent / "collate"
     proc = subprocess.run(

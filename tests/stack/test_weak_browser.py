@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import weak_collation
 from service_helpers import served_app
-from test_weak_service import CID, write_collation
 
 from collation.app import create_app
 from collation.core.options import CollationOptions
@@ -20,10 +20,12 @@ pytestmark = pytest.mark.slow
 
 TIMEOUT_MS = 20_000
 
+CID = "00112233445566bb"
+
 
 @pytest.fixture
 def url(tmp_path: Path) -> Iterator[str]:
-    store = write_collation(tmp_path / "data", CollationOptions())
+    store = weak_collation(tmp_path / "data", CollationOptions(), CID)
     app = create_app(Settings.from_env({}, data_dir=store.root), TESTING=True)
     with served_app(app) as root:
         yield f"{root}/api/v1/collations/{CID}"

@@ -90,6 +90,7 @@ def loose_copy(image: Image.Image, k: int) -> Image.Image:
     return out
 
 
+@pytest.mark.heavy
 def test_the_cascade_keeps_the_hard_copies_that_global_scores_lose(backbone, monkeypatch):
     n, extra = 24, 12
     originals = [drawing(k, SIZE) for k in range(n)] + [drawing(300 + k, SIZE) for k in range(extra)]

@@ -1,5 +1,5 @@
 """End to end from manifests WITHOUT region annotations: real Redis, worker subprocesses, iipsrv
-serving the Physiologus folios, as tests/service/test_e2e.py but with P2 (Presentation 2.1, canvases
+serving the Physiologus folios, as tests/stack/test_e2e.py but with P2 (Presentation 2.1, canvases
 twice the images) and P3 (3.0) published as whole folios. Both are detected by default (one
 reduced-size Image API request per canvas, the built-in detector) and the 15 illustrations k of P2
 must be matched to illustration k of P3 (top-1 P_S 15/15, both directions); the record says that

@@ -95,6 +95,7 @@ def test_numbers():
             check_positive_float("t", bad)
 
 
+@pytest.mark.heavy
 def test_checks_survive_python_optimizations():
     # Boundary checks are request validation, not asserts: `python -O` must not remove them.
     code = (

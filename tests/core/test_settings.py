@@ -9,7 +9,7 @@ import pytest
 
 from collation.core.settings import FetchSettings, Settings, SettingsError, settings_table
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_defaults_without_environment():

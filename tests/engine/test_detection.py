@@ -264,6 +264,7 @@ def test_collate_detect_prints_boxes(tmp_path, capsys, model_file):
     assert main(["detect", str(tmp_path / "absent.png")]) == 2
 
 
+@pytest.mark.heavy
 def test_collate_match_detect_on_folders_of_folios(tmp_path, capsys, monkeypatch):
     for name, seed in (("A", 0), ("B", 1)):
         folder = tmp_path / name
@@ -301,7 +302,7 @@ def bench_detect():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        "bench_detect", Path(__file__).resolve().parent.parent / "benchmarks" / "bench_detect.py"
+        "bench_detect", Path(__file__).resolve().parents[2] / "benchmarks" / "bench_detect.py"
     )
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
@@ -463,6 +464,7 @@ def test_a_box_grows_from_its_strong_core_over_weak_rows_but_not_over_a_bridge()
     assert grow_box(core, weak, 0.05) == (6, 10, 36, 30)  # a share under the bridge's (1 of 10) takes all
 
 
+@pytest.mark.heavy
 def test_line_drawings_beside_script_on_composed_pages(physiologus, monkeypatch):
     """Issue 21's hardest kind, on the tuned part of benchmarks/detect_pages.py (its first 50 pages, made
     from the shared P2 folios): ink-only drawings, neither solid nor free of empty pixel rows, told from

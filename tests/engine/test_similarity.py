@@ -40,6 +40,7 @@ def _margins(matrix: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("similarity", ["s_trans", "s_matching"])
+@pytest.mark.heavy
 def test_a_warped_restyled_copy_beats_unrelated_drawings(originals, copies, similarity):
     s = full_scores(originals, copies, similarity=similarity)
     assert s.shape == (N, N) and (s >= 0).all() and (s <= 2).all()
@@ -47,6 +48,7 @@ def test_a_warped_restyled_copy_beats_unrelated_drawings(originals, copies, simi
     assert _margins(s).min() > 0.3
 
 
+@pytest.mark.heavy
 def test_s_trans_beats_s_matching_under_a_geometric_change(originals, copies):
     trans = full_scores(originals, copies, similarity="s_trans")
     matching = full_scores(originals, copies, similarity="s_matching")
@@ -61,6 +63,7 @@ def test_identical_images_score_almost_two(originals):
     assert ((s > 1.97) & (s <= 2.0 + 1e-9)).all()
 
 
+@pytest.mark.heavy
 def test_same_seed_same_scores_any_chunking_any_order(originals, copies):
     pairs = all_pairs(N, N)
     full, winners = score_pairs(originals, copies, pairs, seed=7)
@@ -73,6 +76,7 @@ def test_same_seed_same_scores_any_chunking_any_order(originals, copies):
     assert torch.allclose(full, swapped, atol=1e-12, rtol=0)
 
 
+@pytest.mark.heavy
 def test_another_seed_moves_scores_only_slightly(originals, copies):
     a = full_scores(originals, copies, seed=0)
     b = full_scores(originals, copies, seed=1)
@@ -80,6 +84,7 @@ def test_another_seed_moves_scores_only_slightly(originals, copies):
     assert np.abs(a - b).max() < 0.1
 
 
+@pytest.mark.heavy
 def test_manuscripts_of_different_padding_and_sizes(backbone, originals):
     tall = extract_features([drawing(9, (120, 300)), drawing(10, (300, 90))], backbone)
     s = full_scores(originals, tall)
@@ -87,6 +92,7 @@ def test_manuscripts_of_different_padding_and_sizes(backbone, originals):
     assert np.allclose(full_scores(tall, originals), s.T, atol=1e-12)
 
 
+@pytest.mark.heavy
 def test_s_features_is_the_mean_same_location_cosine(backbone):
     images = [drawing(k) for k in range(3)]
     square = extract_square_features(images, backbone)
@@ -193,6 +199,7 @@ def test_mutual_nearest_neighbours_are_the_same_in_every_dtype(device, dtype):
 
 @device_dtype_grid
 @pytest.mark.parametrize("similarity", ["s_trans", "s_matching"])
+@pytest.mark.heavy
 def test_score_decisions_are_the_same_in_every_dtype(originals, copies, device, dtype, similarity):
     reference = full_scores(originals, copies, similarity=similarity)
     s = full_scores(_on(originals, device, dtype), _on(copies, device, dtype), similarity=similarity)
@@ -203,6 +210,7 @@ def test_score_decisions_are_the_same_in_every_dtype(originals, copies, device, 
 
 
 @device_dtype_grid
+@pytest.mark.heavy
 def test_s_features_decisions_are_the_same_in_every_dtype(backbone, device, dtype):
     images = [drawing(k) for k in range(3)]
     square0 = extract_square_features(images, backbone)
