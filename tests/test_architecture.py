@@ -41,7 +41,7 @@ MAY_IMPORT = {
 FACE = {"collation": "core", "collation.__main__": "cli", "collation.app": "app"}
 """The modules of the package root and the layer each stands in."""
 
-LINE_LIMIT, HARD_LIMIT = 400, 500
+LINE_LIMIT = 400
 LONG_FILE_REASON = "longer than 400 lines because"
 
 
@@ -179,10 +179,11 @@ def test_no_global_statements_or_module_level_caches(path):
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_long_files_say_why_and_none_is_over_500_lines(path):
+def test_long_files_say_why(path):
+    """400 lines is guidance, not a wall: a longer module says in its docstring why it is one module (a split
+    must make sense on its own; no file is split to stay under a number)."""
     text = path.read_text(encoding="utf-8")
     lines = text.count("\n")
-    assert lines <= HARD_LIMIT, f"{path.relative_to(PACKAGE)} has {lines} lines: split it"
     if lines > LINE_LIMIT:
         docstring = ast.get_docstring(ast.parse(text)) or ""
         assert LONG_FILE_REASON in docstring.lower(), (

@@ -10,7 +10,8 @@ The API process, the workers and the command line all build one ``Settings`` and
 nothing else in the package reads ``COLLATION_*`` variables.
 
 Longer than 400 lines because every setting lives here with its default and help text (the one
-settings surface), next to the parsers and the README table generated from them.
+settings surface), next to the parsers and the README table generated from them: a split would put the
+table's rows away from the fields they describe.
 """
 
 from __future__ import annotations
@@ -489,11 +490,24 @@ def _environ(obj: Any, prefix: str, skip: tuple[str, ...] = ()) -> dict[str, str
 # The README table
 
 
-def settings_table() -> str:
-    """The Markdown table of every variable, its default and its meaning (the README's)."""
-    from collation.core.settings_table import markdown_table
+def _default_text(f: dataclasses.Field) -> str:
+    """A field's default as the table shows it: ``unset``, nothing (a nested group), or in backquotes."""
+    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        return ""
+    if f.default is None or f.default == ():
+        return "unset"
+    return f"`{_format(f.default)}`"
 
-    return markdown_table(((ENV_PREFIX, Settings), (IIIF_PREFIX, FetchSettings)), _format)
+
+def settings_table() -> str:
+    """The Markdown table of every variable, its default and its meaning (the README's): one row per field
+    of ``Settings`` and of ``FetchSettings`` (its ``iiif`` group)."""
+    lines = ["| Variable | Default | Meaning |", "|---|---|---|"]
+    for prefix, cls in ((ENV_PREFIX, Settings), (IIIF_PREFIX, FetchSettings)):
+        for f in dataclasses.fields(cls):
+            if f.name != "iiif":
+                lines.append(f"| `{prefix}{f.name.upper()}` | {_default_text(f)} | {f.metadata['help']} |")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
