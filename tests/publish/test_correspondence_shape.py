@@ -187,7 +187,7 @@ def test_annotations_from_the_shape() -> None:
 CID = "00112233445566bb"
 
 
-def write_collation(root: Path) -> tuple[FolderStore, dict]:
+def write_indexed_collation(root: Path) -> tuple[FolderStore, dict]:
     """A finished two-manuscript collation whose stored region indices are not their positions, and
     one verdict given with an alias (``confirmed``) on the pair read from B."""
     manuscripts = []
@@ -207,7 +207,7 @@ def write_collation(root: Path) -> tuple[FolderStore, dict]:
 
 
 def test_service_correspondences_name_positions_and_regions_apart(tmp_path: Path) -> None:
-    store, record = write_collation(tmp_path)
+    store, record = write_indexed_collation(tmp_path)
     results = store.load_results(CID, 0, 1)
     shown = correspondence_list(store, record, top=1)
     regions = {0: (2, 5, 7), 1: (1, 4)}

@@ -50,7 +50,7 @@ def diagonal(n0: int, n1: int, shift: int) -> np.ndarray:
     return s
 
 
-def write_collation(root: Path) -> DataStore:
+def write_three_witnesses(root: Path) -> DataStore:
     scores = {(0, 1): diagonal(5, 5, 0), (0, 2): diagonal(5, 4, -1), (1, 2): diagonal(5, 4, -1)}
     scores[(0, 1)][4, 4] = 0.3  # the last pair of A and B is weak
     manuscripts = [(prepared_manuscript(m, n), manifest(m, n)) for m, n in SIZES.items()]
@@ -58,8 +58,8 @@ def write_collation(root: Path) -> DataStore:
 
 
 @pytest.fixture
-def api(tmp_path: Path, openapi: dict[str, Any]) -> Any:
-    store = write_collation(tmp_path / "data")
+def finished_api(tmp_path: Path, openapi: dict[str, Any]) -> Any:
+    store = write_three_witnesses(tmp_path / "data")
     app = create_app(Settings.from_env({}, data_dir=store.root, public_url="http://collation.test"), TESTING=True)
     yield OpenAPIClient(app.test_client(), openapi)
     service_state(app).close()
@@ -69,8 +69,8 @@ def members(doc: dict[str, Any]) -> list[list[tuple[int, int] | None]]:
     return [[(c["manuscript"], c["index"]) if c else None for c in row["cells"]] for row in doc["rows"]]
 
 
-def test_concordance_groups_three_witnesses(api: Any) -> None:
-    doc = api.get(f"{API}/concordance").get_json()
+def test_concordance_groups_three_witnesses(finished_api: Any) -> None:
+    doc = finished_api.get(f"{API}/concordance").get_json()
     assert [w["label"] for w in doc["witnesses"]] == ["Codex A", "Codex B", "Codex C"]
     assert members(doc) == [[(0, 0), (1, 0), None]] + [[(0, k), (1, k), (2, k - 1)] for k in range(1, 5)]
     assert (doc["total"], doc["matched"], doc["unmatched"], doc["sort"]) == (5, 5, 0, 0)
@@ -83,20 +83,20 @@ def test_concordance_groups_three_witnesses(api: Any) -> None:
     assert 0 < cell["confidence"] <= 1 and cell["verdict"] is None
 
 
-def test_sort_and_min_score(api: Any) -> None:
-    by_c = api.get(f"{API}/concordance?sort=2").get_json()
+def test_sort_and_min_score(finished_api: Any) -> None:
+    by_c = finished_api.get(f"{API}/concordance?sort=2").get_json()
     assert members(by_c)[-1] == [(0, 0), (1, 0), None]  # no illustration of C: after C's order
-    strict = api.get(f"{API}/concordance?min_score=0.5&score=raw").get_json()
+    strict = finished_api.get(f"{API}/concordance?min_score=0.5&score=raw").get_json()
     # A4-B4 (raw 0.3) is dropped, but A4-C3 and B4-C3 hold: the group stays whole through C
     assert [(0, 4), (1, 4), (2, 3)] in members(strict)
-    stricter = api.get(f"{API}/concordance?min_score=100").get_json()
+    stricter = finished_api.get(f"{API}/concordance?min_score=100").get_json()
     assert stricter["matched"] == 0 and stricter["unmatched"] == 14
-    assert api.get(f"{API}/concordance?sort=7").status_code == 400
-    assert api.get(f"{API}/concordance?min_score=abc").status_code == 400
+    assert finished_api.get(f"{API}/concordance?sort=7").status_code == 400
+    assert finished_api.get(f"{API}/concordance?min_score=abc").status_code == 400
 
 
-def test_concordance_csv(api: Any) -> None:
-    r = api.get(f"{API}/concordance.csv?sort=1")
+def test_concordance_csv(finished_api: Any) -> None:
+    r = finished_api.get(f"{API}/concordance.csv?sort=1")
     assert r.mimetype == "text/csv" and "attachment" in r.headers["Content-Disposition"]
     table = list(csv.reader(io.StringIO(r.get_data(as_text=True))))
     assert table[0][:4] == ["group", "size", "confidence", "0:Codex A index"] and len(table) == 6
@@ -104,13 +104,13 @@ def test_concordance_csv(api: Any) -> None:
     assert table[2][3 + 7 * 2 + 3] == "100,100,400,300"  # C's xywh
 
 
-def test_concordance_xlsx_holds_the_cells_of_the_csv(api: Any) -> None:
+def test_concordance_xlsx_holds_the_cells_of_the_csv(finished_api: Any) -> None:
     """The workbook, read back with the standard library (an .xlsx is a zip of XML): the CSV's cells,
     the numbers as numbers."""
     import xml.etree.ElementTree as ET
     import zipfile
 
-    r = api.get(f"{API}/concordance.xlsx?sort=1")
+    r = finished_api.get(f"{API}/concordance.xlsx?sort=1")
     assert r.mimetype.endswith("spreadsheetml.sheet") and "concordance-" in r.headers["Content-Disposition"]
     ns = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main"}
     with zipfile.ZipFile(io.BytesIO(r.get_data())) as book:
@@ -124,7 +124,7 @@ def test_concordance_xlsx_holds_the_cells_of_the_csv(api: Any) -> None:
             value = cell.findtext("m:v", default="", namespaces=ns)
             line[column] = (strings[int(value)], "s") if cell.get("t") == "s" else (float(value), "n")
         rows.append(line)
-    table = list(csv.reader(io.StringIO(api.get(f"{API}/concordance.csv?sort=1").get_data(as_text=True))))
+    table = list(csv.reader(io.StringIO(finished_api.get(f"{API}/concordance.csv?sort=1").get_data(as_text=True))))
     assert len(rows) == len(table) == 6
     letters = [chr(ord("A") + k) if k < 26 else "A" + chr(ord("A") + k - 26) for k in range(len(table[0]))]
     for line, cells in zip(rows, table, strict=True):
@@ -135,45 +135,50 @@ def test_concordance_xlsx_holds_the_cells_of_the_csv(api: Any) -> None:
     assert rows[1]["B"] == (2.0, "n") and rows[1]["A"] == ("0-0", "s")  # sizes are numbers, ids text
 
 
-def test_correspondences_min_score(api: Any) -> None:
-    doc = api.get(f"{API}/correspondences?pair=0,1&score=raw&top=3&min_score=0.5").get_json()
+def test_correspondences_min_score(finished_api: Any) -> None:
+    doc = finished_api.get(f"{API}/correspondences?pair=0,1&score=raw&top=3&min_score=0.5").get_json()
     assert doc["min_score"] == 0.5
     assert [[c["index"] for c in i["candidates"]] for i in doc["items"]] == [[0], [1], [2], [3], []]
 
 
-def p_s(api: Any, pair: str, source: int, target: int) -> dict[str, Any]:
-    doc = api.get(f"{API}/correspondences?pair={pair}&top=5").get_json()
+def p_s(finished_api: Any, pair: str, source: int, target: int) -> dict[str, Any]:
+    doc = finished_api.get(f"{API}/correspondences?pair={pair}&top=5").get_json()
     return next(c for c in doc["items"][source]["candidates"] if c["index"] == target)
 
 
-def test_verdict_categories_are_stored_shown_and_used(api: Any) -> None:
-    before_diag, before_off = p_s(api, "0,1", 2, 2), p_s(api, "0,1", 2, 3)
+def test_verdict_categories_are_stored_shown_and_used(finished_api: Any) -> None:
+    before_diag, before_off = p_s(finished_api, "0,1", 2, 2), p_s(finished_api, "0,1", 2, 3)
     # no match on an automatic seed: it stops being one (P_S falls) and splits the group
-    r = api.post(f"{API}/assessments", json={"pair": [0, 1], "source": 2, "target": 2, "verdict": "none"})
+    r = finished_api.post(f"{API}/assessments", json={"pair": [0, 1], "source": 2, "target": 2, "verdict": "none"})
     assert r.status_code == 201 and r.get_json()["category"] == "none"
     assert r.get_json()["annotation"]["body"]["value"] == "none"
-    after = p_s(api, "0,1", 2, 2)
+    after = p_s(finished_api, "0,1", 2, 2)
     assert after["category"] == "none" and after["assessment"] == "none" and after["P_S"] < before_diag["P_S"]
-    doc = api.get(f"{API}/concordance").get_json()
+    doc = finished_api.get(f"{API}/concordance").get_json()
     assert not any(row[0] == (0, 2) and row[1] == (1, 2) for row in members(doc))
     # semantic (same subject) on a pair that is no cycle: it becomes a seed (P_S rises) and links groups
-    r = api.post(f"{API}/assessments", json={"pair": [1, 0], "source": 3, "target": 2, "verdict": "semantic"})
+    r = finished_api.post(f"{API}/assessments", json={"pair": [1, 0], "source": 3, "target": 2, "verdict": "semantic"})
     assert r.get_json()["annotation"]["body"]["value"] == "semantic"
-    assert p_s(api, "0,1", 2, 3)["P_S"] > before_off["P_S"] and p_s(api, "0,1", 2, 3)["category"] == "semantic"
+    assert (
+        p_s(finished_api, "0,1", 2, 3)["P_S"] > before_off["P_S"]
+        and p_s(finished_api, "0,1", 2, 3)["category"] == "semantic"
+    )
     # the old vocabulary still works: rejected is none, confirmed is exact
-    r = api.post(f"{API}/assessments", json={"pair": [0, 2], "source": 1, "target": 0, "verdict": "confirmed"})
+    r = finished_api.post(f"{API}/assessments", json={"pair": [0, 2], "source": 1, "target": 0, "verdict": "confirmed"})
     assert r.get_json()["verdict"] == "confirmed" and r.get_json()["category"] == "exact"
-    items = api.get(f"{API}/assessments").get_json()["items"]
+    items = finished_api.get(f"{API}/assessments").get_json()["items"]
     assert [i["category"] for i in items] == ["none", "semantic", "exact"]
     # annotations show the category
-    page = api.get(f"{API}/annotations?page=1").get_json()
+    page = finished_api.get(f"{API}/annotations?page=1").get_json()
     verdicts = {a["id"].rsplit("/", 1)[-1]: a.get("imcol:verdict") for a in page["items"]}
     assert verdicts["0-1-2-3"] == "semantic" and verdicts["0-1-2-2"] == "none"
 
 
-def test_batch_verdict_on_a_group(api: Any) -> None:
+def test_batch_verdict_on_a_group(finished_api: Any) -> None:
     group = [{"manuscript": 0, "index": 0}, {"manuscript": 1, "index": 1}, {"manuscript": 2, "index": 1}]
-    r = api.post(f"{API}/assessments/batch", json={"members": group, "verdict": "partial", "creator": "J. Doe"})
+    r = finished_api.post(
+        f"{API}/assessments/batch", json={"members": group, "verdict": "partial", "creator": "J. Doe"}
+    )
     assert r.status_code == 201
     items = r.get_json()["items"]
     assert [(i["pair"], i["source"], i["target"], i["category"]) for i in items] == [
@@ -181,16 +186,16 @@ def test_batch_verdict_on_a_group(api: Any) -> None:
         ([0, 2], 0, 1, "partial"),
         ([1, 2], 1, 1, "partial"),
     ]
-    doc = api.get(f"{API}/concordance").get_json()
+    doc = finished_api.get(f"{API}/concordance").get_json()
     row = next(row for row in doc["rows"] if row["cells"][0] and row["cells"][0]["index"] == 0)
     assert [(c["index"], c["verdict"], c["confidence"]) for c in row["cells"]] == [
         (0, "partial", 1.0),
         (1, "partial", 1.0),
         (1, "partial", 1.0),
     ]
-    bad = api.post(f"{API}/assessments/batch", json={"members": group[:1] * 2, "verdict": "exact"})
+    bad = finished_api.post(f"{API}/assessments/batch", json={"members": group[:1] * 2, "verdict": "exact"})
     assert bad.status_code == 400
-    bad = api.post(
+    bad = finished_api.post(
         f"{API}/assessments/batch", json={"members": [{"manuscript": 0, "index": 9}, group[1]], "verdict": "exact"}
     )
     assert bad.status_code == 400
@@ -201,7 +206,7 @@ def test_a_verdict_reads_and_writes_only_its_own_pair(tmp_path: Path, monkeypatc
     judged: the results of the other pairs are neither read nor written."""
     from collation.service import collations
 
-    store = write_collation(tmp_path / "data")
+    store = write_three_witnesses(tmp_path / "data")
     loaded, saved = [], []
     load, save = store.load_results, store.save_results
     monkeypatch.setattr(store, "load_results", lambda cid, a, b: loaded.append((a, b)) or load(cid, a, b))

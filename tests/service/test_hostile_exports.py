@@ -123,7 +123,7 @@ def hostile_v2(n: int) -> dict[str, Any]:
     return doc
 
 
-def write_collation(root: Path) -> FolderStore:
+def write_hostile_collation(root: Path) -> FolderStore:
     scores = np.full((6, 6), 0.1) + np.eye(6) * 0.8  # canvas k of A is canvas k of B
     labels = ["=cmd|' /C calc'!A0", "1e3"]
     manuscripts = [
@@ -133,8 +133,8 @@ def write_collation(root: Path) -> FolderStore:
 
 
 @pytest.fixture
-def api(tmp_path: Path, openapi: dict[str, Any]) -> Any:
-    store = write_collation(tmp_path / "data")
+def finished_api(tmp_path: Path, openapi: dict[str, Any]) -> Any:
+    store = write_hostile_collation(tmp_path / "data")
     app = create_app(Settings.from_env({}, data_dir=store.root, public_url="http://collation.test"), TESTING=True)
     yield OpenAPIClient(app.test_client(), openapi)
     service_state(app).close()
@@ -143,8 +143,8 @@ def api(tmp_path: Path, openapi: dict[str, Any]) -> Any:
 # -- 1. CSV formula injection -----------------------------------------------------------------------
 
 
-def test_concordance_csv_writes_no_cell_a_spreadsheet_runs(api: Any) -> None:
-    r = api.get(f"{API}/concordance.csv")
+def test_concordance_csv_writes_no_cell_a_spreadsheet_runs(finished_api: Any) -> None:
+    r = finished_api.get(f"{API}/concordance.csv")
     assert r.status_code == 200
     table = list(csv.reader(io.StringIO(r.get_data(as_text=True), newline="")))
     labels = [row[4] for row in table[1:]]  # witness 0's label column
@@ -186,8 +186,8 @@ def workbook_rows(data: bytes) -> list[dict[str, tuple[Any, str]]]:
     return rows
 
 
-def test_workbook_writes_number_like_labels_as_text(api: Any) -> None:
-    r = api.get(f"{API}/concordance.xlsx")
+def test_workbook_writes_number_like_labels_as_text(finished_api: Any) -> None:
+    r = finished_api.get(f"{API}/concordance.xlsx")
     assert r.status_code == 200
     rows = workbook_rows(r.get_data())
     # columns: A group, B size, C confidence, then 7 per witness; witness 1's index is K, its label L
@@ -224,12 +224,12 @@ def non_web_links(doc: Any) -> list[str]:
     return re.findall(r"(?:javascript|data|vbscript):", text)
 
 
-def test_republished_manifests_keep_only_http_links(api: Any) -> None:
-    v3 = api.get(f"{API}/manifests/0").get_json()
-    v2 = api.get(f"{API}/manifests/1").get_json()
+def test_republished_manifests_keep_only_http_links(finished_api: Any) -> None:
+    v3 = finished_api.get(f"{API}/manifests/0").get_json()
+    v2 = finished_api.get(f"{API}/manifests/1").get_json()
     assert non_web_links(v3) == [] and non_web_links(v2) == []
     for m in (0, 1):  # the variants the built-in view opens in Mirador 3 and 4 are built from them
-        assert non_web_links(api.get(f"{API}/view/manifests/{m}").get_json()) == []
+        assert non_web_links(finished_api.get(f"{API}/view/manifests/{m}").get_json()) == []
     # what is http(s) stays, in place
     assert v3["rendering"] == [{"id": "https://lib.test/0.pdf", "type": "Text", "label": {"en": ["PDF"]}}]
     assert v3["provider"][0]["homepage"] == [{"id": "https://lib.test/home", "type": "Text"}]
@@ -243,14 +243,14 @@ def test_republished_manifests_keep_only_http_links(api: Any) -> None:
     assert canvas["otherContent"][-1]["@id"].startswith(f"http://collation.test{API}/pages/1/")
 
 
-def test_no_link_is_built_on_a_non_web_image_service(api: Any) -> None:
+def test_no_link_is_built_on_a_non_web_image_service(finished_api: Any) -> None:
     """Canvas 0 of witness 0 has a ``javascript:`` image service: neither the concordance nor the viewer
     layer builds a region link on it."""
-    row = api.get(f"{API}/concordance").get_json()["rows"][0]
+    row = finished_api.get(f"{API}/concordance").get_json()["rows"][0]
     own = f"http://collation.test{API}/regions/0/{row['cells'][0]['index']}.jpg"  # the service's own copy instead
     assert row["cells"][0]["image"] == row["cells"][0]["thumbnail"] == own
     assert row["cells"][1]["image"].startswith("http://images.test/iiif/1-0/")
-    page = api.get(f"{API}/pages/1/1").get_json()  # witness 1's canvas 0: its candidates in witness 0
+    page = finished_api.get(f"{API}/pages/1/1").get_json()  # witness 1's canvas 0: its candidates in witness 0
     texts = [a["resource"][0]["chars"] for a in page["resources"]]
     assert non_web_links(page) == [] and "see the counterpart" not in texts[0]  # on canvas 0 of witness 0
     assert '<a href="http://images.test/iiif/0-2/100,100,400,300/400,/0/default.jpg">' in texts[1]

@@ -30,7 +30,7 @@ API = f"/api/v1/collations/{CID}"
 
 
 @pytest.fixture
-def api(tmp_path: Path, openapi: dict[str, Any]) -> Any:
+def finished_api(tmp_path: Path, openapi: dict[str, Any]) -> Any:
     store = weak_collation(tmp_path / "data", CollationOptions(), CID)
     app = create_app(Settings.from_env({}, data_dir=store.root, public_url="http://collation.test"), TESTING=True)
     yield OpenAPIClient(app.test_client(), openapi)
@@ -41,8 +41,8 @@ def members(doc: dict[str, Any]) -> list[list[tuple[int, int] | None]]:
     return [[(c["manuscript"], c["index"]) if c else None for c in row["cells"]] for row in doc["rows"]]
 
 
-def test_weak_links_and_blank_pages_join_no_group(api: Any) -> None:
-    doc = api.get(f"{API}/concordance").get_json()
+def test_weak_links_and_blank_pages_join_no_group(finished_api: Any) -> None:
+    doc = finished_api.get(f"{API}/concordance").get_json()
     assert doc["weak_below"] == 0.5
     assert members(doc) == [
         [(0, 0), (1, 0), None],
@@ -55,19 +55,19 @@ def test_weak_links_and_blank_pages_join_no_group(api: Any) -> None:
     ]
     assert [row["weak"] for row in doc["rows"]] == [False, False, True, True, True, True, True]
     assert (doc["matched"], doc["unmatched"], doc["weak"]) == (2, 5, 5)
-    table = list(csv.reader(io.StringIO(api.get(f"{API}/concordance.csv").get_data(as_text=True), newline="")))
+    table = list(csv.reader(io.StringIO(finished_api.get(f"{API}/concordance.csv").get_data(as_text=True), newline="")))
     assert table[0][-1] == "weak" and [row[-1] for row in table[1:]] == ["", ""] + ["weak"] * 5
 
 
-def test_correspondences_say_which_candidates_are_weak(api: Any) -> None:
-    doc = api.get(f"{API}/correspondences?pair=0,1&score=raw&top=1").get_json()
+def test_correspondences_say_which_candidates_are_weak(finished_api: Any) -> None:
+    doc = finished_api.get(f"{API}/correspondences?pair=0,1&score=raw&top=1").get_json()
     assert doc["weak_below"] == 0.5
     assert [(c["index"], c["S"], c["weak"]) for item in doc["items"] for c in item["candidates"]] == [
         (0, 1.2, False),
         (1, 1.2, False),
         (2, 0.3, True),
     ]
-    blank = api.get(f"{API}/correspondences?pair=2,0&score=raw&top=1").get_json()  # S 1.9, a blank region
+    blank = finished_api.get(f"{API}/correspondences?pair=2,0&score=raw&top=1").get_json()  # S 1.9, a blank region
     assert [(c["S"], c["weak"]) for item in blank["items"] for c in item["candidates"]] == [(1.9, True)] * 3
 
 
@@ -83,8 +83,8 @@ def test_an_expert_may_lower_the_floor(tmp_path: Path, openapi: dict[str, Any]) 
     service_state(app).close()
 
 
-def test_the_status_document_shows_the_calibrated_floor(api: Any) -> None:
-    assert api.get(API).get_json()["options"]["weak_below"] == 0.5
+def test_the_status_document_shows_the_calibrated_floor(finished_api: Any) -> None:
+    assert finished_api.get(API).get_json()["options"]["weak_below"] == 0.5
 
 
 def test_prepared_regions_with_nothing_drawn_are_marked_blank(tmp_path: Path) -> None:

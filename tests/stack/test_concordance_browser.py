@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from service_helpers import served_app
-from test_concordance_api import CID, write_collation
+from test_concordance_api import CID, write_three_witnesses
 
 from collation.app import create_app
 from collation.core.settings import Settings
@@ -28,7 +28,7 @@ TOKEN = "s3cret"
 @pytest.fixture(params=[()], ids=["open"])
 def url(request: Any, tmp_path: Path) -> Iterator[str]:
     """The collation page's URL on a service that asks for the tokens ``request.param`` (none: open)."""
-    store = write_collation(tmp_path / "data")
+    store = write_three_witnesses(tmp_path / "data")
     app = create_app(Settings.from_env({}, data_dir=store.root, api_tokens=request.param), TESTING=True)
     with served_app(app) as root:
         yield f"{root}/api/v1/collations/{CID}"

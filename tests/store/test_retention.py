@@ -25,65 +25,71 @@ DAY = 86400.0
 NOW = time.time()
 
 
-def aged(store: FolderStore, key: str, days: float, size: int = 1000) -> str:
+def aged(folder_store: FolderStore, key: str, days: float, size: int = 1000) -> str:
     """Writes ``key`` (``size`` bytes) last used ``days`` days ago."""
-    store.write(key, b"x" * size)
+    folder_store.write(key, b"x" * size)
     moment = NOW - days * DAY
-    os.utime(store.path(key), (moment, moment))
+    os.utime(folder_store.path(key), (moment, moment))
     return key
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> FolderStore:
+def folder_store(tmp_path: Path) -> FolderStore:
     """Old and new cached work, an unfinished collation that needs some of the old, a finished one."""
-    store = FolderStore(tmp_path / "data")
+    folder_store = FolderStore(tmp_path / "data")
     running = record(status="running", cid="00000000000000aa")
-    store.create_collation(running)
-    store.create_collation(record(status="finished", cid="00000000000000bb"))
+    folder_store.create_collation(running)
+    folder_store.create_collation(record(status="finished", cid="00000000000000bb"))
     for m, key in enumerate(("needed0", "needed1")):
         doc = PreparedManuscript.from_dict({"index": m, "manifest": "", "regions": [stored_region(m, 0)]})
-        store.save_manuscript(running.id, doc.replace(features_key=key))
-    store.save_results("00000000000000bb", PairResults(0, 1, *[np.zeros((1, 1))] * 3))
+        folder_store.save_manuscript(running.id, doc.replace(features_key=key))
+    folder_store.save_results("00000000000000bb", PairResults(0, 1, *[np.zeros((1, 1))] * 3))
     needed_pair = pair_key(CollationOptions.parse(None), "needed0", "needed1")
-    aged(store, "features/needed0.pt", 90)
-    aged(store, "features/needed1.pt", 90)
-    aged(store, f"scores/{needed_pair}.pairs.npy", 90)
-    aged(store, f"scores/{needed_pair}.c6/0.npy", 90)
-    aged(store, "features/old.pt", 40, size=3 * 2**20)
-    aged(store, "features/old.mirror.pt", 40)
-    aged(store, "scores/oldpair.npy", 40)
-    aged(store, "scores/oldpair.c6/3.npy", 40)
-    aged(store, "features/recent.pt", 5)
-    aged(store, "scores/recentpair.npy", 5)
-    aged(store, "images/ab/abcdef.png", 400)
-    return store
+    aged(folder_store, "features/needed0.pt", 90)
+    aged(folder_store, "features/needed1.pt", 90)
+    aged(folder_store, f"scores/{needed_pair}.pairs.npy", 90)
+    aged(folder_store, f"scores/{needed_pair}.c6/0.npy", 90)
+    aged(folder_store, "features/old.pt", 40, size=3 * 2**20)
+    aged(folder_store, "features/old.mirror.pt", 40)
+    aged(folder_store, "scores/oldpair.npy", 40)
+    aged(folder_store, "scores/oldpair.c6/3.npy", 40)
+    aged(folder_store, "features/recent.pt", 5)
+    aged(folder_store, "scores/recentpair.npy", 5)
+    aged(folder_store, "images/ab/abcdef.png", 400)
+    return folder_store
 
 
-def test_prune_removes_old_unneeded_cache_entries_only(store: FolderStore) -> None:
-    dry = prune(store, 30, dry_run=True, now=NOW)
+def test_prune_removes_old_unneeded_cache_entries_only(folder_store: FolderStore) -> None:
+    dry = prune(folder_store, 30, dry_run=True, now=NOW)
     assert dry.removed == ["features/old.mirror.pt", "features/old.pt", "scores/oldpair.c6/3.npy", "scores/oldpair.npy"]
     assert dry.removed_bytes == 3 * 2**20 + 3000 and dry.kept_recent == 2 and dry.kept_in_use == 4
-    assert store.has("features/old.pt")  # a dry run removes nothing
+    assert folder_store.has("features/old.pt")  # a dry run removes nothing
 
-    done = prune(store, 30, now=NOW)
+    done = prune(folder_store, 30, now=NOW)
     assert done.removed == dry.removed
-    assert not store.has("features/old.pt") and not store.path("scores/oldpair.c6").exists()  # no empty folder left
-    assert store.has("features/needed0.pt") and store.has("features/recent.pt") and store.has("images/ab/abcdef.png")
-    assert store.load_record("00000000000000bb").status == "finished"
-    assert store.load_results("00000000000000bb", 0, 1).S.shape == (1, 1)
+    assert (
+        not folder_store.has("features/old.pt") and not folder_store.path("scores/oldpair.c6").exists()
+    )  # no empty folder left
+    assert (
+        folder_store.has("features/needed0.pt")
+        and folder_store.has("features/recent.pt")
+        and folder_store.has("images/ab/abcdef.png")
+    )
+    assert folder_store.load_record("00000000000000bb").status == "finished"
+    assert folder_store.load_results("00000000000000bb", 0, 1).S.shape == (1, 1)
 
-    later = prune(store, 1, now=NOW)  # a shorter limit takes the recent ones too, never the needed ones
+    later = prune(folder_store, 1, now=NOW)  # a shorter limit takes the recent ones too, never the needed ones
     assert later.removed == ["features/recent.pt", "scores/recentpair.npy"] and later.kept_in_use == 4
 
 
-def test_a_read_counts_as_a_use(store: FolderStore) -> None:
-    path = store.path("features/old.pt")
+def test_a_read_counts_as_a_use(folder_store: FolderStore) -> None:
+    path = folder_store.path("features/old.pt")
     os.utime(path, (NOW - DAY, NOW - 40 * DAY))  # read yesterday, written 40 days ago
-    assert "features/old.pt" not in prune(store, 30, now=NOW).removed
+    assert "features/old.pt" not in prune(folder_store, 30, now=NOW).removed
 
 
-def test_the_command_and_its_refusals(store: FolderStore, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    monkeypatch.setenv("COLLATION_DATA_DIR", str(store.root))
+def test_the_command_and_its_refusals(folder_store: FolderStore, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    monkeypatch.setenv("COLLATION_DATA_DIR", str(folder_store.root))
     assert main(["store", "prune", "--older-than", "30", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "features/old.pt\n" in out
@@ -91,7 +97,7 @@ def test_the_command_and_its_refusals(store: FolderStore, monkeypatch: pytest.Mo
     assert main(["store", "prune", "--older-than", "-1"]) == 2
     assert "--older-than must be a number of days >= 0" in capsys.readouterr().err
 
-    settings = Settings.from_env({}, data_dir=store.root, store_url="s3://bucket/prefix")
+    settings = Settings.from_env({}, data_dir=folder_store.root, store_url="s3://bucket/prefix")
     objects = ObjectStore(settings.store_url, settings.data_dir, 2**20, endpoint="http://127.0.0.1:9")
     with pytest.raises(InputError, match="prune works on a folder store; give an object store's bucket a lifecycle"):
         prune(objects, 30)

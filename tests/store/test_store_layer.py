@@ -21,10 +21,10 @@ CID = "0123456789abcdef"
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> DataStore:
-    store = FolderStore(tmp_path)
-    store.create_collation(new_record(CID, CollationRequest(("a", "b")), CollationOptions(), Settings()))
-    return store
+def folder_store(tmp_path: Path) -> DataStore:
+    folder_store = FolderStore(tmp_path)
+    folder_store.create_collation(new_record(CID, CollationRequest(("a", "b")), CollationOptions(), Settings()))
+    return folder_store
 
 
 @pytest.mark.parametrize(
@@ -43,40 +43,44 @@ def test_step_kinds_know_their_queue_and_scope() -> None:
             Step.parse(bad)
 
 
-def test_failures_are_keyed_by_step(store: DataStore) -> None:
-    store.record_failure(CID, Step.chunk(0, 1, 2), "boom")
-    store.record_failure(CID, Step.prepare(1), "404")
-    assert store.load_failures(CID) == {Step.chunk(0, 1, 2): "boom", Step.prepare(1): "404"}
-    assert (store.collation_dir(CID) / "failures" / "chunk-0-1-2.json").is_file()  # the same files as before
-    store.clear_failures(CID)
-    assert store.load_failures(CID) == {}
+def test_failures_are_keyed_by_step(folder_store: DataStore) -> None:
+    folder_store.record_failure(CID, Step.chunk(0, 1, 2), "boom")
+    folder_store.record_failure(CID, Step.prepare(1), "404")
+    assert folder_store.load_failures(CID) == {Step.chunk(0, 1, 2): "boom", Step.prepare(1): "404"}
+    assert (folder_store.collation_dir(CID) / "failures" / "chunk-0-1-2.json").is_file()  # the same files as before
+    folder_store.clear_failures(CID)
+    assert folder_store.load_failures(CID) == {}
 
 
 def test_reading_paths_creates_nothing(tmp_path: Path) -> None:
-    store = FolderStore(tmp_path / "data")
-    assert not store.has_features("k") and not store.has_scores("k") and not store.has_chunk("k", 6, 0)
-    assert store.local_file(store.features_key("k")) is None and store.load_pairs("k") is None
+    folder_store = FolderStore(tmp_path / "data")
+    assert (
+        not folder_store.has_features("k")
+        and not folder_store.has_scores("k")
+        and not folder_store.has_chunk("k", 6, 0)
+    )
+    assert folder_store.local_file(folder_store.features_key("k")) is None and folder_store.load_pairs("k") is None
     assert not (tmp_path / "data").exists()
 
 
-def test_transitions_of_a_record(store: DataStore) -> None:
-    set_progress(store, CID, "preparing", 1, 2)
-    record = store.load_record(CID)
+def test_transitions_of_a_record(folder_store: DataStore) -> None:
+    set_progress(folder_store, CID, "preparing", 1, 2)
+    record = folder_store.load_record(CID)
     assert record.status == "running" and record.progress.to_json() == {"stage": "preparing", "done": 1, "total": 2}
-    assert fail(store, CID, "fewer than two").status == "failed"
-    set_progress(store, CID, "scoring", 5, 6)  # late progress of a job still running: dropped
-    assert store.load_record(CID).progress.stage == "preparing"
-    assert store.load_record(CID).terminal
+    assert fail(folder_store, CID, "fewer than two").status == "failed"
+    set_progress(folder_store, CID, "scoring", 5, 6)  # late progress of a job still running: dropped
+    assert folder_store.load_record(CID).progress.stage == "preparing"
+    assert folder_store.load_record(CID).terminal
     with pytest.raises(AlreadyEnded):
-        finish(store, CID, [0, 1])
+        finish(folder_store, CID, [0, 1])
 
-    store.record_failure(CID, Step.finalize(), "x")
-    record = reopen(store, CID)
+    folder_store.record_failure(CID, Step.finalize(), "x")
+    record = reopen(folder_store, CID)
     assert record.status == CollationStatus.QUEUED and record.errors == [] and record.ended is None
-    assert store.load_failures(CID) == {}
-    record = finish(store, CID, [0, 1])
+    assert folder_store.load_failures(CID) == {}
+    record = finish(folder_store, CID, [0, 1])
     assert (record.status, record.usable, record.progress.stage) == ("finished", [0, 1], "finished")
-    assert reopen(store, CID).status == "finished"  # only a failed collation is tried again
-    assert cancel(store, CID) and store.load_record(CID).status == "cancelled"
-    store.delete_collation(CID)
-    assert not cancel(store, CID) and fail(store, CID, "gone") is None
+    assert reopen(folder_store, CID).status == "finished"  # only a failed collation is tried again
+    assert cancel(folder_store, CID) and folder_store.load_record(CID).status == "cancelled"
+    folder_store.delete_collation(CID)
+    assert not cancel(folder_store, CID) and fail(folder_store, CID, "gone") is None

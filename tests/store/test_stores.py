@@ -29,7 +29,7 @@ CID = "0123456789abcdef"
 
 
 @pytest.fixture(params=["folder", "s3"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> DataStore:
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> DataStore:
     if request.param == "folder":
         return FolderStore(tmp_path / "data")
     server = request.getfixturevalue("s3_server")
@@ -39,12 +39,12 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> DataStore:
 
 
 def test_a_collation_is_created_once_and_never_exists_without_its_record(
-    store: DataStore, monkeypatch: pytest.MonkeyPatch
+    any_store: DataStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert not store.exists(CID) and store.list_collations() == []
+    assert not any_store.exists(CID) and any_store.list_collations() == []
     with pytest.raises(CollationNotFound):
-        store.load_record(CID)
-    looked, calls, has = threading.Barrier(4), itertools.count(), store.has
+        any_store.load_record(CID)
+    looked, calls, has = threading.Barrier(4), itertools.count(), any_store.has
 
     def look_together(key: str) -> bool:  # the four creators all look before any creates: the worst order
         found = has(key)
@@ -52,10 +52,12 @@ def test_a_collation_is_created_once_and_never_exists_without_its_record(
             looked.wait(timeout=10)
         return found
 
-    monkeypatch.setattr(store, "has", look_together)
+    monkeypatch.setattr(any_store, "has", look_together)
     results = []
     threads = [
-        threading.Thread(target=lambda: results.append(store.create_collation(record(status="queued", chunk_pairs=0))))
+        threading.Thread(
+            target=lambda: results.append(any_store.create_collation(record(status="queued", chunk_pairs=0)))
+        )
         for _ in range(4)
     ]
     for t in threads:
@@ -64,119 +66,123 @@ def test_a_collation_is_created_once_and_never_exists_without_its_record(
         t.join()
     monkeypatch.undo()
     assert sorted(results) == [False, False, False, True]  # concurrent identical requests: one creates it
-    assert store.exists(CID) and store.list_collations() == [CID] and store.load_record(CID).status == "queued"
+    assert (
+        any_store.exists(CID) and any_store.list_collations() == [CID] and any_store.load_record(CID).status == "queued"
+    )
 
 
-def test_concurrent_updates_lose_nothing(store: DataStore) -> None:
-    store.create_collation(record(status="queued", chunk_pairs=0))
+def test_concurrent_updates_lose_nothing(any_store: DataStore) -> None:
+    any_store.create_collation(record(status="queued", chunk_pairs=0))
 
     def bump_once(stored: Any) -> None:
         stored.chunk_pairs += 1
 
     def bump() -> None:
         for _ in range(8):
-            store.update_record(CID, bump_once)
+            any_store.update_record(CID, bump_once)
 
     threads = [threading.Thread(target=bump) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert store.load_record(CID).chunk_pairs == 32
+    assert any_store.load_record(CID).chunk_pairs == 32
 
 
-def test_a_deleted_collation_stays_deleted(store: DataStore) -> None:
-    store.create_collation(record(status="queued", chunk_pairs=0))
-    store.save_manuscript(CID, PreparedManuscript(0, "https://x/0.json"), {"id": "m"})
-    store.save_results(CID, PairResults(0, 1, np.eye(2), np.eye(2), np.eye(2)))
-    store.record_failure(CID, Step.prepare(1), "404")
-    assert store.delete_collation(CID) is True
-    assert not store.exists(CID) and store.list_collations() == [] and store.load_manuscript(CID, 0) is None
-    assert store.delete_collation(CID) is False
+def test_a_deleted_collation_stays_deleted(any_store: DataStore) -> None:
+    any_store.create_collation(record(status="queued", chunk_pairs=0))
+    any_store.save_manuscript(CID, PreparedManuscript(0, "https://x/0.json"), {"id": "m"})
+    any_store.save_results(CID, PairResults(0, 1, np.eye(2), np.eye(2), np.eye(2)))
+    any_store.record_failure(CID, Step.prepare(1), "404")
+    assert any_store.delete_collation(CID) is True
+    assert not any_store.exists(CID) and any_store.list_collations() == [] and any_store.load_manuscript(CID, 0) is None
+    assert any_store.delete_collation(CID) is False
     with pytest.raises(CollationNotFound):
-        store.write_in_collation(CID, "results/0-1.npz", b"late")  # a slow writer does not bring it back
+        any_store.write_in_collation(CID, "results/0-1.npz", b"late")  # a slow writer does not bring it back
     with pytest.raises(CollationNotFound):
-        store.update_record(CID, lambda r: None)
-    store.record_failure(CID, Step.prepare(0), "late")  # quietly nothing
-    assert store.create_collation(record(status="failed", chunk_pairs=0)) is True  # the same inputs later: a fresh one
-    assert store.load_failures(CID) == {} and store.load_results(CID, 0, 1) is None
+        any_store.update_record(CID, lambda r: None)
+    any_store.record_failure(CID, Step.prepare(0), "late")  # quietly nothing
+    assert (
+        any_store.create_collation(record(status="failed", chunk_pairs=0)) is True
+    )  # the same inputs later: a fresh one
+    assert any_store.load_failures(CID) == {} and any_store.load_results(CID, 0, 1) is None
 
 
-def test_collation_objects_round_trip(store: DataStore) -> None:
-    store.create_collation(record(status="queued", chunk_pairs=0))
+def test_collation_objects_round_trip(any_store: DataStore) -> None:
+    any_store.create_collation(record(status="queued", chunk_pairs=0))
     doc = PreparedManuscript(1, "https://x/1.json", regions=(StoredRegion(3, "c", 0, (1, 2, 3, 4), "d", blank=True),))
-    store.save_manuscript(CID, doc, {"id": "manifest"})
-    assert store.load_manuscript(CID, 1) == doc and store.load_manifest(CID, 1) == {"id": "manifest"}
-    assert store.has_manuscript(CID, 1) and not store.has_manuscript(CID, 0)
+    any_store.save_manuscript(CID, doc, {"id": "manifest"})
+    assert any_store.load_manuscript(CID, 1) == doc and any_store.load_manifest(CID, 1) == {"id": "manifest"}
+    assert any_store.has_manuscript(CID, 1) and not any_store.has_manuscript(CID, 0)
     s = np.arange(6.0).reshape(2, 3)
-    store.save_results(CID, PairResults(0, 1, s, s, s, seeds=np.array([[0, 2]])))
-    got = store.load_results(CID, 0, 1)
+    any_store.save_results(CID, PairResults(0, 1, s, s, s, seeds=np.array([[0, 2]])))
+    got = any_store.load_results(CID, 0, 1)
     assert got is not None and got.S.tolist() == [[0, 1, 2], [3, 4, 5]] and got.seeds.tolist() == [[0, 2]]
-    back = store.load_results(CID, 1, 0)  # read the other way round: transposed, and stored once
+    back = any_store.load_results(CID, 1, 0)  # read the other way round: transposed, and stored once
     assert back.S.tolist() == s.T.tolist() and back.seeds.tolist() == [[2, 0]] and back.reversed
-    store.record_failure(CID, Step.chunk(0, 1, 2), "boom")
-    assert store.load_failures(CID) == {Step.chunk(0, 1, 2): "boom"}
-    store.clear_failures(CID)
-    assert store.load_failures(CID) == {}
+    any_store.record_failure(CID, Step.chunk(0, 1, 2), "boom")
+    assert any_store.load_failures(CID) == {Step.chunk(0, 1, 2): "boom"}
+    any_store.clear_failures(CID)
+    assert any_store.load_failures(CID) == {}
     verdict = Assessment("1", (1, 0), 3, 4, "confirmed")
-    store.save_assessments(CID, [verdict])
-    assert store.load_assessments(CID) == [verdict] and verdict.ordered() == ((0, 1), 4, 3)
-    before = store.collation_versions(CID)
+    any_store.save_assessments(CID, [verdict])
+    assert any_store.load_assessments(CID) == [verdict] and verdict.ordered() == ((0, 1), 4, 3)
+    before = any_store.collation_versions(CID)
     assert set(before) == {"record.json", "manuscripts/1.json", "manuscripts/1.manifest.json", "results/0-1.npz",
                            "assessments.json"}  # fmt: skip
-    store.save_assessments(CID, [verdict, Assessment("2", (0, 1), 4, 3, "none")])
-    assert store.collation_versions(CID)["assessments.json"] != before["assessments.json"]
+    any_store.save_assessments(CID, [verdict, Assessment("2", (0, 1), 4, 3, "none")])
+    assert any_store.collation_versions(CID)["assessments.json"] != before["assessments.json"]
 
 
-def test_scores_chunks_and_pairs(store: DataStore) -> None:
-    assert not store.has_scores("k") and store.load_scores("k") is None and store.pair_count("k") is None
-    store.save_pairs("k", np.array([[0, 1], [1, 0], [1, 1]]))
-    assert store.pair_count("k") == 3 and store.load_pairs("k").tolist() == [[0, 1], [1, 0], [1, 1]]
-    store.save_chunk("k", 2, 0, np.array([0.5, 0.25]), np.array([0, 1], dtype=np.int8))
-    store.save_chunk("k", 2, 1, np.array([0.75]), np.array([1], dtype=np.int8))
-    assert store.has_chunk("k", 2, 1) and not store.has_chunk("k", 2, 2)
-    assert store.load_chunk("k", 2, 0).tolist() == [0.5, 0.25] and store.load_chunk(
+def test_scores_chunks_and_pairs(any_store: DataStore) -> None:
+    assert not any_store.has_scores("k") and any_store.load_scores("k") is None and any_store.pair_count("k") is None
+    any_store.save_pairs("k", np.array([[0, 1], [1, 0], [1, 1]]))
+    assert any_store.pair_count("k") == 3 and any_store.load_pairs("k").tolist() == [[0, 1], [1, 0], [1, 1]]
+    any_store.save_chunk("k", 2, 0, np.array([0.5, 0.25]), np.array([0, 1], dtype=np.int8))
+    any_store.save_chunk("k", 2, 1, np.array([0.75]), np.array([1], dtype=np.int8))
+    assert any_store.has_chunk("k", 2, 1) and not any_store.has_chunk("k", 2, 2)
+    assert any_store.load_chunk("k", 2, 0).tolist() == [0.5, 0.25] and any_store.load_chunk(
         "k", 2, 1, winners=True
     ).tolist() == [1]
-    store.save_scores("k", np.ones((2, 2)), np.zeros((2, 2), dtype=np.int8))
-    store.drop_chunks("k", 2)
-    assert not store.has_chunk("k", 2, 0) and store.load_chunk("k", 2, 1, winners=True) is None
-    assert store.load_scores("k").tolist() == [[1, 1], [1, 1]] and store.load_winners("k").dtype == np.int8
+    any_store.save_scores("k", np.ones((2, 2)), np.zeros((2, 2), dtype=np.int8))
+    any_store.drop_chunks("k", 2)
+    assert not any_store.has_chunk("k", 2, 0) and any_store.load_chunk("k", 2, 1, winners=True) is None
+    assert any_store.load_scores("k").tolist() == [[1, 1], [1, 1]] and any_store.load_winners("k").dtype == np.int8
 
 
-def test_features_and_images_by_content(store: DataStore) -> None:
+def test_features_and_images_by_content(any_store: DataStore) -> None:
     from test_cascade import grid_features  # a small, valid features set
 
     feats = grid_features([(2, 3), (3, 2)], scale=3, channels=112)
-    assert not store.has_features("f")
-    store.save_features("f", feats)
-    back = store.load_features("f")
-    assert store.has_features("f") and torch.equal(back.desc, feats.desc) and back.scales == (3,)
+    assert not any_store.has_features("f")
+    any_store.save_features("f", feats)
+    back = any_store.load_features("f")
+    assert any_store.has_features("f") and torch.equal(back.desc, feats.desc) and back.scales == (3,)
     image = Image.new("RGB", (5, 4), (10, 200, 30))
-    store.save_image(image, "ab" * 16)
-    assert store.load_image("ab" * 16).getpixel((2, 2)) == (10, 200, 30)
+    any_store.save_image(image, "ab" * 16)
+    assert any_store.load_image("ab" * 16).getpixel((2, 2)) == (10, 200, 30)
     with pytest.raises(FileNotFoundError):
-        store.load_image("cd" * 16)
+        any_store.load_image("cd" * 16)
 
 
-def test_identity_and_probe(store: DataStore) -> None:
-    first = store.identity()
-    assert len(first) == 32 and store.identity() == first
-    store.probe()
-    assert store.versions(".probe/") == {}
+def test_identity_and_probe(any_store: DataStore) -> None:
+    first = any_store.identity()
+    assert len(first) == 32 and any_store.identity() == first
+    any_store.probe()
+    assert any_store.versions(".probe/") == {}
 
 
 def test_an_unreachable_object_store_is_an_io_error_naming_it(tmp_path: Path) -> None:
-    store = ObjectStore("s3://nowhere/x", tmp_path, 10**6, endpoint="http://127.0.0.1:9")  # discard port: refused
+    any_store = ObjectStore("s3://nowhere/x", tmp_path, 10**6, endpoint="http://127.0.0.1:9")  # discard port: refused
     with pytest.raises(StoreUnavailable) as info:
-        store.read("collations/x/record.json")
+        any_store.read("collations/x/record.json")
     assert info.value.errno == errno.EIO and "s3://nowhere/x" in str(info.value) and "127.0.0.1:9" in str(info.value)
 
 
 def test_a_missing_bucket_is_said_plainly(s3_server: Any, tmp_path: Path) -> None:
-    store = ObjectStore("s3://never-created/x", tmp_path, 10**6, endpoint=s3_server.endpoint)
+    any_store = ObjectStore("s3://never-created/x", tmp_path, 10**6, endpoint=s3_server.endpoint)
     with pytest.raises(StoreUnavailable, match="bucket 'never-created' does not exist"):
-        store.read("anything")
+        any_store.read("anything")
 
 
 def test_a_dead_lock_holder_blocks_others_only_until_its_lease_ends(
@@ -184,13 +190,13 @@ def test_a_dead_lock_holder_blocks_others_only_until_its_lease_ends(
 ) -> None:
     from collation.store import objects
 
-    store = ObjectStore(s3_url, tmp_path, 10**6, endpoint=s3_server.endpoint)
-    store.create_collation(record(status="queued", chunk_pairs=0))
+    any_store = ObjectStore(s3_url, tmp_path, 10**6, endpoint=s3_server.endpoint)
+    any_store.create_collation(record(status="queued", chunk_pairs=0))
     monkeypatch.setattr(objects, "LEASE_SECONDS", 1.0)
-    store._acquire(store.collation_prefix(CID) + ".lock", "a-killed-worker")  # never released
+    any_store._acquire(any_store.collation_prefix(CID) + ".lock", "a-killed-worker")  # never released
     started = time.monotonic()
-    store.update_record(CID, lambda r: setattr(r, "chunk_pairs", 1))
-    assert 0.5 < time.monotonic() - started < 5 and store.load_record(CID).chunk_pairs == 1
+    any_store.update_record(CID, lambda r: setattr(r, "chunk_pairs", 1))
+    assert 0.5 < time.monotonic() - started < 5 and any_store.load_record(CID).chunk_pairs == 1
 
 
 def test_the_local_cache_keeps_the_newest_within_its_bound(tmp_path: Path) -> None:

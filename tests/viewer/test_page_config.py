@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_viewer_routes import CID, write_collation
+from test_viewer_routes import CID, write_codices_a_b
 
 from collation.app import create_app
 from collation.core.settings import Settings
@@ -36,8 +36,8 @@ PAGES = {
 
 
 @pytest.fixture
-def client(tmp_path: Path) -> Any:
-    store = write_collation(tmp_path / "data")
+def page_client(tmp_path: Path) -> Any:
+    store = write_codices_a_b(tmp_path / "data")
     app = create_app(Settings.from_env({}, data_dir=store.root, public_url="http://collation.test"), TESTING=True)
     yield app.test_client()
     service_state(app).close()
@@ -73,8 +73,8 @@ def test_the_image_templates_are_image_api_requests() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(PAGES))
-def test_every_page_has_one_config_with_the_rules(client: Any, name: str) -> None:
-    r = client.get(PAGES[name])
+def test_every_page_has_one_config_with_the_rules(page_client: Any, name: str) -> None:
+    r = page_client.get(PAGES[name])
     assert r.status_code == 200, r.get_data(as_text=True)
     html = r.get_data(as_text=True)
     config = config_of(html)
@@ -87,30 +87,30 @@ def test_every_page_has_one_config_with_the_rules(client: Any, name: str) -> Non
         assert config["id"] == CID and config["links"]["status"] == f"http://collation.test/api/v1/collations/{CID}"
 
 
-def test_the_links_of_a_collation_page_answer(client: Any) -> None:
-    links = config_of(client.get(PAGES["follow"]).get_data(as_text=True))["links"]
+def test_the_links_of_a_collation_page_answer(page_client: Any) -> None:
+    links = config_of(page_client.get(PAGES["follow"]).get_data(as_text=True))["links"]
     queries = {"view_json": "?pair=0,1", "correspondences": "?pair=0,1&score=propagated&top=3", "matrix": "?pair=0,1"}
     for name in ("status", "view", "view_json", "correspondences", "matrix", "assessments", "concordance"):
-        r = client.get(links[name] + queries.get(name, ""))
+        r = page_client.get(links[name] + queries.get(name, ""))
         assert r.status_code == 200, (name, r.get_data(as_text=True)[:200])
         r.close()
     for name in ("concordance_csv", "concordance_xlsx"):
-        r = client.get(links[name])
+        r = page_client.get(links[name])
         assert r.status_code == 200 and "attachment" in r.headers["Content-Disposition"], name
         r.close()
-    batch = client.post(links["assessments_batch"], json={"members": [], "verdict": "exact"})
+    batch = page_client.post(links["assessments_batch"], json={"members": [], "verdict": "exact"})
     assert batch.status_code in (400, 422)  # the route exists; an empty batch is refused
     assert links["follow"].replace("{id}", CID) == PAGES["follow"] and links["home"] == "/"
     for name in ("collations", "inspect"):
         assert links[name].startswith("http://collation.test/api/v1/")
-    assert client.get(links["collations"]).status_code == 200
+    assert page_client.get(links["collations"]).status_code == 200
 
 
-def test_the_home_filter_and_the_keys_help_come_from_the_rules(client: Any) -> None:
-    home = client.get("/").get_data(as_text=True)
+def test_the_home_filter_and_the_keys_help_come_from_the_rules(page_client: Any) -> None:
+    home = page_client.get("/").get_data(as_text=True)
     status = RULES["status"]
     assert f'<option value="{status["queued"]},{status["running"]}">' in home
-    view = client.get(PAGES["view"]).get_data(as_text=True)
+    view = page_client.get(PAGES["view"]).get_data(as_text=True)
     help_text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", view.split('id="keys-help">', 1)[1].split("</p>", 1)[0]))
     expected = ", ".join(f"{k} {CATEGORY_LABELS[c]}" for k, c in enumerate(CATEGORIES, 1))
     assert help_text.endswith(f"on the selected one {expected}."), help_text

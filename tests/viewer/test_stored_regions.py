@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from collation.store.datastore import DataStore
-from tests.viewer.test_viewer_routes import CID, client, manifest_b, store  # noqa: F401 (fixtures)
+from tests.viewer.test_viewer_routes import CID, finished_store, manifest_b, viewer_client  # noqa: F401 (fixtures)
 
 
 def without_services(doc: Any) -> Any:
@@ -24,23 +24,23 @@ def without_services(doc: Any) -> Any:
 
 
 @pytest.fixture
-def plain(store: DataStore) -> DataStore:  # noqa: F811
+def plain(finished_store: DataStore) -> DataStore:  # noqa: F811
     """Codex B (manuscript 1) without Image services, its region 3 stored as a 300 x 450 red image."""
-    doc = store.load_manuscript(CID, 1)
-    store.save_manuscript(CID, doc, without_services(manifest_b()))
-    store.save_image(Image.new("RGB", (300, 450), (200, 30, 30)), doc.region(3).digest)
-    return store
+    doc = finished_store.load_manuscript(CID, 1)
+    finished_store.save_manuscript(CID, doc, without_services(manifest_b()))
+    finished_store.save_image(Image.new("RGB", (300, 450), (200, 30, 30)), doc.region(3).digest)
+    return finished_store
 
 
-def test_a_witness_without_image_service_gets_the_services_own_thumbnails(client: Any, plain: DataStore) -> None:  # noqa: F811
+def test_a_witness_without_image_service_gets_the_services_own_thumbnails(viewer_client: Any, plain: DataStore) -> None:  # noqa: F811
     own = f"http://collation.test/api/v1/collations/{CID}/regions/1/3.jpg"
-    view = client.get(f"/api/v1/collations/{CID}/view.json?pair=0,1").get_json()
+    view = viewer_client.get(f"/api/v1/collations/{CID}/view.json?pair=0,1").get_json()
     assert view["regions"]["1"]["3"]["thumbnail"] == own
     assert view["regions"]["0"]["0"]["thumbnail"].startswith("http://images.test/")  # a service: the library's
-    concordance = client.get(f"/api/v1/collations/{CID}/concordance").get_json()
+    concordance = viewer_client.get(f"/api/v1/collations/{CID}/concordance").get_json()
     cells = [c for row in concordance["rows"] for c in row["cells"] if c and c["manuscript"] == 1 and c["index"] == 3]
     assert [(c["thumbnail"], c["image"]) for c in cells] == [(own, own)]
-    answer = client.get(own.removeprefix("http://collation.test"))
+    answer = viewer_client.get(own.removeprefix("http://collation.test"))
     assert (answer.status_code, answer.mimetype) == (200, "image/jpeg")
     image = Image.open(io.BytesIO(answer.get_data()))
     assert image.size == (300, 450)
@@ -48,7 +48,7 @@ def test_a_witness_without_image_service_gets_the_services_own_thumbnails(client
 
 
 @pytest.mark.parametrize("path", ["regions/1/2.jpg", "regions/1/0.jpg", "regions/7/0.jpg"])
-def test_a_region_without_a_stored_image_is_a_404_problem(client: Any, plain: DataStore, path: str) -> None:  # noqa: F811
-    answer = client.get(f"/api/v1/collations/{CID}/{path}")
+def test_a_region_without_a_stored_image_is_a_404_problem(viewer_client: Any, plain: DataStore, path: str) -> None:  # noqa: F811
+    answer = viewer_client.get(f"/api/v1/collations/{CID}/{path}")
     assert answer.status_code == 404
     assert answer.mimetype == "application/problem+json"

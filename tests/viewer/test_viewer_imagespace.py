@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from test_viewer_routes import CID, client, page_config, store  # noqa: F401 (fixtures)
+from test_viewer_routes import CID, finished_store, page_config, viewer_client  # noqa: F401 (fixtures)
 
 from collation.iiif.manifests import parse_manifest
 from collation.iiif.model import Canvas, ImageSource
@@ -14,9 +14,9 @@ from collation.viewer.imagespace import mirador_factor, scale_fragments
 API = "http://collation.test/api/v1"
 
 
-def test_viewer_manifest_points_to_the_viewer_pages(client: Any) -> None:  # noqa: F811
-    derived = client.get(f"/api/v1/collations/{CID}/manifests/0").get_json()
-    variant = client.get(f"/api/v1/collations/{CID}/view/manifests/0")
+def test_viewer_manifest_points_to_the_viewer_pages(viewer_client: Any) -> None:  # noqa: F811
+    derived = viewer_client.get(f"/api/v1/collations/{CID}/manifests/0").get_json()
+    variant = viewer_client.get(f"/api/v1/collations/{CID}/view/manifests/0")
     assert variant.status_code == 200 and variant.mimetype == "application/ld+json"
     doc = variant.get_json()
     assert doc["id"] == f"{API}/collations/{CID}/view/manifests/0"
@@ -29,16 +29,16 @@ def test_viewer_manifest_points_to_the_viewer_pages(client: Any) -> None:  # noq
     assert [ref["id"] for c in derived["items"] for ref in c["annotations"]] == [
         f"{API}/collations/{CID}/pages/0/{n}" for n in (1, 2)
     ]
-    v2 = client.get(f"/api/v1/collations/{CID}/view/manifests/1").get_json()
+    v2 = viewer_client.get(f"/api/v1/collations/{CID}/view/manifests/1").get_json()
     refs = [ref["@id"] for c in v2["sequences"][0]["canvases"] for ref in c.get("otherContent", [])]
     assert refs and all(ref.startswith(f"{API}/collations/{CID}/view/pages/1/") for ref in refs)
 
 
-def test_viewer_page_halves_the_boxes_of_a_canvas_twice_its_image(client: Any) -> None:  # noqa: F811
+def test_viewer_page_halves_the_boxes_of_a_canvas_twice_its_image(viewer_client: Any) -> None:  # noqa: F811
     """A's canvases are 1000 x 800, painted by 500 x 400 images (info.json unreachable here: the
     declared size counts); B's canvases are their images, so its boxes do not move."""
-    page = client.get(f"/api/v1/collations/{CID}/pages/0/2").get_json()
-    variant = client.get(f"/api/v1/collations/{CID}/view/pages/0/2").get_json()
+    page = viewer_client.get(f"/api/v1/collations/{CID}/pages/0/2").get_json()
+    variant = viewer_client.get(f"/api/v1/collations/{CID}/view/pages/0/2").get_json()
     assert variant["id"] == f"{API}/collations/{CID}/view/pages/0/2"
     assert [a["id"] for a in variant["items"]] == [a["id"] for a in page["items"]]
     originals = [a["target"]["selector"]["value"] for a in page["items"]]
@@ -46,21 +46,21 @@ def test_viewer_page_halves_the_boxes_of_a_canvas_twice_its_image(client: Any) -
     assert [a["imcol:canvasFragment"] for a in variant["items"]] == originals
     halves = {"xywh=100,450,400,300": "xywh=50,225,200,150", "xywh=100,50,400,300": "xywh=50,25,200,150"}
     assert [a["target"]["selector"]["value"] for a in variant["items"]] == [halves[v] for v in originals]
-    b_page = client.get(f"/api/v1/collations/{CID}/pages/1/1").get_json()
-    b_variant = client.get(f"/api/v1/collations/{CID}/view/pages/1/1").get_json()
+    b_page = viewer_client.get(f"/api/v1/collations/{CID}/pages/1/1").get_json()
+    b_variant = viewer_client.get(f"/api/v1/collations/{CID}/view/pages/1/1").get_json()
     assert [a["on"]["selector"]["value"] for a in b_variant["resources"]] == [
         a["on"]["selector"]["value"] for a in b_page["resources"]
     ]
-    assert client.get(f"/api/v1/collations/{CID}/view/pages/0/9").status_code == 404
+    assert viewer_client.get(f"/api/v1/collations/{CID}/view/pages/0/9").status_code == 404
 
 
-def test_view_json_and_page_name_the_variant(client: Any) -> None:  # noqa: F811
-    doc = client.get(f"/api/v1/collations/{CID}/view.json").get_json()
+def test_view_json_and_page_name_the_variant(viewer_client: Any) -> None:  # noqa: F811
+    doc = viewer_client.get(f"/api/v1/collations/{CID}/view.json").get_json()
     assert [m["viewer_manifest"] for m in doc["manuscripts"]] == [
         f"{API}/collations/{CID}/view/manifests/{m}" for m in (0, 1)
     ]
     for query in ("", "?mirador=3"):
-        config = page_config(client.get(f"/api/v1/collations/{CID}/view{query}").get_data(as_text=True))
+        config = page_config(viewer_client.get(f"/api/v1/collations/{CID}/view{query}").get_data(as_text=True))
         assert config["image_space_targets"] is True
 
 

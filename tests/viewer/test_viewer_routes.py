@@ -83,18 +83,18 @@ def region(index: int, canvas: str, canvas_index: int, xywh: list[int]) -> dict[
     }
 
 
-def write_collation(root: Path, status: str = "finished") -> DataStore:
+def write_codices_a_b(root: Path, status: str = "finished") -> DataStore:
     """A collation of A (4 regions, two per canvas) and B (regions 0, 1, 3, 4: region 2 was unreadable),
     whose scores put A's k-th region with B's k-th readable one."""
     urls = ["http://lib.test/a/manifest", "http://lib.test/b/manifest"]
     if status != "finished":
-        store = FolderStore(root)
+        finished_store = FolderStore(root)
         request = CollationRequest.from_json({"manifests": urls, "regions": {}, "options": {}, "callback_url": None})
         settings = Settings.from_env({}, backbone="efficientnet-lite0", chunk_pairs=8)
         record = new_record(CID, request, CollationOptions(), settings)
         record.status = CollationStatus(status)
-        store.create_collation(record)
-        return store
+        finished_store.create_collation(record)
+        return finished_store
     regions_a = [
         region(k, f"http://lib.test/a/canvas/{k // 2}", k // 2, [100, 50 + 400 * (k % 2), 400, 300]) for k in range(4)
     ]
@@ -109,13 +109,15 @@ def write_collation(root: Path, status: str = "finished") -> DataStore:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> DataStore:
-    return write_collation(tmp_path / "data")
+def finished_store(tmp_path: Path) -> DataStore:
+    return write_codices_a_b(tmp_path / "data")
 
 
 @pytest.fixture
-def client(store: DataStore) -> Any:
-    app = create_app(Settings.from_env({}, data_dir=store.root, public_url="http://collation.test"), TESTING=True)
+def viewer_client(finished_store: DataStore) -> Any:
+    app = create_app(
+        Settings.from_env({}, data_dir=finished_store.root, public_url="http://collation.test"), TESTING=True
+    )
     yield app.test_client()
     service_state(app).close()
 
@@ -128,12 +130,14 @@ def page_config(html: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("query", "version"), [("", "4.0.0"), ("?mirador=3&pair=1,0", "3.4.3")])
-def test_view_page(client: Any, query: str, version: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_view_page(
+    viewer_client: Any, query: str, version: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     vendor = tmp_path / "static" / "vendor"
     vendor.mkdir(parents=True)
     (vendor / f"mirador-{version}.min.js").write_text("window.Mirador = {};")
     monkeypatch.setattr(viewer_routes, "STATIC", tmp_path / "static")
-    r = client.get(f"/api/v1/collations/{CID}/view{query}")
+    r = viewer_client.get(f"/api/v1/collations/{CID}/view{query}")
     assert r.status_code == 200 and r.mimetype == "text/html"
     html = r.get_data(as_text=True)
     config = page_config(html)
@@ -144,23 +148,25 @@ def test_view_page(client: Any, query: str, version: str, monkeypatch: pytest.Mo
     assert '<div id="mirador">' in html
 
 
-def test_view_page_opens_on_a_link(client: Any) -> None:
+def test_view_page_opens_on_a_link(viewer_client: Any) -> None:
     """The "compare in Mirador" links of the annotations can name a correspondence id a-b-i-j."""
-    html = client.get(f"/api/v1/collations/{CID}/view?link=0-1-3-4&side=b").get_data(as_text=True)
+    html = viewer_client.get(f"/api/v1/collations/{CID}/view?link=0-1-3-4&side=b").get_data(as_text=True)
     config = page_config(html)
     assert config["pair"] == [0, 1] and config["focus"] == [3, 4]
-    assert page_config(client.get(f"/api/v1/collations/{CID}/view").get_data(as_text=True))["focus"] is None
+    assert page_config(viewer_client.get(f"/api/v1/collations/{CID}/view").get_data(as_text=True))["focus"] is None
 
 
-def test_view_page_says_when_mirador_is_missing(client: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_view_page_says_when_mirador_is_missing(
+    viewer_client: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(viewer_routes, "STATIC", tmp_path / "nothing")
-    html = client.get(f"/api/v1/collations/{CID}/view").get_data(as_text=True)
+    html = viewer_client.get(f"/api/v1/collations/{CID}/view").get_data(as_text=True)
     assert "scripts/setup.sh" in html and "mirador-4.0.0.min.js" not in html
 
 
-def test_static_assets_are_served(client: Any) -> None:
+def test_static_assets_are_served(viewer_client: Any) -> None:
     for name, kind in (("viewer.js", "javascript"), ("viewer.css", "css")):
-        r = client.get(f"/api/v1/viewer/static/{name}")
+        r = viewer_client.get(f"/api/v1/viewer/static/{name}")
         assert r.status_code == 200 and kind in r.mimetype
         r.close()
 
@@ -180,14 +186,14 @@ def test_static_assets_are_served(client: Any) -> None:
         ("/api/v1/collations/ffffffffffffffff/view.json", 404),
     ],
 )
-def test_errors_are_problems(client: Any, url: str, status: int) -> None:
-    r = client.get(url)
+def test_errors_are_problems(viewer_client: Any, url: str, status: int) -> None:
+    r = viewer_client.get(url)
     assert r.status_code == status
     assert r.mimetype == "application/problem+json"
 
 
-def test_view_json_gives_manifests_and_thumbnails_in_image_pixels(client: Any) -> None:
-    doc = client.get(f"/api/v1/collations/{CID}/view.json?pair=0,1").get_json()
+def test_view_json_gives_manifests_and_thumbnails_in_image_pixels(viewer_client: Any) -> None:
+    doc = viewer_client.get(f"/api/v1/collations/{CID}/view.json?pair=0,1").get_json()
     assert doc["pair"] == [0, 1]
     assert [m["manifest"] for m in doc["manuscripts"]] == [
         f"http://collation.test/api/v1/collations/{CID}/manifests/0",
@@ -202,30 +208,30 @@ def test_view_json_gives_manifests_and_thumbnails_in_image_pixels(client: Any) -
 
 
 def test_view_json_of_an_unfinished_collation_is_a_conflict(tmp_path: Path) -> None:
-    store = write_collation(tmp_path / "data", status="running")
-    app = create_app(Settings.from_env({}, data_dir=store.root), TESTING=True)
-    client = app.test_client()
-    assert client.get(f"/api/v1/collations/{CID}/view.json").status_code == 409
-    assert client.get(f"/api/v1/collations/{CID}/matrix.png").status_code == 409
-    assert client.get(f"/api/v1/collations/{CID}/view").status_code == 200  # the page shows progress
+    finished_store = write_codices_a_b(tmp_path / "data", status="running")
+    app = create_app(Settings.from_env({}, data_dir=finished_store.root), TESTING=True)
+    viewer_client = app.test_client()
+    assert viewer_client.get(f"/api/v1/collations/{CID}/view.json").status_code == 409
+    assert viewer_client.get(f"/api/v1/collations/{CID}/matrix.png").status_code == 409
+    assert viewer_client.get(f"/api/v1/collations/{CID}/view").status_code == 200  # the page shows progress
 
 
-def test_matrix_png_takes_the_cache_buster_the_pair_page_sends(client: Any) -> None:
+def test_matrix_png_takes_the_cache_buster_the_pair_page_sends(viewer_client: Any) -> None:
     # viewer.js asks for matrix.png?pair=...&score=...&t=<Date.now()>; it answered 400 "t: Unknown field."
-    r = client.get(f"/api/v1/collations/{CID}/matrix.png?pair=0,1&score=propagated&t=1764170000000")
+    r = viewer_client.get(f"/api/v1/collations/{CID}/matrix.png?pair=0,1&score=propagated&t=1764170000000")
     assert r.status_code == 200 and r.mimetype == "image/png", r.get_data(as_text=True)
-    assert client.get(f"/api/v1/collations/{CID}/matrix.png?t=javascript").status_code == 400
+    assert viewer_client.get(f"/api/v1/collations/{CID}/matrix.png?t=javascript").status_code == 400
 
 
-def matrix_image(client: Any, query: str) -> Image.Image:
-    r = client.get(f"/api/v1/collations/{CID}/matrix.png?{query}")
+def matrix_image(viewer_client: Any, query: str) -> Image.Image:
+    r = viewer_client.get(f"/api/v1/collations/{CID}/matrix.png?{query}")
     assert r.status_code == 200 and r.mimetype == "image/png", r.get_data(as_text=True)
     return Image.open(io.BytesIO(r.data)).convert("RGB")
 
 
-def test_matrix_png_marks_cycles_assessments_and_ground_truth(client: Any, store: DataStore) -> None:
+def test_matrix_png_marks_cycles_assessments_and_ground_truth(viewer_client: Any, finished_store: DataStore) -> None:
     geometry = layout((4, 4))
-    image = matrix_image(client, "pair=0,1&score=normalized")
+    image = matrix_image(viewer_client, "pair=0,1&score=normalized")
     assert image.size == geometry.size
     for k in range(4):  # mutual best pairs on the diagonal: white outline
         x0, y0, _, _ = geometry.box(k, k)
@@ -233,59 +239,61 @@ def test_matrix_png_marks_cycles_assessments_and_ground_truth(client: Any, store
     assert image.getpixel(geometry.center(3, 2)) != COLORS["confirmed"]
 
     # an expert confirms A3 <-> B region 3 (position 2): a green dot at (3, 2)
-    r = client.post(
+    r = viewer_client.post(
         f"/api/v1/collations/{CID}/assessments", json={"pair": [0, 1], "source": 3, "target": 3, "verdict": "confirmed"}
     )
     assert r.status_code == 201, r.get_json()
-    image = matrix_image(client, "pair=0,1&score=propagated")
+    image = matrix_image(viewer_client, "pair=0,1&score=propagated")
     assert image.getpixel(geometry.center(3, 2)) == COLORS["confirmed"]
 
     # ground truth, stored as B-A: the marks follow the asked orientation
-    path = store.collation_dir(CID) / "ground_truth" / "1-0.json"
+    path = finished_store.collation_dir(CID) / "ground_truth" / "1-0.json"
     path.parent.mkdir()
     path.write_text(json.dumps([[4, 3], [0, 0]]))  # B region 4 = A3, B region 0 = A0
-    image = matrix_image(client, "pair=0,1")
+    image = matrix_image(viewer_client, "pair=0,1")
     assert image.getpixel(geometry.box(3, 3)[:2]) == COLORS["ground_truth"]
     assert image.getpixel(geometry.box(0, 0)[:2]) == COLORS["ground_truth"]
-    flipped = matrix_image(client, "pair=1,0")
+    flipped = matrix_image(viewer_client, "pair=1,0")
     assert flipped.getpixel(geometry.center(2, 3)) == COLORS["confirmed"]
     assert flipped.getpixel(geometry.box(3, 3)[:2]) == COLORS["ground_truth"]
 
 
-def test_matrix_png_is_bright_on_the_diagonal(client: Any) -> None:
+def test_matrix_png_is_bright_on_the_diagonal(viewer_client: Any) -> None:
     geometry = layout((4, 4))
-    lum = np.asarray(matrix_image(client, "pair=0,1&score=raw").convert("L"), dtype=float)
+    lum = np.asarray(matrix_image(viewer_client, "pair=0,1&score=raw").convert("L"), dtype=float)
     diagonal = [lum[geometry.center(k, k)[::-1]] for k in range(4)]
     off = [lum[geometry.center(i, j)[::-1]] for i in range(4) for j in range(4) if i != j and (i, j) != (3, 2)]
     assert min(diagonal) > max(off)
 
 
-def test_token_field_only_when_tokens_are_configured(store: DataStore) -> None:
-    app = create_app(Settings.from_env({}, data_dir=store.root, api_tokens=("s3cret",)), TESTING=True)
-    client = app.test_client()
-    assert 'id="token"' in client.get(f"/api/v1/collations/{CID}/view").get_data(as_text=True)
+def test_token_field_only_when_tokens_are_configured(finished_store: DataStore) -> None:
+    app = create_app(Settings.from_env({}, data_dir=finished_store.root, api_tokens=("s3cret",)), TESTING=True)
+    viewer_client = app.test_client()
+    assert 'id="token"' in viewer_client.get(f"/api/v1/collations/{CID}/view").get_data(as_text=True)
     body = {"pair": [0, 1], "source": 0, "target": 0, "verdict": "rejected"}
-    assert client.post(f"/api/v1/collations/{CID}/assessments", json=body).status_code == 401
-    r = client.post(f"/api/v1/collations/{CID}/assessments", json=body, headers={"Authorization": "Bearer s3cret"})
+    assert viewer_client.post(f"/api/v1/collations/{CID}/assessments", json=body).status_code == 401
+    r = viewer_client.post(
+        f"/api/v1/collations/{CID}/assessments", json=body, headers={"Authorization": "Bearer s3cret"}
+    )
     assert r.status_code == 201
 
 
-def test_no_token_field_on_an_open_service(client: Any) -> None:
-    assert 'id="token"' not in client.get(f"/api/v1/collations/{CID}/view").get_data(as_text=True)
+def test_no_token_field_on_an_open_service(viewer_client: Any) -> None:
+    assert 'id="token"' not in viewer_client.get(f"/api/v1/collations/{CID}/view").get_data(as_text=True)
 
 
-def test_annotation_documents_are_cached_per_app(client: Any) -> None:
+def test_annotation_documents_are_cached_per_app(viewer_client: Any) -> None:
     from collation.service.state import service_state
 
-    documents = service_state(client.application).documents
+    documents = service_state(viewer_client.application).documents
     assert len(documents) == 0
     for path in ("annotations", "manifests/0", "pages/1/2"):
-        assert client.get(f"/api/v1/collations/{CID}/{path}").status_code == 200
+        assert viewer_client.get(f"/api/v1/collations/{CID}/{path}").status_code == 200
     assert len(documents) == 1  # one collation, built once
-    r = client.post(
+    r = viewer_client.post(
         f"/api/v1/collations/{CID}/assessments", json={"pair": [0, 1], "source": 3, "target": 3, "verdict": "confirmed"}
     )
     assert r.status_code == 201
-    page = client.get(f"/api/v1/collations/{CID}/annotations?page=1").get_json()
+    page = viewer_client.get(f"/api/v1/collations/{CID}/annotations?page=1").get_json()
     assert len(documents) == 2  # the assessment changed the results: built again
     assert any(a.get("imcol:status") == "confirmed" for a in page["items"])
