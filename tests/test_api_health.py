@@ -1,25 +1,21 @@
 """``collate health``, the API container's health check: ``GET /api/v1/healthz`` on the port the API
 was started on. ``collate serve`` records its address in the data folder (``.serve-HOSTNAME.json``, as
 PostgreSQL's ``postmaster.pid`` holds its port), so ``serve --port P`` (or ``--port 0``) is checked on P,
-not on ``COLLATION_PORT``; ``health --port`` names one outright. The serve test is in the stack lane
-(serve starts a private redis-server); the others ask a loopback server that answers as the API does."""
+not on ``COLLATION_PORT``; ``health --port`` names one outright. These tests ask a loopback server that
+answers as the API does; tests/test_install.py checks a real ``collate serve --port P``, and that a
+stopped serve leaves no record."""
 
 from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
-import requests
 from builders import serving
-from service_helpers import wait_for
 
 from collation.cli.main import build_parser
 from collation.cli.maintenance import api_health, reachable_host
@@ -31,44 +27,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def health(data: Path, *args: str, port: int) -> subprocess.CompletedProcess:
-    """``python -m collation health ARGS``, as the image's HEALTHCHECK runs it, with ``COLLATION_PORT=port``."""
-    env = {"PATH": "/usr/bin:/bin", "COLLATION_DATA_DIR": str(data), "COLLATION_PORT": str(port)}
-    return subprocess.run(
-        [sys.executable, "-m", "collation", "health", *args], env=env, capture_output=True, text=True, timeout=60
-    )
-
-
-def answers(port: int) -> bool:
-    try:
-        return requests.get(f"http://127.0.0.1:{port}/api/v1/healthz", timeout=5).status_code == 200
-    except requests.ConnectionError:
-        return False
-
-
-@pytest.mark.stack  # `collate serve` starts its private redis-server
-def test_health_checks_the_port_serve_was_started_on(tmp_path: Path) -> None:
-    data, port, unused = tmp_path / "data", free_port(), free_port()
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "COLLATION_DATA_DIR": str(data)}  # COLLATION_PORT unset
-    serve = subprocess.Popen(
-        [sys.executable, "-m", "collation", "serve", "--port", str(port), "--workers", "0"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for(lambda: answers(port), 120, "serve to answer")
-        ok = health(data, port=unused)  # COLLATION_PORT names a port nobody listens on
-        assert ok.returncode == 0, ok.stderr
-        assert ok.stdout.strip() == f"http://127.0.0.1:{port}/api/v1/healthz: 200"
-    finally:
-        serve.send_signal(signal.SIGTERM)
-        serve.wait(60)
-    assert serve.returncode == 0 and not any(data.glob(".serve-*.json"))  # a stopped serve leaves no record
-    gone = health(data, port=unused)
-    assert gone.returncode == 1 and f"http://127.0.0.1:{unused}/api/v1/healthz" in gone.stderr
 
 
 class Healthz(BaseHTTPRequestHandler):

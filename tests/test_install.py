@@ -1,6 +1,7 @@
 """The project installed as the image installs it: built as a wheel (not editable) into a fresh virtual
 environment, where the Dockerfile's own check step passes and ``collate serve`` answers every page,
-every static file, both Mirador bundles and the region editor's Annotorious with 200.
+every static file, both Mirador bundles and the region editor's Annotorious with 200, and the image's
+health check (``collate health``) asks the port ``serve --port`` was given.
 
 The environment borrows the dependencies of the running one (a ``.pth`` naming its site-packages, whose
 own ``.pth`` files, the editable install among them, are not read): only the project itself is built
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -118,6 +120,12 @@ def test_the_dockerfiles_checks_pass_in_the_installed_package(installed: tuple[P
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def local_links(html: str) -> set[str]:
     """The scripts and stylesheets a page loads from the service (``src``/``href`` of ``script``/``link``)."""
     tags = re.findall(r"<(?:script|link)\b[^>]*>", html)
@@ -131,21 +139,26 @@ def test_serve_answers_every_page_static_file_and_bundle(installed: tuple[Path, 
     data = tmp_path / "data"
     cid = "0123456789abcdef"
     FolderStore(data).create_collation(record(3, cid=cid, status="finished"))
+    port, unused = free_port(), free_port()
     env = {
         "PATH": f"{bin_dir}:/usr/bin:/bin",
         "HOME": str(tmp_path),
         "COLLATION_DATA_DIR": str(data),
         "COLLATION_OPENAPI_PATH": str(source / "openapi.yaml"),  # as the Dockerfile sets it
+        "COLLATION_PORT": str(unused),  # overridden by --port: the health check must not ask this one
     }
     log = tmp_path / "serve.log"
     with open(log, "wb") as out:
         serve = subprocess.Popen(
-            [str(bin_dir / "collate"), "serve", "--port", "0", "--workers", "0"],
+            [str(bin_dir / "collate"), "serve", "--port", str(port), "--workers", "0"],
             cwd=tmp_path,
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
         )
+
+    def health() -> subprocess.CompletedProcess:
+        return subprocess.run([str(bin_dir / "collate"), "health"], env=env, capture_output=True, text=True)
 
     def address() -> str | None:
         assert serve.poll() is None, log.read_text()[-3000:]
@@ -154,6 +167,7 @@ def test_serve_answers_every_page_static_file_and_bundle(installed: tuple[Path, 
 
     try:
         root = wait_for(address, 120, "collate serve to listen")
+        assert root == f"http://127.0.0.1:{port}"
         pages = {
             "/": (),
             "/new": ("vendor/annotorious-3.8.10.js",),
@@ -181,9 +195,12 @@ def test_serve_answers_every_page_static_file_and_bundle(installed: tuple[Path, 
         assert "/api/v1/viewer/static/vendor/annotorious-3.8.10.css" not in loaded  # review.js loads it
         for path in ("/api/v1/openapi.yaml", "/api/v1/ns/imcol/1/context.json", "/api/v1/healthz"):
             assert requests.get(root + path, timeout=30).status_code == 200, path
-        # the image's HEALTHCHECK: the port `serve --port 0` picked, which it recorded
-        check = subprocess.run([str(bin_dir / "collate"), "health"], env=env, capture_output=True, text=True)
+        # the image's HEALTHCHECK asks the port serve was started on, which serve recorded
+        check = health()
         assert check.returncode == 0 and check.stdout.strip() == f"{root}/api/v1/healthz: 200", check.stderr
     finally:
         serve.terminate()
         serve.wait(60)
+    assert serve.returncode == 0 and not any(data.glob(".serve-*.json"))  # a stopped serve leaves no record
+    gone = health()  # then COLLATION_PORT, where nothing listens
+    assert gone.returncode == 1 and f"http://127.0.0.1:{unused}/api/v1/healthz" in gone.stderr
