@@ -47,11 +47,15 @@ def add_subcommands(subparsers: Any) -> None:
     health = subparsers.add_parser(
         "health",
         help="exit 0 when this machine's API answers, or with --worker when its worker sends heartbeats",
-        description="A container health check. Without --worker: GET /api/v1/healthz on 127.0.0.1 and "
-        "COLLATION_PORT. With --worker: a worker registered in Redis from this host (its hostname) "
-        "sent a heartbeat recently.",
+        description="A container health check. Without --worker: GET /api/v1/healthz on the port that "
+        "`collate serve` of this host and data folder listens on (it records it in "
+        "COLLATION_DATA_DIR/.serve-HOSTNAME.json; else --port, else COLLATION_PORT). With --worker: a "
+        "worker registered in Redis from this host (its hostname) sent a heartbeat recently.",
     )
     health.add_argument("--worker", action="store_true", help="check this host's RQ worker, not the API")
+    health.add_argument(
+        "--port", type=int, help="the API's port (default: the one `collate serve` recorded, else COLLATION_PORT)"
+    )
     health.add_argument("--name", help="with --worker: only the worker of this name")
     health.add_argument(
         "--max-age",
@@ -135,19 +139,41 @@ def cmd_health(args: argparse.Namespace) -> int:
 
         healthy, message = worker_health(settings, name=args.name, max_age=args.max_age, timeout=args.timeout)
     else:
-        healthy, message = api_health(settings, args.timeout)
+        healthy, message = api_health(settings, args.timeout, port=args.port)
     print(message, file=sys.stdout if healthy else sys.stderr)
     return 0 if healthy else EXIT_UNHEALTHY
 
 
-def api_health(settings: Settings, timeout: float) -> tuple[bool, str]:
-    """(healthy, message): whether the API of this machine answers ``GET /api/v1/healthz``."""
+def api_health(settings: Settings, timeout: float, port: int | None = None) -> tuple[bool, str]:
+    """(healthy, message): whether the API of this machine answers ``GET /api/v1/healthz``: on ``port``,
+    else where ``collate serve`` of this host and data folder recorded it listens (``serve --port``, or
+    the free port ``--port 0`` picked), else on ``COLLATION_PORT``."""
     import urllib.error
     import urllib.request
 
-    url = f"http://127.0.0.1:{settings.port}/api/v1/healthz"
+    from collation.cli.serve import address_record, recorded_address
+
+    host = "127.0.0.1"
+    if port is None:
+        record = recorded_address(address_record(settings)) or {"host": host, "port": settings.port}
+        host, port = reachable_host(str(record.get("host"))), record["port"]
+    url = f"http://{host}:{port}/api/v1/healthz"
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:
             return response.status == 200, f"{url}: {response.status}"
     except (OSError, urllib.error.URLError) as exc:
         return False, f"{url}: {exc}"
+
+
+def reachable_host(bound: str) -> str:
+    """The address to reach a server bound to ``bound`` from this machine: loopback for the wildcard
+    addresses, the address or name itself otherwise (brackets around IPv6)."""
+    import ipaddress
+
+    try:
+        address = ipaddress.ip_address(bound)
+    except ValueError:  # a name: the address it resolves to is the one bound
+        return bound or "127.0.0.1"
+    if address.is_unspecified:
+        return "127.0.0.1" if address.version == 4 else "[::1]"
+    return f"[{address}]" if address.version == 6 else str(address)

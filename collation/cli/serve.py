@@ -6,12 +6,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
+import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 from collation.core.settings import ENV_PREFIX, Settings
@@ -105,6 +109,7 @@ def run_serve(args: argparse.Namespace) -> int:
         service.sweeper.start()  # re-enqueues unfinished collations found in the store, then sweeps
         warn_public_url(settings)
         server = make_server(app, settings)
+        record = record_address(settings, server.effective_port)
         root = f"http://{settings.host}:{server.effective_port}"
         url = f"{root}/api/v1"
         print(f"Collation service on {root}/ : open it in a browser and paste manifest URLs", flush=True)
@@ -118,6 +123,7 @@ def run_serve(args: argparse.Namespace) -> int:
             pass
         finally:
             _warm_shutdown(workers, asked)  # first: they finish their jobs while the API closes
+            forget_address(record)
             server.close()
             service.close()  # stops the sweeper (after its current sweep), closes Redis
     finally:
@@ -126,6 +132,45 @@ def run_serve(args: argparse.Namespace) -> int:
             local.stop(process, timeout=30)
         local.stop(redis_process)
     return 0
+
+
+def address_record(settings: Settings, hostname: str | None = None) -> Path:
+    """The file where ``collate serve`` records the address it listens on, for ``collate health``: a
+    hidden file of the data folder, one per host (containers may share the folder), as PostgreSQL
+    records its port in its data folder's ``postmaster.pid``."""
+    return settings.data_dir / f".serve-{hostname or socket.gethostname()}.json"
+
+
+def record_address(settings: Settings, port: int | str) -> Path | None:
+    """Records the host and port this process serves on (``--port``, ``COLLATION_PORT``, or the free
+    port that 0 picked); None, with a warning, when the data folder cannot be written."""
+    from collation.core.atomic import write_json
+
+    path = address_record(settings)
+    try:
+        write_json(path, {"pid": os.getpid(), "host": settings.host, "port": int(port)})  # waitress: a str
+    except OSError as exc:
+        log.warning("Could not record the port in %s (collate health will check COLLATION_PORT): %s", path, exc)
+        return None
+    return path
+
+
+def forget_address(path: Path | None) -> None:
+    """Removes this process's address record when it is still this process's (a later serve of the same
+    host and data folder may have replaced it)."""
+    if path is not None and (recorded_address(path) or {}).get("pid") == os.getpid():
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def recorded_address(path: Path) -> dict[str, Any] | None:
+    """The record of ``record_address`` (``pid``, ``host``, ``port``), None when there is none or it
+    cannot be read."""
+    try:
+        found = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) and isinstance(found.get("port"), int) else None
 
 
 def worker_env(env: dict[str, str], i: int) -> dict[str, str]:
