@@ -15,6 +15,7 @@ from collation.engine.matching import (
     query_cells_per_product,
     query_columns,
     ransac_batch,
+    row_maxima,
 )
 
 
@@ -53,12 +54,21 @@ def test_mutual_slots_are_those_of_the_cell_by_cell_rule(levels):
     tpos = torch.rand((sum(lengths), 2), generator=generator)
     seg, cell = query_columns(torch.tensor(sizes))
     before = cos.clone()
-    valid, sim, pos = mutual_slots(cos, lengths, tpos, seg, seg * lq + cell, len(sizes), lq)
+    valid, sim, pos = mutual_slots(cos, lengths, tpos, seg, seg * lq + cell, sizes, lq)
     expected = reference_slots(before, lengths, tpos, sizes, lq)
     assert torch.equal(cos, before)  # the product is given back as it came
     assert valid.any() and (~valid).any()
     for got, want in zip((valid, sim, pos), expected, strict=True):
         assert torch.equal(got, want)
+
+
+def test_row_maxima_by_scatter_equal_those_by_blocks():
+    sizes = [4, 1, 7]
+    cos = torch.randn((9, sum(sizes)), generator=torch.Generator().manual_seed(1))
+    seg, _ = query_columns(torch.tensor(sizes))
+    by_blocks = row_maxima(cos, seg, len(sizes), sizes, scatter=False)  # a CPU's way
+    assert torch.equal(row_maxima(cos, seg, len(sizes), sizes, scatter=True), by_blocks)  # a GPU's way
+    assert torch.equal(by_blocks[:, 1], cos[:, 4]) and torch.equal(by_blocks[:, 2], cos[:, 5:].amax(dim=1))
 
 
 def test_query_columns_pack_queries_one_after_another():
@@ -105,11 +115,11 @@ def test_mutual_slots_on_cuda_equal_the_cpu(precision):
     packed = torch.nn.functional.normalize(torch.randn((sum(sizes), 64), generator=generator), dim=1)
     tpos = torch.rand((sum(lengths), 2), generator=generator)
     seg, cell = query_columns(torch.tensor(sizes))
-    want = mutual_slots(target @ packed.T, lengths, tpos, seg, seg * lq + cell, len(sizes), lq)
+    want = mutual_slots(target @ packed.T, lengths, tpos, seg, seg * lq + cell, sizes, lq)
     cuda = torch.device("cuda")
     with matching.products_in(cuda, precision):
         cos = target.to(cuda) @ packed.to(cuda).T
-    got = mutual_slots(cos, lengths, tpos.to(cuda), seg.to(cuda), (seg * lq + cell).to(cuda), len(sizes), lq)
+    got = mutual_slots(cos, lengths, tpos.to(cuda), seg.to(cuda), (seg * lq + cell).to(cuda), sizes, lq)
     same = (got[0].cpu() == want[0]).float().mean()
     assert same == 1 if precision == "float32" else same > 0.97  # TF32 may swap a near tie
     assert torch.allclose(got[1].cpu()[want[0]], want[1][want[0]], atol=1e-5 if precision == "float32" else 5e-3)

@@ -9,9 +9,9 @@ the best match per query cell and divides by the query's cell count. S = S1 + S2
 Batches hold pairs and both directions together; nothing loops over pairs in Python. ``score_pairs`` is
 the one scoring function: every caller (the pipeline's stages, the cascade's cheap score) goes through it.
 
-Longer than 400 lines because the batched S_trans path (one packed product per target, mutual
-matches by reductions, RANSAC per batch) and the pair-level API that drives it are read together;
-splitting the matching kernels into a module of their own is the next step.
+Longer than 400 lines because the batched S_trans path (one packed product per target, RANSAC per
+batch) and the pair-level API that drives it are read together; the bookkeeping of mutual matches in
+one product, and how large products and batches are on each device, are ``collation.engine.matching``.
 """
 
 from __future__ import annotations
@@ -232,7 +232,8 @@ def directional_pairs(
                 packed = queries.desc[u[seg], q, cell].to(compute)  # (Q, C), query after query
                 with products_in(device, product_precision):
                     cos = (target @ packed.T).float()
-                valid, sim, pos = mutual_slots(cos, lengths, tpos, seg, seg * lq + cell, len(u), lq)
+                sizes = cells_cpu[u_cpu].tolist()
+                valid, sim, pos = mutual_slots(cos, lengths, tpos, seg, seg * lq + cell, sizes, lq)
                 qpos = queries.pos[u, q, :lq].repeat(1, len(lengths), 1)  # (J, S * lq, 2), scale-major
                 pending.append((valid, sim, pos, qpos, index))
                 pending_size += len(u)
