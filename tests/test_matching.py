@@ -91,7 +91,8 @@ def test_products_and_ransac_batches_are_sized_by_the_free_gpu_memory(monkeypatc
     big = fake_gpu(monkeypatch, 40 << 30)
     cells = query_cells_per_product(big, 2420, 1024)
     assert cells == int(0.25 * (40 << 30) // (12 * 2420 + 4 * 1024 + 64))  # about 320,000: every query of D2
-    assert 2000 <= ransac_batch(big, 2000, 100) <= matching.MAX_RANSAC_BATCH
+    assert ransac_batch(big, 2000, 100) == int(0.25 * (40 << 30) // (48 * 2000 * 100))  # 1,118 scores of 2,000 slots
+    assert ransac_batch(fake_gpu(monkeypatch, 140 << 30), 200, 25) == matching.MAX_RANSAC_BATCH
     small = fake_gpu(monkeypatch, 1 << 20)  # a nearly full card still works, at the CPU's sizes
     assert query_cells_per_product(small, 2420, 1024) == QUERY_CELLS_PER_PRODUCT
     assert ransac_batch(small, 2000, 100) == 16

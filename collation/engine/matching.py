@@ -36,8 +36,9 @@ MAX_QUERY_CELLS_PER_PRODUCT = 1 << 20
 """Upper bound of a product's query cells on a GPU: about 2,600 queries of 400 cells, every query of a
 large manuscript against one target."""
 
-MAX_RANSAC_BATCH = 4096
-"""Upper bound of the directional scores of one RANSAC batch on a GPU."""
+MAX_RANSAC_BATCH = 2048
+"""Upper bound of the directional scores of one RANSAC batch on a GPU (2,048 of 2,000 slots x 100 hypotheses
+take about 16 GB at their peak)."""
 
 PRODUCT_PRECISIONS = ("float32", "tf32", "bfloat16")
 """Arithmetic of the large product of S_trans (``directional_pairs``): ``float32`` (the default, and always
@@ -67,12 +68,13 @@ def query_cells_per_product(device: torch.device, rows: int, channels: int) -> i
 
 def ransac_batch(device: torch.device, slots: int, iterations: int) -> int:
     """Directional scores per RANSAC batch: ``defaults.RANSAC_BATCH`` on a CPU (where larger batches gain
-    nothing); on a GPU as many as ``GPU_MEMORY_SHARE`` of the free memory holds, at about six float32
-    values per (match slot, hypothesis). Scores do not depend on it."""
+    nothing); on a GPU as many as ``GPU_MEMORY_SHARE`` of the free memory holds, at about twelve float32
+    values per (match slot, hypothesis): the mapped points, their residuals and the weights of
+    ``ransac.cell_scores`` live at once. Scores do not depend on it."""
     free = free_gpu_bytes(device)
     if free is None:
         return defaults.RANSAC_BATCH
-    per_score = 24 * max(slots, 1) * max(iterations, 1)
+    per_score = 48 * max(slots, 1) * max(iterations, 1)
     return int(min(max(GPU_MEMORY_SHARE * free // per_score, defaults.RANSAC_BATCH), MAX_RANSAC_BATCH))
 
 
@@ -98,12 +100,13 @@ def products_in(device: torch.device, precision: str) -> Iterator[None]:
         yield
         return
     matmul = torch.backends.cuda.matmul
-    before = matmul.fp32_precision
-    matmul.fp32_precision = "tf32"
+    name, value = ("fp32_precision", "tf32") if hasattr(matmul, "fp32_precision") else ("allow_tf32", True)
+    before = getattr(matmul, name)
+    setattr(matmul, name, value)
     try:
         yield
     finally:
-        matmul.fp32_precision = before
+        setattr(matmul, name, before)
 
 
 def query_columns(sizes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
