@@ -99,6 +99,11 @@ def manifest(url: str, name: str, base: str, sizes: list[tuple[int, int]]) -> di
     }
 
 
+def python_path() -> str:
+    """The repository first, then this process's own PYTHONPATH (on the GPU machine, the carried wheels)."""
+    return os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+
+
 def wait_peak_gb(process: subprocess.Popen) -> float:
     """Waits for ``process`` and returns its peak resident memory in GB (Linux: ru_maxrss in KiB)."""
     _, status, usage = os.wait4(process.pid, 0)
@@ -122,7 +127,7 @@ def command(folders: list[Path], out: Path, candidates: int | None) -> tuple[flo
         "--candidates",
         "all" if candidates is None else str(candidates),
     ]
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("COLLATION_")}, "PYTHONPATH": str(REPO)}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("COLLATION_")}, "PYTHONPATH": python_path()}
     start = time.perf_counter()
     with open(out.with_suffix(".log"), "wb") as log:
         process = subprocess.Popen(argv, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
@@ -182,7 +187,7 @@ def service(
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("COLLATION_")},
         **settings.to_environ(),
-        "PYTHONPATH": str(REPO),
+        "PYTHONPATH": python_path(),
     }
     if workers > 1:
         env["OMP_NUM_THREADS"] = str(max(1, 2 // workers))
