@@ -352,10 +352,11 @@ def test_forward_passes_side_by_side_give_the_same_features(backbone):
 
 def test_batches_prepared_ahead_come_in_order_and_few_at_a_time():
     # A GPU's forward passes take the batches the CPU's cores decode and resize ahead (threads.prefetched).
-    started, consumed, ahead = [], [], []
+    started, consumed, ahead, threads = [], [], [], torch.get_num_threads()
 
     def prepare(task: int) -> int:
         started.append(task)
+        assert torch.get_num_threads() == 1  # one intra-op thread per loader: no core oversubscribed
         return task * task
 
     for result in prefetched(prepare, list(range(40)), workers=3):
@@ -363,5 +364,6 @@ def test_batches_prepared_ahead_come_in_order_and_few_at_a_time():
         ahead.append(len(started) - len(consumed))
     assert consumed == [k * k for k in range(40)]
     assert max(ahead) <= 2 * 3  # never more than twice the loaders wait, whatever the task count
+    assert torch.get_num_threads() == threads  # the intra-op setting is given back
     with pytest.raises(ZeroDivisionError):  # a loader's error reaches the caller
         list(prefetched(lambda k: 1 // (k - 5), list(range(10)), workers=2))

@@ -61,12 +61,23 @@ def prefetched(prepare: Callable[[Task], Result], tasks: Sequence[Task], workers
 
     For a GPU's forward passes: the CPU's cores decode and resize the next batches (Pillow and torch
     release the GIL) while the caller's thread runs the current one on the device. At most
-    ``2 * workers`` prepared results wait at a time, so memory stays bounded whatever the task count.
+    ``2 * workers`` prepared results wait at a time, so memory stays bounded whatever the task count. Each
+    loader runs on one intra-op thread (as ``side_by_side``'s tasks: no core oversubscribed); the setting is
+    process-wide and restored when the work ends.
     """
     if workers <= 1 or len(tasks) <= 1:
         for task in tasks:
             yield prepare(task)
         return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield from _prefetch(prepare, tasks, workers)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _prefetch(prepare: Callable[[Task], Result], tasks: Sequence[Task], workers: int) -> Iterator[Result]:
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="prefetch") as pool:
         ahead: deque[Future[Result]] = deque()
         pending = iter(tasks)
