@@ -55,7 +55,7 @@ step "1. machine"
 
 if [ "$DEVICE" = cuda ]; then
   step "2. CUDA cells"
-  timeout 60 python3 -m pytest -q -p no:cacheprovider -n 0 -rs tests/test_matching.py tests/test_similarity.py \
+  timeout 45 python3 -m pytest -q -p no:cacheprovider -n 0 -rs tests/test_matching.py tests/test_similarity.py \
     tests/test_ransac.py tests/test_features.py -k cuda 2>&1 | tee "$OUT/cuda_cells.txt" | tail -6
 fi
 
@@ -64,7 +64,7 @@ if [ "$DEVICE" = cuda ]; then
   nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 >"$OUT/gpu_memory_polled.txt" 2>&1 &
   POLL=$!
 fi
-timeout 200 python3 benchmarks/bench_service.py --size "$SIZE" --difficulty moderate --rounds 1 --service-only \
+timeout 150 python3 benchmarks/bench_service.py --size "$SIZE" --difficulty moderate --rounds 1 --service-only \
   --device "$DEVICE" --io-workers "$IO_WORKERS" --show-log 2>&1 | tee "$OUT/service_log.txt" \
   | grep -E "^round|service steps|Traceback|Error" | tee "$OUT/service.txt"
 if [ "$DEVICE" = cuda ]; then
@@ -81,11 +81,11 @@ engine() { # engine LIMIT TREE ARGS...: bench_engine.py of a tree (its own packa
     | grep -v Warning | tee -a "$OUT/throughput.txt"
 }
 step "4. throughput after and before, efficientnet-lite0"
-engine 100 . --backbone efficientnet-lite0
-engine 80 .gpu-carry/before --backbone efficientnet-lite0 --max-pairs 20000
+engine 90 . --backbone efficientnet-lite0
+engine 70 .gpu-carry/before --backbone efficientnet-lite0 --max-pairs 20000
 
 step "5. top-1 tables"
-timeout 170 python3 benchmarks/gpu_top1.py --set 400x200:hard:0 --set 816x405:hard:0 --set 400x200:moderate:0 \
+timeout 180 python3 benchmarks/gpu_top1.py --set 400x200:hard:0 --set 816x405:hard:0 --set 400x200:moderate:0 \
   --set 816x405:moderate:0 2>&1 | tee "$OUT/top1.txt"
 
 step "6. optional: ResNet-50 and the scales"
