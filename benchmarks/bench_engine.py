@@ -11,6 +11,7 @@ forward pass and of matching 1024-channel features does not depend on the weight
 from __future__ import annotations
 
 import argparse
+import functools
 import resource
 import sys
 import tempfile
@@ -23,6 +24,7 @@ from PIL import Image, ImageDraw
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from collation.core import defaults
 from collation.core.errors import WeightsNotFoundError
 from collation.core.settings import Settings
 from collation.engine.backbones import BACKBONES, load_backbone
@@ -66,17 +68,24 @@ def peak_rss_gb() -> float:
 
 
 def run(
-    name: str, device: str, rows: int, cols: int, max_pairs: int, dtype: torch.dtype, weights_dir: Path | None
+    name: str,
+    device: str,
+    rows: int,
+    cols: int,
+    max_pairs: int,
+    dtype: torch.dtype,
+    weights_dir: Path | None,
+    scales: tuple[int, ...] = defaults.SCALES,
 ) -> None:
     model, weights = backbone_for(name, device, weights_dir)
     images0, images1 = synthetic_illustrations(rows, 0), synthetic_illustrations(cols, 1)
-    extract_features(images0[:8], model, dtype=dtype)  # warm-up: per-shape kernel compilation
+    extract = functools.partial(extract_features, backbone=model, dtype=dtype, scales=scales)
+    extract(images0[:8])  # warm-up: per-shape kernel compilation
     if device == "cuda":
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
     t = time.perf_counter()
-    feats0 = extract_features(images0, model, dtype=dtype)
-    feats1 = extract_features(images1, model, dtype=dtype)
+    feats0, feats1 = extract(images0), extract(images1)
     if device == "cuda":
         torch.cuda.synchronize()
     extract_s = time.perf_counter() - t
@@ -104,7 +113,10 @@ def run(
         f"{name} on {device} ({weights}, {str(dtype).removeprefix('torch.')} features, "
         f"{torch.get_num_threads()} threads)"
     )
-    print(f"  features : {rows + cols} illustrations x 5 scales in {extract_s:.1f} s = {images_per_s:.1f} images/s")
+    print(
+        f"  features : {rows + cols} illustrations x scales {list(scales)} in {extract_s:.1f} s "
+        f"= {images_per_s:.1f} images/s"
+    )
     print(
         f"  S_trans  : {len(pairs)} pairs of {rows} x {cols} (both directions) in {score_s:.1f} s "
         f"= {pairs_per_s:.1f} pairs/s"
@@ -127,7 +139,11 @@ def main() -> None:
         "--max-pairs", type=int, default=0, help="time a random sample of this many pairs (0: all rows x cols)"
     )
     parser.add_argument("--float16", action="store_true", help="store features as float16")
+    parser.add_argument(
+        "--scales", default=",".join(map(str, defaults.SCALES)), help="scales to describe (what each one costs)"
+    )
     args = parser.parse_args()
+    scales = tuple(int(v) for v in args.scales.split(","))
     weights_dir = Settings.from_env().weights_dir  # COLLATION_WEIGHTS_DIR, read in the one place settings are
     devices = args.device or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
     for device in devices:
@@ -140,6 +156,7 @@ def main() -> None:
                 args.max_pairs,
                 torch.float16 if args.float16 else torch.float32,
                 weights_dir,
+                scales,
             )
 
 

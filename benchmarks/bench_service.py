@@ -99,6 +99,11 @@ def manifest(url: str, name: str, base: str, sizes: list[tuple[int, int]]) -> di
     }
 
 
+def python_path() -> str:
+    """The repository first, then this process's own PYTHONPATH (on the GPU machine, the carried wheels)."""
+    return os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+
+
 def wait_peak_gb(process: subprocess.Popen) -> float:
     """Waits for ``process`` and returns its peak resident memory in GB (Linux: ru_maxrss in KiB)."""
     _, status, usage = os.wait4(process.pid, 0)
@@ -122,7 +127,7 @@ def command(folders: list[Path], out: Path, candidates: int | None) -> tuple[flo
         "--candidates",
         "all" if candidates is None else str(candidates),
     ]
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("COLLATION_")}, "PYTHONPATH": str(REPO)}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("COLLATION_")}, "PYTHONPATH": python_path()}
     start = time.perf_counter()
     with open(out.with_suffix(".log"), "wb") as log:
         process = subprocess.Popen(argv, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
@@ -146,12 +151,16 @@ def service(
     candidates: int | None,
     store_options: dict[str, str] | None = None,
     workers: int = 1,
+    device: str = "cpu",
+    io_workers: int = 0,
 ) -> tuple[float, float, float, str]:
     """(seconds from POST to finished, seconds the workers took to start, the first worker's peak RSS
     in GB, the workers' logs); the static server serves ``root`` (the image folders), Redis, the data
     store and the logs go under ``work``. With ``store_options`` (``store_url``, ``store_endpoint``)
     the data store is an object store and every worker has a directory of its own (``work/worker<n>``),
-    as on machines that share no disk; ``workers`` workers, each with ``OMP_NUM_THREADS`` = 2 / workers."""
+    as on machines that share no disk; ``workers`` workers, each with ``OMP_NUM_THREADS`` = 2 / workers.
+    With ``io_workers``, the ``workers`` take the compute queue alone on ``device`` (``collate worker --device``)
+    and ``io_workers`` more take the io queue on the CPU, one thread each: a GPU machine's layout."""
     work.mkdir(parents=True)
     site = ThreadingHTTPServer(("127.0.0.1", free_port()), functools.partial(Quiet, directory=str(root)))
     threading.Thread(target=site.serve_forever, daemon=True).start()
@@ -178,11 +187,15 @@ def service(
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("COLLATION_")},
         **settings.to_environ(),
-        "PYTHONPATH": str(REPO),
+        "PYTHONPATH": python_path(),
     }
     if workers > 1:
         env["OMP_NUM_THREADS"] = str(max(1, 2 // workers))
-    log_paths = [work / f"worker{n}.log" for n in range(workers)]
+    log_paths = [work / f"worker{n}.log" for n in range(workers + io_workers)]
+    if io_workers:
+        roles = [["--queues", "compute", "--device", device]] * workers + [["--queues", "io"]] * io_workers
+    else:
+        roles = [[]] * workers
     app = create_app(settings)
     if store_options:
         from collation.store.location import open_store
@@ -192,12 +205,14 @@ def service(
     peak = float("nan")
     try:
         started = time.perf_counter()
-        for n, log_path in enumerate(log_paths):
+        for n, (log_path, role) in enumerate(zip(log_paths, roles, strict=True)):
             own = {"COLLATION_DATA_DIR": str(work / f"worker{n}")} if store_options else {}
+            if "io" in role:
+                own["OMP_NUM_THREADS"] = "1"
             with open(log_path, "wb") as log:
                 processes.append(
                     subprocess.Popen(
-                        [sys.executable, "-m", "collation", "worker"],
+                        [sys.executable, "-m", "collation", "worker", *role],
                         env={**env, **own},
                         cwd=REPO,
                         stdout=log,
@@ -208,7 +223,7 @@ def service(
         from rq import Worker
 
         connection = Redis.from_url(redis_url)
-        while len(Worker.all(connection=connection)) < workers:
+        while len(Worker.all(connection=connection)) < workers + io_workers:
             time.sleep(0.1)
         worker_start = time.perf_counter() - started
         client = app.test_client()
@@ -264,6 +279,9 @@ def main() -> None:
     parser.add_argument("--skip-in-process", action="store_true", help="no in-process run (large sizes)")
     parser.add_argument("--keep", help="an empty folder for the images, gt.json and the outputs (kept)")
     parser.add_argument("--show-log", action="store_true", help="print the worker's job log of the last round")
+    parser.add_argument("--device", default="cpu", help="the compute worker's device (cpu, cuda, cuda:N)")
+    parser.add_argument("--io-workers", type=int, default=0, help="io workers apart from the compute worker")
+    parser.add_argument("--service-only", action="store_true", help="no `collate match` (the GPU checks)")
     args = parser.parse_args()
     n0, n1 = (int(v) for v in args.size.split("x"))
     candidates = None if args.candidates == "all" else int(args.candidates)
@@ -281,6 +299,19 @@ def main() -> None:
         clis, warm, svcs, log = [], [], [], ""
         for r in range(args.rounds):
             load = os.getloadavg()[0]
+            if args.service_only:
+                svc, worker_start, worker_peak, log = service(
+                    root, root / f"service{r}", folders, candidates, device=args.device, io_workers=args.io_workers
+                )
+                svcs.append(svc)
+                print(
+                    f"round {r}: service on {args.device} with {args.io_workers} io workers, POST to finished "
+                    f"{svc:.1f} s, compute worker peak RSS {worker_peak:.2f} GB (worker start {worker_start:.1f} s, "
+                    f"not counted)",
+                    flush=True,
+                )
+                print(f"  service steps: {step_times(log)}", flush=True)
+                continue
             cli_seconds, cli_peak = command(folders, root / f"match{r}", candidates)
             clis.append(cli_seconds)
             if not args.skip_in_process:
@@ -296,8 +327,9 @@ def main() -> None:
                 flush=True,
             )
             print(f"  service steps: {step_times(log)}", flush=True)
-        cli, svc = statistics.median(clis), statistics.median(svcs)
-        print(f"median: collate match {cli:.1f} s, service {svc:.1f} s, ratio service / collate match {svc / cli:.2f}")
+        if clis:
+            cli, svc = statistics.median(clis), statistics.median(svcs)
+            print(f"median: collate match {cli:.1f} s, service {svc:.1f} s, ratio service / match {svc / cli:.2f}")
         if args.show_log:
             print(log[-6000:])
 

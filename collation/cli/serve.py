@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from collation.core.settings import ENV_PREFIX, Settings
+from collation.core.settings import ENV_PREFIX, Settings, SettingsError
 
 log = logging.getLogger("collation.service")
 
@@ -50,15 +50,21 @@ def add_subcommands(subparsers: Any) -> None:
     worker.add_argument("--burst", action="store_true", help="quit when the queues are empty")
     worker.add_argument(
         "--queues",
-        default="io,compute",
-        help="io, compute or both (default io,compute); GPU machines take compute only",
+        default=None,
+        help="io, compute or both (default io,compute; compute alone with --device cuda...): GPU workers "
+        "take compute only, io workers fetch on the CPU",
+    )
+    worker.add_argument(
+        "--device",
+        help="this worker's compute device, cpu, cuda or cuda:N (default COLLATION_DEVICE): one compute "
+        "worker per GPU, each with --device cuda:N",
     )
     worker.add_argument("--name", help="worker name (default: random)")
     worker.set_defaults(handler=run_worker)
 
 
 def run_worker(args: argparse.Namespace) -> int:
-    """``collate worker [--burst] [--queues io,compute]``."""
+    """``collate worker [--burst] [--queues io,compute] [--device cuda:N]``."""
     from collation.jobs.tasks import StoreRefused
     from collation.jobs.worker import work
 
@@ -67,13 +73,32 @@ def run_worker(args: argparse.Namespace) -> int:
     if not settings.redis_url:
         log.error("COLLATION_REDIS_URL is not set: a worker needs the service's Redis")
         return 2
-    queues = [q.strip() for q in (getattr(args, "queues", None) or "io,compute").split(",") if q.strip()]
+    try:
+        settings, queues = worker_placement(settings, getattr(args, "device", None), getattr(args, "queues", None))
+    except SettingsError as exc:
+        log.error("Worker not started: %s", exc.message)
+        return 2
     try:
         work(settings, queues, burst=bool(getattr(args, "burst", False)), name=getattr(args, "name", None))
     except StoreRefused as exc:
         log.error("Worker not started: %s", exc.message)
         return EXIT_STORE_REFUSED
     return 0
+
+
+def worker_placement(settings: Settings, device: str | None, queues: str | None) -> tuple[Settings, list[str]]:
+    """The settings and queue kinds of a worker started with ``--device`` and ``--queues``: the device
+    replaces ``COLLATION_DEVICE``, and a worker on a CUDA device listens on the compute queue alone unless
+    ``--queues`` says otherwise (one compute worker per GPU; io workers run apart, on the CPU).
+
+    Raises:
+        SettingsError: a device other than auto, cpu, cuda or cuda:N.
+    """
+    if device:
+        settings = settings.replace(device=device)
+    if queues is None:
+        queues = "compute" if device and device.startswith("cuda") else "io,compute"
+    return settings, [q.strip() for q in queues.split(",") if q.strip()]
 
 
 def run_serve(args: argparse.Namespace) -> int:

@@ -29,7 +29,7 @@ from collation.core.formats import STORE_FORMAT, item_format
 from collation.core.options import BACKBONES, check_option
 from collation.engine.backbones import BACKBONE_CHANNELS, Backbone
 from collation.engine.checks import check_dtype, check_positive_int, check_shape
-from collation.engine.threads import default_workers, side_by_side
+from collation.engine.threads import cpu_cores, default_workers, prefetched, side_by_side
 
 Progress = Callable[[int, int], None]
 """Called as ``progress(done, total)`` while long work advances, between batches. It may raise to stop
@@ -319,6 +319,7 @@ def extract_features(
     batch_size: int | None = None,
     bucket: int = defaults.FEATURES_BUCKET,
     workers: int | None = None,
+    loaders: int | None = None,
     progress: Progress | None = None,
 ) -> MultiScaleFeatures:
     """Describes every image at every scale with ``backbone``.
@@ -342,6 +343,8 @@ def extract_features(
         bucket: frames' short side is a multiple of this many cells (or the long side); 1 never pads.
         workers: forward passes run side by side, each on one intra-op thread (``collation.engine.threads``);
             by default as many as torch's intra-op threads on a CPU, 1 on a GPU. Features do not depend on it.
+        loaders: on a GPU, threads that decode, resize and frame the next batches on the CPU while the device
+            runs the current one (``threads.prefetched``); by default one per CPU core. Not used on a CPU.
 
     Returns:
         MultiScaleFeatures with ``desc`` of shape ``(n, len(scales), L, C)``, L the largest map.
@@ -360,6 +363,8 @@ def extract_features(
     check_positive_int("batch_size", batch_size)
     check_positive_int("bucket", bucket)
     check_positive_int("workers", workers)
+    if loaders is not None:
+        check_positive_int("loaders", loaders)
     n, n_scales = len(images), len(scales)
     sizes = image_sizes(images)
     jobs: dict[tuple[int, int], list[tuple[int, int, int, int]]] = {}  # bucket -> [(image, scale, rows, cols)]
@@ -372,14 +377,23 @@ def extract_features(
     pos = torch.zeros((n, n_scales, length, 2), dtype=torch.float32, device=device)
     mask = torch.zeros((n, n_scales, length), dtype=torch.bool, device=device)
 
-    def describe(frame: tuple[int, int], batch: list[tuple[int, int, int, int]]) -> int:
-        """Runs one batch of images framed as ``frame`` (rows, cols) and writes their cells (disjoint slots)."""
-        rows_b, cols_b = frame
+    Batch = tuple[tuple[int, int], list[tuple[int, int, int, int]]]  # frame (rows, cols), [(image, scale, rows, cols)]
+
+    def prepare(item: Batch) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The batch's images decoded, resized and framed on the CPU: ``(B, 3, 16 rows, 16 cols)``, and the
+        ``(B, 2)`` pixel sizes of the images inside their frames (None where none is padded)."""
+        (rows_b, cols_b), batch = item
         x = torch.zeros((len(batch), 3, 16 * rows_b, 16 * cols_b))
         for k, (i, _, rows, cols) in enumerate(batch):
             x[k, :, : 16 * rows, : 16 * cols] = image_to_tensor(images[i], rows, cols)
         padded = any((rows, cols) != (rows_b, cols_b) for _, _, rows, cols in batch)
         valid = torch.tensor([[16 * rows, 16 * cols] for _, _, rows, cols in batch]) if padded else None
+        return x, valid
+
+    def describe(item: Batch, inputs: tuple[torch.Tensor, torch.Tensor | None]) -> int:
+        """Runs one prepared batch through the backbone and writes its cells (disjoint slots)."""
+        (rows_b, cols_b), batch = item
+        x, valid = inputs
         maps = backbone(x.to(device), valid)
         check_shape("backbone output", maps, (len(batch), backbone.channels, rows_b, cols_b))  # stride 16
         for (i, s, rows, cols), f in zip(batch, maps, strict=True):
@@ -399,9 +413,13 @@ def extract_features(
     # decodes each once. Only the order changes, never a batch: the features are the same bit for bit.
     batches.sort(key=lambda item: item[1][0][0])
     done, total = 0, n * n_scales
-    # Forward passes side by side, each on one intra-op thread: one small image per pass leaves a second
-    # core mostly idle inside a convolution (EfficientNet-Lite0 ran as fast on one thread as on two).
-    for count in side_by_side(lambda item: describe(*item), batches, workers):
+    # On a CPU, forward passes side by side, each on one intra-op thread: one small image per pass leaves a
+    # second core mostly idle inside a convolution (EfficientNet-Lite0 ran as fast on one thread as on two).
+    if device.type == "cpu":
+        counts = side_by_side(lambda item: describe(item, prepare(item)), batches, workers)
+    else:  # the device runs the batches one after another while the CPU's cores prepare the next ones
+        counts = map(describe, batches, prefetched(prepare, batches, loaders or cpu_cores()))
+    for count in counts:
         done += count
         if progress:
             progress(done, total)

@@ -9,9 +9,9 @@ the best match per query cell and divides by the query's cell count. S = S1 + S2
 Batches hold pairs and both directions together; nothing loops over pairs in Python. ``score_pairs`` is
 the one scoring function: every caller (the pipeline's stages, the cascade's cheap score) goes through it.
 
-Longer than 400 lines because the batched S_trans path (one packed product per target, mutual
-matches by reductions, RANSAC per batch) and the pair-level API that drives it are read together;
-splitting the matching kernels into a module of their own is the next step.
+Longer than 400 lines because the batched S_trans path (one packed product per target, RANSAC per
+batch) and the pair-level API that drives it are read together; the bookkeeping of mutual matches in
+one product, and how large products and batches are on each device, are ``collation.engine.matching``.
 """
 
 from __future__ import annotations
@@ -26,6 +26,15 @@ from collation.core.errors import InputError
 from collation.core.options import KERNELS, SIMILARITIES, check_option
 from collation.engine.checks import as_index_pairs, check_flag, check_integer, check_positive_int, check_shape
 from collation.engine.features import MultiScaleFeatures, Progress
+from collation.engine.matching import (
+    PRODUCT_PRECISIONS,
+    mutual_slots,
+    product_dtype,
+    products_in,
+    query_cells_per_product,
+    query_columns,
+    ransac_batch,
+)
 from collation.engine.partial import partial_normalizer
 from collation.engine.ransac import cell_scores, compact_matches, ransac_scores, uniform_draws
 from collation.engine.threads import default_workers, side_by_side
@@ -109,57 +118,6 @@ def directional_scores(
     return total / query_cells.clamp(min=1)
 
 
-def _gather_matches(
-    cos: torch.Tensor,
-    lengths: list[int],
-    tpos: torch.Tensor,
-    seg: torch.Tensor,
-    flat: torch.Tensor,
-    sizes: list[int],
-    lq: int,
-) -> tuple[torch.Tensor, ...]:
-    """Mutual matches of one target against packed queries, laid out as ``(J, S * lq)`` slots.
-
-    A couple (p, q) is mutual at scale s when cos[p, q] is the largest of q's column within scale s
-    and of p's row within q's query. Both maxima are plain reductions (no argmax over the large
-    matrix); ties keep the first target cell, as ``argmax``.
-
-    Args:
-        cos: ``(R, Q)`` cosines of the target's R real cells (scales one after the other, ``lengths``)
-            with Q packed query cells, query after query (``sizes`` cells each); seg ``(Q,)`` query of
-            each column, flat ``(Q,)`` its slot, seg * lq + cell.
-        tpos: ``(R, 2)`` target cell positions.
-
-    Returns:
-        valid, sim, target positions of the matches, each ``(J, S * lq, ...)``, scale-major.
-    """
-    n_queries, n_scales = len(sizes), len(lengths)
-    found, offset = [], 0
-    for s, length in enumerate(lengths):
-        part = cos[offset : offset + length]
-        p, c = (part == part.amax(dim=0)).nonzero(as_tuple=True)  # each query cell's best target cells
-        found.append((p + offset, c, torch.full_like(p, s)))
-        offset += length
-    p, c, scale = (torch.cat(x) for x in zip(*found, strict=True))
-    value = cos[p, c]
-    row_best = torch.stack([part.amax(dim=1) for part in cos.split(sizes, dim=1)], dim=1)  # (R, J)
-    keep = (value >= row_best[p, seg[c]]) & (value > 0)  # mutual, and a positive cosine
-    p, c, scale, value = p[keep], c[keep], scale[keep], value[keep]
-    slot = scale * (n_queries * lq) + flat[c]  # scale-major slots
-    first = torch.full((n_scales * n_queries * lq,), cos.shape[0], dtype=torch.long, device=cos.device)
-    first.scatter_reduce_(0, slot, p, reduce="amin")  # ties: the first target cell
-    valid = first < cos.shape[0]
-    index = first.clamp(max=cos.shape[0] - 1)
-    sim = torch.zeros_like(first, dtype=cos.dtype)
-    sim[slot] = value  # equal values for tied cells
-    pos = tpos[index]
-
-    def per_query(x: torch.Tensor) -> torch.Tensor:
-        return x.view(n_scales, n_queries, lq, *x.shape[1:]).transpose(0, 1).reshape(n_queries, -1, *x.shape[1:])
-
-    return per_query(valid), per_query(sim), per_query(pos)
-
-
 def _score_matches(
     valid: torch.Tensor,
     sim: torch.Tensor,
@@ -191,39 +149,48 @@ def directional_pairs(
     seed: int | None,
     kernel: str = defaults.KERNEL,
     iterations: int = defaults.RANSAC_ITERATIONS,
-    batch_size: int = defaults.RANSAC_BATCH,
+    batch_size: int | None = None,
     progress: Progress | None = None,
     partial: bool = False,
     workers: int | None = None,
+    product_precision: str = "float32",
 ) -> torch.Tensor:
     """Directional scores of (target t, query u) couples, one matrix product per target.
 
     Each target's real cells at all its scales (no padding) are multiplied with the packed real cells of
-    the queries it meets, up to ``QUERY_CELLS_PER_PRODUCT`` at a time: one large product instead of many
-    small padded ones, and no copy of a target per pair. RANSAC then runs on ``batch_size`` couples at once.
-    The targets are shared out in tasks of about ``TASK_PAIRS`` couples, run side by side on a CPU
-    (``collation.engine.threads``); each task writes the scores of its own couples only.
+    the queries it meets, as many at a time as ``matching.query_cells_per_product`` allows (16,384 cells on
+    a CPU, from the free memory on a GPU): one large product instead of many small padded ones, and no copy
+    of a target per pair; ``matching.mutual_slots`` finds the mutual matches in it. RANSAC then runs on
+    ``batch_size`` couples at once. The targets are shared out in tasks of about ``TASK_PAIRS`` couples, run
+    side by side on a CPU (``collation.engine.threads``); each task writes the scores of its own couples only.
 
     Args:
         pairs: ``(P, 2)`` int64 (t, u) on the features' device.
         seed: RANSAC seed (S_trans), or None for S_matching.
+        batch_size: couples per RANSAC batch; by default ``matching.ransac_batch`` (16 on a CPU).
         partial: S_trans only: divide by the query cells of the matched area (``collation.engine.partial``)
             instead of all of them.
         workers: tasks side by side (``threads.default_workers`` by default); scores do not depend on it.
+        product_precision: one of ``matching.PRODUCT_PRECISIONS`` (GPU only; a CPU computes in float32).
 
     Returns:
         ``(P,)`` float32 scores in [0, 1], divided by each query's cell count.
     """
     device = targets.desc.device
-    compute = torch.float32 if device.type == "cpu" else targets.desc.dtype
+    compute = product_dtype(device, targets.desc.dtype, product_precision)
     q = queries.query_index
     query_cells = queries.mask[:, q].sum(dim=1)  # (n_u,)
-    lq = max(int(query_cells.max()), 1) if len(queries) else 1
-    per_product = QUERY_CELLS_PER_PRODUCT // lq or 1
+    cells_cpu = query_cells.cpu()
+    lq = max(int(cells_cpu.max()), 1) if len(queries) else 1
     counts = targets.mask.sum(dim=2).cpu()  # (n_t, S)
+    rows = int(counts.sum(dim=1).max()) if len(targets) else 1
+    per_product = query_cells_per_product(device, rows, targets.desc.shape[3]) // lq or 1
+    if batch_size is None:
+        batch_size = ransac_batch(device, len(targets.scales) * lq, iterations)
     out = torch.zeros(len(pairs), dtype=torch.float32, device=device)
-    order = torch.argsort(pairs[:, 0] * (len(queries) + 1) + pairs[:, 1], stable=True)
-    t_sorted = pairs[order, 0].cpu()
+    pairs_cpu = pairs.cpu()
+    order = torch.argsort(pairs_cpu[:, 0] * (len(queries) + 1) + pairs_cpu[:, 1], stable=True)
+    t_sorted, u_sorted = pairs_cpu[order, 0], pairs_cpu[order, 1]
     starts = [*torch.searchsorted(t_sorted, torch.unique_consecutive(t_sorted)).tolist(), len(order)]
 
     def flush(pending: list[tuple[torch.Tensor, ...]]) -> None:
@@ -250,14 +217,16 @@ def directional_pairs(
             target = targets.desc[t][real].to(compute)  # (R, C): scale after scale, real cells only
             tpos = targets.pos[t][real]
             for c in range(a, b, per_product):
+                u_cpu = u_sorted[c : min(b, c + per_product)]
+                seg, cell = query_columns(cells_cpu[u_cpu])  # the packed layout, built on the host
                 index = order[c : min(b, c + per_product)].to(device)
                 u = pairs[index, 1]
-                qmask = queries.mask[u, q, :lq]  # (J, lq)
-                seg, cell = qmask.nonzero(as_tuple=True)
-                packed = queries.desc[u, q, :lq][qmask].to(compute)  # (Q, C), query after query
-                cos = (target @ packed.T).float()
-                sizes = query_cells[u].tolist()
-                valid, sim, pos = _gather_matches(cos, lengths, tpos, seg, seg * lq + cell, sizes, lq)
+                seg, cell = seg.to(device), cell.to(device)
+                packed = queries.desc[u[seg], q, cell].to(compute)  # (Q, C), query after query
+                with products_in(device, product_precision):
+                    cos = (target @ packed.T).float()
+                sizes = cells_cpu[u_cpu].tolist()
+                valid, sim, pos = mutual_slots(cos, lengths, tpos, seg, seg * lq + cell, sizes, lq)
                 qpos = queries.pos[u, q, :lq].repeat(1, len(lengths), 1)  # (J, S * lq, 2), scale-major
                 pending.append((valid, sim, pos, qpos, index))
                 pending_size += len(u)
@@ -294,9 +263,6 @@ TASK_PAIRS = 64
 """Couples of one task of ``directional_pairs``: four RANSAC batches, a few hundred tasks at D1 x D2 (for
 the balance of the cores and the progress reports), and few enough that starting them costs nothing."""
 
-QUERY_CELLS_PER_PRODUCT = 16384
-"""Query cells multiplied with one target at once: a (5 x 484) x 16384 float32 product is 160 MB."""
-
 
 def score_pairs(
     feats0: MultiScaleFeatures,
@@ -312,6 +278,7 @@ def score_pairs(
     batch_size: int | None = None,
     workers: int | None = None,
     progress: Progress | None = None,
+    product_precision: str = "float32",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """S of the pairs (i, j), illustration i of ``feats0`` and j of ``feats1``: the one scoring function.
 
@@ -331,9 +298,12 @@ def score_pairs(
         kernel: final Gaussian of S_trans, one of ``KERNELS``.
         partial: S_trans divided by the matched area's query cells (``collation.engine.partial``).
         iterations: RANSAC hypotheses per directional score.
-        batch_size: directional scores per RANSAC batch (default ``defaults.RANSAC_BATCH``).
+        batch_size: directional scores per RANSAC batch (default ``matching.ransac_batch``: 16 on a CPU,
+            from the free memory on a GPU).
         workers: tasks side by side, each on one intra-op thread (``collation.engine.threads``; by default
             torch's threads on a CPU, 1 on a GPU). Scores depend on neither.
+        product_precision: arithmetic of S_trans's large products on a GPU (``matching.PRODUCT_PRECISIONS``;
+            float32 by default, and always on a CPU).
 
     Returns:
         scores ``(P,)`` float64 on the CPU, in [0, 2] (S_features in [-1, 1]), and winners ``(P,)`` int8,
@@ -341,6 +311,7 @@ def score_pairs(
     """
     check_option("similarity", similarity, SIMILARITIES)
     check_option("kernel", kernel, KERNELS)
+    check_option("product_precision", product_precision, PRODUCT_PRECISIONS)
     check_integer("seed", seed)
     check_positive_int("iterations", iterations)
     check_flag("partial", partial)
@@ -352,7 +323,8 @@ def score_pairs(
         raise InputError("the two feature sets differ in channels or device", field="features")
     t, n1 = transposition_count(feats1, n_transpositions)
     pairs = as_index_pairs("pairs", pairs, (len(feats0), n1), feats0.desc.device)
-    batch_size = check_positive_int("batch_size", defaults.RANSAC_BATCH if batch_size is None else batch_size)
+    if batch_size is not None:
+        check_positive_int("batch_size", batch_size)
     if t > 1:  # every pair once per transposition of j, transposition-major like feats1
         offsets = (torch.arange(t, device=pairs.device) * n1).repeat_interleave(len(pairs))
         pairs = pairs.repeat(t, 1)
@@ -371,6 +343,7 @@ def score_pairs(
             workers=workers,
             progress=progress,
             partial=partial,
+            product_precision=product_precision,
         )
     scores = scores.view(t, -1)
     winners = scores.argmax(dim=0)

@@ -11,13 +11,17 @@ barrier to wait at, and keep both cores busy when both are free.
 
 from __future__ import annotations
 
+import itertools
+import os
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from typing import TypeVar
 
 import torch
 
 Task = TypeVar("Task")
+Result = TypeVar("Result")
 
 
 def side_by_side(work: Callable[[Task], int], tasks: Sequence[Task], workers: int) -> Iterator[int]:
@@ -50,3 +54,46 @@ def side_by_side(work: Callable[[Task], int], tasks: Sequence[Task], workers: in
 def default_workers(device: torch.device) -> int:
     """Tasks side by side: as many as torch's intra-op threads on a CPU, one on a GPU (its own parallelism)."""
     return torch.get_num_threads() if device.type == "cpu" else 1
+
+
+def prefetched(prepare: Callable[[Task], Result], tasks: Sequence[Task], workers: int) -> Iterator[Result]:
+    """``prepare(task)`` of every task, in order, computed ``workers`` at a time ahead of the caller.
+
+    For a GPU's forward passes: the CPU's cores decode and resize the next batches (Pillow and torch
+    release the GIL) while the caller's thread runs the current one on the device. At most
+    ``2 * workers`` prepared results wait at a time, so memory stays bounded whatever the task count. Each
+    loader runs on one intra-op thread (as ``side_by_side``'s tasks: no core oversubscribed); the setting is
+    process-wide and restored when the work ends.
+    """
+    if workers <= 1 or len(tasks) <= 1:
+        for task in tasks:
+            yield prepare(task)
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield from _prefetch(prepare, tasks, workers)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _prefetch(prepare: Callable[[Task], Result], tasks: Sequence[Task], workers: int) -> Iterator[Result]:
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="prefetch") as pool:
+        ahead: deque[Future[Result]] = deque()
+        pending = iter(tasks)
+        try:
+            for task in itertools.islice(pending, 2 * workers):
+                ahead.append(pool.submit(prepare, task))
+            while ahead:
+                result = ahead.popleft().result()
+                for task in itertools.islice(pending, 1):
+                    ahead.append(pool.submit(prepare, task))
+                yield result
+        finally:
+            for future in ahead:
+                future.cancel()
+
+
+def cpu_cores() -> int:
+    """CPU cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

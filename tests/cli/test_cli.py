@@ -212,3 +212,20 @@ def test_every_option_is_checked_before_a_backbone_is_loaded(two_folders):
         CollationOptions(seed="0")
     with pytest.raises(InputError, match="three or more"):
         run_collation(manuscripts, CollationOptions(propagation="3-cycles"))
+
+
+def test_a_worker_on_a_gpu_takes_compute_jobs_only():
+    from collation.cli.serve import worker_placement
+    from collation.core.settings import Settings, SettingsError
+
+    settings = Settings.from_env({}, redis_url="redis://127.0.0.1:1/0")
+    gpu, queues = worker_placement(settings, "cuda:1", None)
+    assert gpu.device == "cuda:1" and queues == ["compute"]  # one compute worker per GPU
+    assert worker_placement(settings, "cuda:0", "io,compute")[1] == ["io", "compute"]  # as asked
+    cpu, queues = worker_placement(settings, None, None)
+    assert cpu.device == settings.device and queues == ["io", "compute"]
+    assert worker_placement(settings, None, "io")[1] == ["io"]
+    with pytest.raises(SettingsError, match="cuda:N"):
+        worker_placement(settings, "tpu", None)
+    args = build_parser().parse_args(["worker", "--device", "cuda:2"])
+    assert args.device == "cuda:2" and args.queues is None

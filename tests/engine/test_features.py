@@ -29,6 +29,7 @@ from collation.engine.features import (
     extract_square_features,
 )
 from collation.engine.illustrations import image_digest
+from collation.engine.threads import prefetched
 
 
 @pytest.mark.parametrize(
@@ -356,3 +357,22 @@ def test_forward_passes_side_by_side_give_the_same_features(backbone):
     assert (three.desc - one.desc).abs().max() < 1e-5
     # Progress is reported from the caller's thread, once per forward pass, up to the total.
     assert seen[-1] == (20, 20) and [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+def test_batches_prepared_ahead_come_in_order_and_few_at_a_time():
+    # A GPU's forward passes take the batches the CPU's cores decode and resize ahead (threads.prefetched).
+    started, consumed, ahead, threads = [], [], [], torch.get_num_threads()
+
+    def prepare(task: int) -> int:
+        started.append(task)
+        assert torch.get_num_threads() == 1  # one intra-op thread per loader: no core oversubscribed
+        return task * task
+
+    for result in prefetched(prepare, list(range(40)), workers=3):
+        consumed.append(result)
+        ahead.append(len(started) - len(consumed))
+    assert consumed == [k * k for k in range(40)]
+    assert max(ahead) <= 2 * 3  # never more than twice the loaders wait, whatever the task count
+    assert torch.get_num_threads() == threads  # the intra-op setting is given back
+    with pytest.raises(ZeroDivisionError):  # a loader's error reaches the caller
+        list(prefetched(lambda k: 1 // (k - 5), list(range(10)), workers=2))
