@@ -32,7 +32,7 @@ from rq.job import Dependency, Job, JobStatus
 from rq.registry import StartedJobRegistry
 from rq.timeouts import TimerDeathPenalty
 
-from collation.core.errors import CollationError
+from collation.core.errors import CollationError, StoreFormatError
 from collation.core.settings import Settings
 from collation.jobs.planning import Plan, next_steps, scoring_progress
 from collation.jobs.runtime import Runtime, activate, current
@@ -327,6 +327,9 @@ class Scheduler:
             try:
                 record = self.store.load_record(cid)
             except CollationNotFound:
+                continue
+            except StoreFormatError as exc:  # one damaged record never stops the others' recovery
+                log.debug("Collation %s is not recovered: %s", cid, exc.message)  # the listing warns
                 continue
             if record.terminal:
                 continue

@@ -33,7 +33,7 @@ from collation.core.metrics import Metrics
 from collation.jobs.runtime import Runtime
 from collation.service import problems
 from collation.service.auth import caller_token
-from collation.service.listing import current_records
+from collation.service.listing import Unreadable, current_records
 from collation.service.state import ServiceState, current_runtime, service_state
 from collation.service.urls import API_PREFIX
 from collation.store.records import CollationStatus
@@ -44,6 +44,8 @@ METRICS_PATHS = ("/metrics", f"{API_PREFIX}/metrics")
 """Where the API serves its metrics: Prometheus's default path, and beside ``/healthz`` in the API."""
 QUIET_PATHS = frozenset({*METRICS_PATHS, f"{API_PREFIX}/healthz", f"{API_PREFIX}/readyz"})
 """Requests logged at DEBUG: scrapes and health checks, which come every few seconds."""
+UNREADABLE = "unreadable"
+"""The key of ``ServiceCollector.collation_counts`` that counts the records skipped as unreadable."""
 STATUS_REFRESH = 10.0
 """Seconds the collations-by-status counts are reused between scrapes (counting them lists the store)."""
 REGISTRIES = {
@@ -149,15 +151,22 @@ class ServiceCollector:
             for status in CollationStatus:
                 family.add_metric([status.value], counts.get(status.value, 0))
             yield family
+            yield GaugeMetricFamily(
+                "collation_unreadable_records",
+                "Collation records this release cannot read, skipped by the listing (collate store check names them)",
+                value=counts.get(UNREADABLE, 0),
+            )
 
     def collation_counts(self) -> dict[str, int] | None:
-        """``{status: collations}``, counted again when the last count is older than ``refresh``; None
-        when the store cannot be listed."""
+        """``{status: collations}`` and ``{UNREADABLE: records skipped}``, counted again when the last
+        count is older than ``refresh``; None when the store cannot be listed."""
         now = time.monotonic()
         if self.statuses is None or now - self.statuses[0] >= self.refresh:
             try:
-                records = current_records(self.state.runtime.store, self.state.records)
-                self.statuses = (now, dict(Counter(str(record.status) for record in records)))
+                skipped: list[Unreadable] = []
+                records = current_records(self.state.runtime.store, self.state.records, skipped)
+                counts = Counter(str(record.status) for record in records)
+                self.statuses = (now, {**counts, UNREADABLE: len(skipped)})
             except OSError as exc:
                 logging.getLogger(__name__).debug("metrics: the store cannot be listed: %s", exc)
                 return None

@@ -56,6 +56,7 @@ import contextlib
 import io
 import os
 import uuid
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -63,9 +64,18 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 from PIL import Image
 
-from collation.core.errors import CollationError
+from collation.core.errors import CollationError, StoreFormatError
 from collation.core.formats import STORE_FORMAT, item_format
-from collation.store.codecs import json_bytes, npy_bytes, npz_bytes, parse_json, parse_npy, stamped, unstamped
+from collation.store.codecs import (
+    json_bytes,
+    npy_bytes,
+    npz_bytes,
+    parse_json,
+    parse_npy,
+    parse_stored_json,
+    stamped,
+    unstamped,
+)
 from collation.store.records import CollationRecord
 from collation.store.stepnames import Step
 
@@ -209,18 +219,25 @@ class DataStore(abc.ABC):
         Raises:
             CollationNotFound: unknown or deleted id.
         """
-        record = self.read_item(self.collation_prefix(cid) + "record.json")
+        key = self.collation_prefix(cid) + "record.json"
+        record = self.read_item(key)
         if record is None:
             raise CollationNotFound(f"no collation {cid!r}", field="id")
-        return CollationRecord.from_json(record)
+        try:
+            return CollationRecord.from_json(record)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a JSON object, but not a record
+            raise StoreFormatError(f"{key}: not a collation record ({type(exc).__name__}: {exc})", found=None) from exc
 
     def read_item(self, key: str) -> dict[str, Any] | None:
         """A JSON object of the store (None when absent), its format checked and removed.
 
         Raises:
-            StoreFormatError: written in a format this release does not read (the message names the key).
+            StoreFormatError: written in a format this release does not read, or not a JSON object at all
+                (truncated, nested too deep, a list): the message names the key.
         """
-        doc = parse_json(self.read(key))
+        doc = parse_stored_json(self.read(key), key)
+        if doc is not None and not isinstance(doc, dict):
+            raise StoreFormatError(f"{key}: not a JSON object but {type(doc).__name__}", found=None)
         return None if doc is None else unstamped(doc, key)
 
     def list_collations(self) -> list[str]:
@@ -426,14 +443,25 @@ class DataStore(abc.ABC):
         data = self.read(key)
         if data is None:
             return None
-        with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
-            item_format(int(arrays["format"]) if "format" in arrays.files else None, key)
+        try:
+            arrays = np.load(io.BytesIO(data), allow_pickle=False)
+            if not isinstance(arrays, np.lib.npyio.NpzFile):
+                raise ValueError("an array, not a zip of arrays")
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:  # not a zip, truncated, pickled
+            raise StoreFormatError(f"{key}: not a pair's results ({type(exc).__name__}: {exc})", found=None) from exc
+        with arrays:
+            stamp = arrays["format"] if "format" in arrays.files else None
+            if stamp is not None and stamp.shape != ():
+                raise StoreFormatError(f"{key}: its format is an array of shape {stamp.shape}", found=None)
+            item_format(None if stamp is None else stamp.item(), key)
             return {name: arrays[name] for name in arrays.files if name != "format"}
 
     def load_assessments(self, cid: str) -> list[dict]:
         """The verdicts, oldest first, each one's format checked (format 1 items have none)."""
         key = f"{self.collation_prefix(cid)}assessments.json"
-        items = parse_json(self.read(key)) or []
+        items = parse_stored_json(self.read(key), key) or []
+        if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+            raise StoreFormatError(f"{key}: not a list of verdicts (JSON objects)", found=None)
         return [unstamped(item, f"{key} item {k}") for k, item in enumerate(items)]
 
     def save_assessments(self, cid: str, items: list[dict]) -> None:
