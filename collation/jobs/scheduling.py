@@ -262,6 +262,21 @@ class Scheduler:
         with self._request_lock(record.id):
             return self._submit(record)
 
+    def retry(self, cid: str, check: Callable[[CollationRecord], None]) -> CollationRecord:
+        """Reopens a failed collation and enqueues its steps again (``POST /collations/{id}/retry``):
+        the record is read, ``check``-ed (it raises when the collation may not be retried) and
+        reopened under the request lock that ``cancel`` holds, so that a retry racing a DELETE finds
+        the collation gone after the DELETE, never writes it back.
+
+        Raises:
+            CollationNotFound: no such collation, or deleted before the lock was free.
+            CollationBusy: the lock was not free within ``REQUEST_LOCK_WAIT`` seconds (409).
+        """
+        with self._request_lock(cid):
+            record = self.store.load_record(cid)
+            check(record)
+            return self._submit(record)[0]
+
     def _submit(self, record: CollationRecord) -> tuple[CollationRecord, bool]:
         created = self.store.create_collation(record)
         if not created and reopen(self.store, record.id).status == CollationStatus.CANCELLED:

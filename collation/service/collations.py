@@ -112,11 +112,15 @@ def retry(runtime: Runtime, cid: str) -> CollationRecord:
         Conflict: it has not failed (409, ``field`` status).
         Unavailable: no Redis is configured (503).
     """
-    jobs = scheduler(runtime)
-    record = runtime.store.load_record(check_id(cid))
-    if record.status != CollationStatus.FAILED:
-        raise Conflict(f"collation {cid} is {record.status.value}: only a failed collation is retried", field="status")
-    return jobs.submit(record)[0]
+
+    def failed(record: CollationRecord) -> None:
+        if record.status != CollationStatus.FAILED:
+            raise Conflict(
+                f"collation {cid} is {record.status.value}: only a failed collation is retried", field="status"
+            )
+
+    # Read, checked and reopened under the lock a DELETE takes: a DELETE answered 204 stays done.
+    return scheduler(runtime).retry(check_id(cid), failed)
 
 
 def collation_name(store: DataStore, record: CollationRecord) -> str:
