@@ -38,6 +38,16 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOG_FORMATS = ("text", "json")
 
 
+# fmt: off
+AT_LEAST_ONE = (
+    "chunk_pairs", "job_timeout", "heartbeat_ttl", "max_manifests", "max_regions", "max_regions_total", "max_pairs",
+    "features_cached", "store_cache_bytes", "page_size", "max_body_bytes", "inspect_concurrency",
+    "inspect_per_client", "inspect_max_json_bytes", "inspect_max_json_items",
+)
+# fmt: on
+"""The integer settings that must be at least 1."""
+
+
 class SettingsError(InputError):
     """A ``COLLATION_*`` variable (or an override) has a value that cannot be used."""
 
@@ -262,6 +272,12 @@ class Settings:
     worker_metrics_port: int = field(
         default=0, metadata=_help("Port of a worker's Prometheus `/metrics` (serve's N workers: N ports); 0: none.")
     )
+    worker_metrics_host: str = field(
+        default="127.0.0.1", metadata=_help("Address a worker's `/metrics` listens on; `0.0.0.0`: every interface.")
+    )
+    metrics_hosts: tuple[str, ...] = field(
+        default=(), metadata=_help("IIIF hosts the fetch metrics name (comma-separated); any other host: `other`.")
+    )
     iiif: FetchSettings = field(
         default_factory=FetchSettings,
         metadata=_help("IIIF fetching, one `COLLATION_IIIF_<NAME>` variable per field of `FetchSettings`."),
@@ -314,23 +330,7 @@ class Settings:
             raise SettingsError(f"{ENV_PREFIX}FEATURE_PRECISION {message}", field="FEATURE_PRECISION")
         if not 0 <= self.worker_metrics_port <= 65535:
             raise SettingsError(f"{ENV_PREFIX}WORKER_METRICS_PORT must be 0..65535", field="WORKER_METRICS_PORT")
-        for name in (
-            "chunk_pairs",
-            "job_timeout",
-            "heartbeat_ttl",
-            "max_manifests",
-            "max_regions",
-            "max_regions_total",
-            "max_pairs",
-            "features_cached",
-            "store_cache_bytes",
-            "page_size",
-            "max_body_bytes",
-            "inspect_concurrency",
-            "inspect_per_client",
-            "inspect_max_json_bytes",
-            "inspect_max_json_items",
-        ):
+        for name in AT_LEAST_ONE:
             if getattr(self, name) < 1:
                 raise SettingsError(f"{ENV_PREFIX}{name.upper()} must be at least 1", field=name.upper())
         for name in ("inspect_timeout", "callback_timeout", "store_connect_timeout", "store_read_timeout"):

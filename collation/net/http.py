@@ -312,8 +312,10 @@ class Fetcher:
         return url.replace(" ", "%20")
 
     def _count(self, url: str, outcome: str, started: float) -> None:
-        """Counts a fetch of ``url`` (by the host asked for, before any redirect) in ``self.metrics``."""
-        if self.metrics is not None:
+        """Counts a fetch of ``url`` (by the host asked for, before any redirect) in ``self.metrics``.
+        An address the policy refused is not counted: nothing was fetched, and what anyone asks for
+        must not add to the metrics (the refusal is the request's 400, or the step's failure)."""
+        if self.metrics is not None and outcome != "refused":
             host = (urlsplit(url).hostname or "unknown").lower()
             self.metrics.fetched(host, outcome, max(0.0, self.clock() - started))
 

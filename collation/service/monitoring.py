@@ -17,13 +17,15 @@ request, and an access log line per request.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from flask import Flask, Response, g, request
+from flask import Flask, Response, current_app, g, request
 from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.exposition import choose_encoder
 from redis.exceptions import RedisError
 from rq import Worker
 from rq.registry import DeferredJobRegistry, FailedJobRegistry, ScheduledJobRegistry, StartedJobRegistry
@@ -46,6 +48,10 @@ QUIET_PATHS = frozenset({*METRICS_PATHS, f"{API_PREFIX}/healthz", f"{API_PREFIX}
 """Requests logged at DEBUG: scrapes and health checks, which come every few seconds."""
 UNREADABLE = "unreadable"
 """The key of ``ServiceCollector.collation_counts`` that counts the records skipped as unreadable."""
+SCRAPES = "collation_scrapes"
+"""The key of the app's ``Scrapes`` in ``app.extensions``."""
+SCRAPE_REUSE = 1.0
+"""Seconds a rendering of ``/metrics`` answers the scrapes that come meanwhile (Prometheus scrapes every 15 s)."""
 STATUS_REFRESH = 10.0
 """Seconds the collations-by-status counts are reused between scrapes (counting them lists the store)."""
 REGISTRIES = {
@@ -62,8 +68,9 @@ def init_app(app: Flask) -> None:
     registered: its ``after_request`` then runs last and logs the status the client gets."""
     state = service_state(app)
     if state.runtime.metrics is None:  # a runtime built by the caller without metrics: the API counts anyway
-        state.runtime.metrics = Metrics()
+        state.runtime.metrics = Metrics(state.runtime.settings.metrics_hosts)
     state.runtime.metrics.registry.register(ServiceCollector(state))
+    app.extensions[SCRAPES] = Scrapes(state.runtime.metrics)
     for path in METRICS_PATHS:
         app.add_url_rule(path, f"metrics{path.replace('/', '_')}", metrics_view, methods=["GET"])
     app.before_request(open_request)
@@ -79,9 +86,31 @@ def metrics_view() -> Response:
         raise problems.Unauthorized(
             "GET /metrics needs a bearer token (COLLATION_METRICS_NEED_TOKEN)", field="Authorization"
         )
-    assert runtime.metrics is not None  # init_app gave the runtime one
-    body, content_type = runtime.metrics.render(request.headers.get("Accept", ""))
+    scrapes: Scrapes = current_app.extensions[SCRAPES]
+    body, content_type = scrapes.render(request.headers.get("Accept", ""))
     return Response(body, content_type=content_type)
+
+
+class Scrapes:
+    """Renders ``/metrics`` one scrape at a time, and gives scrapes that come within ``reuse`` seconds of
+    a rendering its bytes: fifty scrapes at once cost one rendering (and one read of Redis), not fifty."""
+
+    def __init__(self, metrics: Metrics, reuse: float = SCRAPE_REUSE) -> None:
+        self.metrics = metrics
+        self.reuse = reuse
+        self._lock = threading.Lock()
+        self._last: dict[str, tuple[float, bytes, str]] = {}  # by Content-Type: (when, body, Content-Type)
+
+    def render(self, accept: str) -> tuple[bytes, str]:
+        """The scrape's body and Content-Type for ``accept`` (the text format or OpenMetrics)."""
+        wanted = choose_encoder(accept)[1]
+        with self._lock:
+            now = time.monotonic()
+            last = self._last.get(wanted)
+            if last is None or now - last[0] >= self.reuse:
+                body, content_type = self.metrics.render(accept)
+                last = self._last[wanted] = (time.monotonic(), body, content_type)
+            return last[1], last[2]
 
 
 # --------------------------------------------------------------------------------------------------
