@@ -272,12 +272,9 @@ class Settings:
     worker_metrics_port: int = field(
         default=0, metadata=_help("Port of a worker's Prometheus `/metrics` (serve's N workers: N ports); 0: none.")
     )
-    worker_metrics_host: str = field(
-        default="127.0.0.1", metadata=_help("Address a worker's `/metrics` listens on; `0.0.0.0`: every interface.")
-    )
-    metrics_hosts: tuple[str, ...] = field(
-        default=(), metadata=_help("IIIF hosts the fetch metrics name (comma-separated); any other host: `other`.")
-    )
+    min_free_bytes: int = field(default=256 * 2**20, metadata=_help("Free disk a folder store keeps, else it is full."))
+    worker_metrics_host: str = field(default="127.0.0.1", metadata=_help("Address of a worker's `/metrics`."))
+    metrics_hosts: tuple[str, ...] = field(default=(), metadata=_help("IIIF hosts named in metrics; others: `other`."))
     iiif: FetchSettings = field(
         default_factory=FetchSettings,
         metadata=_help("IIIF fetching, one `COLLATION_IIIF_<NAME>` variable per field of `FetchSettings`."),

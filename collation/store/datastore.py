@@ -153,6 +153,13 @@ class DataStore(abc.ABC):
     def create_once(self, key: str, data: bytes) -> bool:
         """Writes an object only if it does not exist; False when it did (another writer won)."""
 
+    min_free = 0
+    """Bytes a store's disk must keep free to take work (``COLLATION_MIN_FREE_BYTES``, set by ``open_store``)."""
+
+    def free_bytes(self) -> int | None:
+        """Bytes free on the store's disk; None when the store has no disk of its own (an object store)."""
+        return None
+
     def probe(self) -> None:
         """Writes and deletes a small object; raises what the store raises when it cannot be written."""
         key = f".probe/{os.getpid()}-{uuid.uuid4().hex[:8]}"
