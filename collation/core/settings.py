@@ -97,6 +97,7 @@ class FetchSettings:
     )
     max_image_bytes: int = field(default=64 * 2**20, metadata=_help("Cap of one image response."))
     max_image_pixels: int = field(default=100_000_000, metadata=_help("Cap of one decoded image."))
+    max_decoded_bytes: int = field(default=2**30, metadata=_help("Cap of the memory one image takes decoded."))
     max_canvases: int = field(default=10_000, metadata=_help("Canvases read from one manifest."))
     region_long_side: int = field(
         default=352,
