@@ -36,13 +36,11 @@ USER_AGENT = "image-collation/0.1"
 DEVICES = ("auto", "cpu", "cuda")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOG_FORMATS = ("text", "json")
-
-
 # fmt: off
 AT_LEAST_ONE = (
     "chunk_pairs", "job_timeout", "heartbeat_ttl", "max_manifests", "max_regions", "max_regions_total", "max_pairs",
-    "features_cached", "store_cache_bytes", "page_size", "max_body_bytes", "inspect_concurrency",
-    "inspect_per_client", "inspect_max_json_bytes", "inspect_max_json_items",
+    "features_cached", "store_cache_bytes", "page_size", "max_body_bytes", "inspect_concurrency", "client_max_active",
+    "inspect_per_client", "inspect_max_json_bytes", "inspect_max_json_items", "client_max_regions",
 )
 # fmt: on
 """The integer settings that must be at least 1."""
@@ -273,6 +271,8 @@ class Settings:
     worker_metrics_port: int = field(
         default=0, metadata=_help("Port of a worker's Prometheus `/metrics` (serve's N workers: N ports); 0: none.")
     )
+    client_max_active: int = field(default=10, metadata=_help("Unfinished collations of one token (or address)."))
+    client_max_regions: int = field(default=20_000, metadata=_help("Regions listed by one client's running ones."))
     min_free_bytes: int = field(default=256 * 2**20, metadata=_help("Free disk a folder store keeps, else it is full."))
     worker_metrics_host: str = field(default="127.0.0.1", metadata=_help("Address of a worker's `/metrics`."))
     metrics_hosts: tuple[str, ...] = field(default=(), metadata=_help("IIIF hosts named in metrics; others: `other`."))

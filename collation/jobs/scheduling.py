@@ -263,15 +263,10 @@ class Scheduler:
             return self._submit(record)
 
     def retry(self, cid: str, check: Callable[[CollationRecord], None]) -> CollationRecord:
-        """Reopens a failed collation and enqueues its steps again (``POST /collations/{id}/retry``):
-        the record is read, ``check``-ed (it raises when the collation may not be retried) and
-        reopened under the request lock that ``cancel`` holds, so that a retry racing a DELETE finds
-        the collation gone after the DELETE, never writes it back.
-
-        Raises:
-            CollationNotFound: no such collation, or deleted before the lock was free.
-            CollationBusy: the lock was not free within ``REQUEST_LOCK_WAIT`` seconds (409).
-        """
+        """Reopens a failed collation and enqueues its steps again (``POST /collations/{id}/retry``): read,
+        ``check``-ed (it raises when it may not be retried) and reopened under the request lock ``cancel``
+        holds, so a retry racing a DELETE finds the collation gone, never writes it back. Raises
+        ``CollationNotFound`` (also when deleted meanwhile) or ``CollationBusy`` (the lock, 409)."""
         with self._request_lock(cid):
             record = self.store.load_record(cid)
             check(record)
@@ -435,6 +430,8 @@ class Scheduler:
             retry=Retry(max=retries) if retries > 0 else None,
             on_failure=Callback(on_job_failure),
             meta={"collation": cid, "step": step.name},
+            # A client's only collation goes first (service.quotas): one client's flood cannot starve it.
+            at_front=bool(self.connection.exists(RedisKeys.light(cid))),
         )
 
     def enqueue_callback(self, record: CollationRecord) -> Job:
