@@ -385,7 +385,7 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
 
 @pytest.fixture
 def s3_url(s3_server: S3Server, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The URL of a new, empty bucket for this test."""
+    """The URL of a new, empty bucket for this test, which has taken a write."""
     import hashlib
 
     from collation.store.objects import ObjectStore
@@ -394,6 +394,7 @@ def s3_url(s3_server: S3Server, request: pytest.FixtureRequest, tmp_path_factory
     store = ObjectStore(url, tmp_path_factory.mktemp("s3-setup"), 0, endpoint=s3_server.endpoint)
     store.ensure_bucket()
     store.delete_prefix("")  # a test run again
+    store.probe()  # ready when the fixture returns: the new bucket has taken a write (its volumes grown)
     return url
 
 

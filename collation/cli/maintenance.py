@@ -17,7 +17,8 @@ from collation.core.settings import Settings
 
 EXIT_UNHEALTHY = 1
 EXIT_UNREADABLE = 3
-"""``collate store check``: some object (or the store) is in a format this release does not read."""
+"""``collate store check``: some object (or the store) is in a format this release does not read, or is
+damaged (each is named; never a traceback)."""
 
 
 def add_subcommands(subparsers: Any) -> None:
@@ -98,7 +99,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         print_inventory(found)
         if found.unreadable:
-            print("Some objects are newer than this release reads: run the release that wrote them.")
+            print(
+                "Some objects cannot be read by this release (listed above): one written by a newer release "
+                "needs that release; a damaged one, its collation deleted or restored from a backup. The "
+                "service skips them (GET /collations, /metrics) and names them in its log."
+            )
         elif not found.current:
             print(f"Readable as it is; `collate store migrate` (workers stopped) brings it to format {STORE_FORMAT}.")
     return EXIT_UNREADABLE if found.unreadable else 0
@@ -124,6 +129,8 @@ def cmd_prune(args: argparse.Namespace) -> int:
     verb = "would remove" if args.dry_run else "removed"
     for key in done.removed if args.dry_run else ():
         print(key)
+    for key, reason in done.unreadable.items():
+        print(f"skipped unreadable: {reason if key in reason else f'{key}: {reason}'}", file=sys.stderr)
     print(
         f"{verb} {len(done.removed)} cached files ({done.removed_bytes / 2**20:.1f} MiB); kept "
         f"{done.kept_recent} used in the last {args.older_than:g} days and {done.kept_in_use} that unfinished "

@@ -7,6 +7,7 @@ re-enqueued from it when the service starts.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import shutil
@@ -106,7 +107,8 @@ def start_seaweedfs(
     Each of its four servers (master, volume, filer, S3) also listens on its port + 10000 (gRPC): the
     ports are drawn below 45000 with that one free too, unless ``ports`` gives them (a restart on
     the same folder). Raises ``CollationError`` when ``weed`` is missing or the S3 API does not answer
-    within ``timeout``. ``election_timeout``: seconds its master waits for a Raft leader (weed's default,
+    within ``timeout``; it returns once the server has stored an object (``_s3_accepts_a_write``), not
+    merely answered. ``election_timeout``: seconds its master waits for a Raft leader (weed's default,
     10 s, makes a restart on the same folder take some 20 s before S3 answers; 1 s, about 4 s).
     """
     binary = shutil.which("weed") or str(Path(sys.executable).parent / "weed")
@@ -150,7 +152,7 @@ def start_seaweedfs(
         try:
             with socket.create_connection(("127.0.0.1", s3), timeout=1):
                 pass
-            if _s3_answers(endpoint, access, secret):
+            if _s3_accepts_a_write(endpoint, access, secret):
                 return process, endpoint, ports
         except OSError:
             pass
@@ -160,16 +162,37 @@ def start_seaweedfs(
         time.sleep(0.2)
 
 
-def _s3_answers(endpoint: str, access: str, secret: str) -> bool:
+READY_BUCKET = "collation-ready-probe"
+"""The bucket ``start_seaweedfs`` writes one object into (and removes) before it returns; it stays, empty."""
+
+
+def _s3_accepts_a_write(endpoint: str, access: str, secret: str) -> bool:
+    """Whether the S3 API stores and returns an object (and then removes it).
+
+    Answering ``ListBuckets`` is not enough: SeaweedFS's volume server joins its master a few seconds
+    later, and the first write waits for it (the 5 s read timeout of a store, and a test's first POST
+    answered 503). A server that took one write takes the next at once.
+    """
     import boto3
+    from botocore.config import Config
     from botocore.exceptions import BotoCoreError, ClientError
 
+    config = Config(connect_timeout=2, read_timeout=5, retries={"max_attempts": 1})
     client = boto3.session.Session().client(
-        "s3", endpoint_url=endpoint, aws_access_key_id=access, aws_secret_access_key=secret, region_name="us-east-1"
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id=access,
+        aws_secret_access_key=secret,
+        region_name="us-east-1",
+        config=config,
     )
     try:
-        client.list_buckets()
-        return True
+        with contextlib.suppress(client.exceptions.BucketAlreadyOwnedByYou):
+            client.create_bucket(Bucket=READY_BUCKET)
+        client.put_object(Bucket=READY_BUCKET, Key="probe", Body=b"ready")
+        stored = client.get_object(Bucket=READY_BUCKET, Key="probe")["Body"].read()
+        client.delete_object(Bucket=READY_BUCKET, Key="probe")  # the bucket stays: removing it drops its volumes
+        return stored == b"ready"
     except (BotoCoreError, ClientError):
         return False
 

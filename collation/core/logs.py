@@ -1,7 +1,9 @@
 """How ``collate serve`` and ``collate worker`` log: plain lines or JSON lines, with the collation, job and
 step a line belongs to, and RQ's housekeeping out of the way.
 
-- ``COLLATION_LOG_FORMAT=text`` (the default): ``time logger level message``, as before.
+- ``COLLATION_LOG_FORMAT=text`` (the default): ``time logger level message``, one line per record: the
+  control characters of a message (a newline in a requested path, a terminal escape) are written as
+  Python escapes (``\\n``, ``\\x1b``), so that request data can never begin a line of its own.
   ``COLLATION_LOG_FORMAT=json``: one JSON object a line (python-json-logger) with ``time`` (UTC), ``level``,
   ``logger``, ``message``, and ``collation_id``, ``job_id`` and ``step`` on the lines logged while a
   worker runs a job or the API answers a request about a collation; the API's access lines add
@@ -91,11 +93,38 @@ class RQHousekeeping(logging.Filter):
         return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
 
 
+CONTROL_ESCAPES = {
+    code: chr(code).encode("unicode_escape").decode("ascii")
+    for code in [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029]
+}
+"""``str.translate`` table: each control character (C0, DEL, C1, and the Unicode line and paragraph
+separators) to its Python escape, ``\\n``, ``\\r``, ``\\x1b``, ``\\u2028``."""
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with its control characters written as escapes (``CONTROL_ESCAPES``): one line, no
+    terminal sequences."""
+    return text.translate(CONTROL_ESCAPES)
+
+
+class TextFormatter(logging.Formatter):
+    """``TEXT_FORMAT`` with the message's control characters escaped (``escape_controls``): a logged
+    request path such as ``/abc%0A2026-... CRITICAL FORGED`` stays on its own line. A traceback, which
+    the formatter appends after the message, keeps its lines."""
+
+    def __init__(self) -> None:
+        super().__init__(TEXT_FORMAT)
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # logging.Formatter's name
+        return escape_controls(super().formatMessage(record))
+
+
 def formatter(log_format: str) -> logging.Formatter:
-    """The formatter of ``COLLATION_LOG_FORMAT``: ``text`` or ``json``."""
+    """The formatter of ``COLLATION_LOG_FORMAT``: ``text`` or ``json`` (JSON escapes control characters
+    in its strings)."""
     if log_format == "json":
         return JsonFormatter(JSON_FIELDS, rename_fields=JSON_NAMES, timestamp="time", json_ensure_ascii=False)
-    return logging.Formatter(TEXT_FORMAT)
+    return TextFormatter()
 
 
 def configure_logging(settings: Settings, stream: Any = None) -> logging.Handler:

@@ -16,6 +16,7 @@ The engine never imports this module (it runs with torch, timm, NumPy and Pillow
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
@@ -32,6 +33,12 @@ HTTP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15, 30)
 """Seconds of one API request (``GET /inspect`` may fetch for ``COLLATION_INSPECT_TIMEOUT``, 15 s)."""
 
 
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+"""The ``method`` label values of the API's requests; any other method a client makes up is ``other``."""
+OTHER = "other"
+"""The label value of a method outside ``METHODS`` and of a host outside ``COLLATION_METRICS_HOSTS``."""
+
+
 class JobOutcome(StrEnum):
     """The ``outcome`` label of ``collation_jobs_total``."""
 
@@ -43,9 +50,15 @@ class JobOutcome(StrEnum):
 
 
 class Metrics:
-    """The counters and histograms of one process, in ``registry``; thread-safe (prometheus_client's)."""
+    """The counters and histograms of one process, in ``registry``; thread-safe (prometheus_client's).
 
-    def __init__(self) -> None:
+    Every label takes its values from a bounded set, so that no client can grow a scrape: methods from
+    ``METHODS``, routes by URL rule, hosts from ``hosts`` (``COLLATION_METRICS_HOSTS``, what an operator
+    names; every other host is ``other``).
+    """
+
+    def __init__(self, hosts: Iterable[str] = ()) -> None:
+        self.hosts = frozenset(host.lower() for host in hosts)
         # Without the ``*_created`` series (a timestamp per labelled counter and histogram, which would
         # double each scrape): prometheus_client's switch is for the whole process, as is this object.
         disable_created_metrics()
@@ -109,9 +122,11 @@ class Metrics:
         self.job_seconds.labels(step, outcome).observe(seconds)
 
     def fetched(self, host: str, outcome: str, seconds: float) -> None:
-        """A fetch from ``host`` ended with ``outcome`` (``net.http.fetch_outcome``) after ``seconds``."""
-        self.fetches.labels(host, outcome).inc()
-        self.fetch_seconds.labels(host).observe(seconds)
+        """A fetch from ``host`` ended with ``outcome`` (``net.http.fetch_outcome``) after ``seconds``; the
+        host is labelled ``other`` unless the operator named it (``hosts``)."""
+        label = host if host in self.hosts else OTHER
+        self.fetches.labels(label, outcome).inc()
+        self.fetch_seconds.labels(label).observe(seconds)
 
     def store_operation(self, backend: str, operation: str, outcome: str, seconds: float) -> None:
         """A data store ``operation`` on ``backend`` ended with ``outcome`` after ``seconds``."""
@@ -123,7 +138,9 @@ class Metrics:
         self.feature_cache.labels("hit" if hit else "miss").inc()
 
     def request_done(self, method: str, route: str, status: int, seconds: float) -> None:
-        """An API request to ``route`` (the URL rule, e.g. ``/api/v1/collations/<cid>``) answered ``status``."""
+        """An API request to ``route`` (the URL rule, e.g. ``/api/v1/collations/<cid>``, or ``unmatched``)
+        answered ``status``; a method outside ``METHODS`` is counted as ``other``."""
+        method = method if method in METHODS else OTHER
         self.requests.labels(method, route, str(status)).inc()
         self.request_seconds.labels(method, route).observe(seconds)
 
@@ -134,7 +151,7 @@ class Metrics:
         encoder, content_type = choose_encoder(accept)
         return encoder(self.registry), content_type
 
-    def serve(self, port: int, host: str = "0.0.0.0") -> Any:
+    def serve(self, port: int, host: str = "127.0.0.1") -> Any:
         """Serves the registry at ``http://host:port/metrics`` from a daemon thread (a worker has no other
         HTTP port); returns the server (``shutdown()`` stops it). Raises ``OSError`` when the port is taken."""
         server, _thread = start_http_server(port, addr=host, registry=self.registry)

@@ -37,6 +37,14 @@ USER_AGENT = "image-collation/0.1"
 DEVICES = ("auto", "cpu", "cuda")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOG_FORMATS = ("text", "json")
+# fmt: off
+AT_LEAST_ONE = (
+    "chunk_pairs", "job_timeout", "heartbeat_ttl", "max_manifests", "max_regions", "max_regions_total", "max_pairs",
+    "features_cached", "store_cache_bytes", "page_size", "max_body_bytes", "inspect_concurrency", "client_max_active",
+    "inspect_per_client", "inspect_max_json_bytes", "inspect_max_json_items", "client_max_regions",
+)
+# fmt: on
+"""The integer settings that must be at least 1."""
 
 
 class SettingsError(InputError):
@@ -88,6 +96,7 @@ class FetchSettings:
     )
     max_image_bytes: int = field(default=64 * 2**20, metadata=_help("Cap of one image response."))
     max_image_pixels: int = field(default=100_000_000, metadata=_help("Cap of one decoded image."))
+    max_decoded_bytes: int = field(default=2**30, metadata=_help("Cap of the memory one image takes decoded."))
     max_canvases: int = field(default=10_000, metadata=_help("Canvases read from one manifest."))
     region_long_side: int = field(
         default=352,
@@ -263,6 +272,11 @@ class Settings:
     worker_metrics_port: int = field(
         default=0, metadata=_help("Port of a worker's Prometheus `/metrics` (serve's N workers: N ports); 0: none.")
     )
+    client_max_active: int = field(default=10, metadata=_help("Unfinished collations of one token (or address)."))
+    client_max_regions: int = field(default=20_000, metadata=_help("Regions listed by one client's running ones."))
+    min_free_bytes: int = field(default=256 * 2**20, metadata=_help("Free disk a folder store keeps, else it is full."))
+    worker_metrics_host: str = field(default="127.0.0.1", metadata=_help("Address of a worker's `/metrics`."))
+    metrics_hosts: tuple[str, ...] = field(default=(), metadata=_help("IIIF hosts named in metrics; others: `other`."))
     iiif: FetchSettings = field(
         default_factory=FetchSettings,
         metadata=_help("IIIF fetching, one `COLLATION_IIIF_<NAME>` variable per field of `FetchSettings`."),
@@ -315,23 +329,7 @@ class Settings:
             raise SettingsError(f"{ENV_PREFIX}FEATURE_PRECISION {message}", field="FEATURE_PRECISION")
         if not 0 <= self.worker_metrics_port <= 65535:
             raise SettingsError(f"{ENV_PREFIX}WORKER_METRICS_PORT must be 0..65535", field="WORKER_METRICS_PORT")
-        for name in (
-            "chunk_pairs",
-            "job_timeout",
-            "heartbeat_ttl",
-            "max_manifests",
-            "max_regions",
-            "max_regions_total",
-            "max_pairs",
-            "features_cached",
-            "store_cache_bytes",
-            "page_size",
-            "max_body_bytes",
-            "inspect_concurrency",
-            "inspect_per_client",
-            "inspect_max_json_bytes",
-            "inspect_max_json_items",
-        ):
+        for name in AT_LEAST_ONE:
             if getattr(self, name) < 1:
                 raise SettingsError(f"{ENV_PREFIX}{name.upper()} must be at least 1", field=name.upper())
         for name in ("inspect_timeout", "callback_timeout", "store_connect_timeout", "store_read_timeout"):

@@ -215,11 +215,22 @@ def _by_size(
         chosen = (info.width, info.height)
     else:
         url = f"{info.id}/full/{_size_param(info, *chosen)}/0/{info.quality}.jpg"
-    image = fetcher.get_image(url, what="image")
+
+    def need(got: tuple[int, int]) -> tuple[int, int]:  # the crop of ``rect`` in the image as served
+        return needed_size(got, (w * got[0] / info.width, h * got[1] / info.height), size)
+
+    image = fetcher.get_image(url, what="image", need=need)
     sx, sy = image.size[0] / info.width, image.size[1] / info.height
     if abs(sx - sy) > 0.03 * max(sx, sy) + 2 / min(image.size):
         raise FetchError(f"{url}: the server returned {image.size[0]}×{image.size[1]} pixels, not {chosen}", url=url)
     return _crop_resize(image, (x * sx, y * sy, (x + w) * sx, (y + h) * sy), size)
+
+
+def needed_size(full: tuple[int, int], crop: tuple[float, float], size: tuple[int, int]) -> tuple[int, int]:
+    """The size of the whole image at which a crop of ``crop`` pixels (at full size) still has ``size``
+    pixels: what a JPEG may be scaled to at decode (``net.decode.open_image``), never more than ``full``."""
+    scale = min(1.0, max(size[0] / max(crop[0], 1), size[1] / max(crop[1], 1)))
+    return (min(full[0], math.ceil(full[0] * scale)), min(full[1], math.ceil(full[1] * scale)))
 
 
 def _crop_resize(image: Image.Image, box: tuple[float, float, float, float], size: tuple[int, int]) -> Image.Image:
@@ -281,11 +292,17 @@ def _from_service(image: ImageSource, region: Region, canvas: Canvas, long_side:
 
 def _from_static(image: ImageSource, region: Region, canvas: Canvas, long_side: int, fetcher: Fetcher) -> Image.Image:
     assert image.static_url is not None
-    full = fetcher.get_image(image.static_url, what="image")
-    rect = image_rect(region.xywh, canvas, full.size)
-    size = target_size(rect[2], rect[3], long_side)
-    x, y, w, h = rect
-    return _crop_resize(full, (x, y, x + w, y + h), size)
+
+    def need(full_size: tuple[int, int]) -> tuple[int, int]:
+        _, _, w, h = image_rect(region.xywh, canvas, full_size)
+        return needed_size(full_size, (w, h), target_size(w, h, long_side))
+
+    full = fetcher.get_image(image.static_url, what="image", need=need)
+    width, height = full.info.get("full_size", full.size)  # a JPEG decoded at 1/2 to 1/8 of its size
+    x, y, w, h = image_rect(region.xywh, canvas, (width, height))
+    size = target_size(w, h, long_side)
+    sx, sy = full.size[0] / width, full.size[1] / height
+    return _crop_resize(full, (x * sx, y * sy, (x + w) * sx, (y + h) * sy), size)
 
 
 def fetch_region(region: Region, canvas: Canvas, *, long_side: int | None = None, fetcher: Fetcher) -> Image.Image:

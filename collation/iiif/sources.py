@@ -33,7 +33,7 @@ from the settings: ``long_side`` from ``fetcher.region_long_side``, ``max_region
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -168,8 +168,12 @@ def load_manuscript_regions(
     workers: int = 4,
     strict: bool = False,
     require_regions: bool = True,
+    on_regions: Callable[[Sequence[Region]], None] | None = None,
 ) -> ManuscriptRegions:
     """Load a manifest, find its regions and fetch each region at ``long_side`` pixels.
+
+    ``on_regions`` is called with the regions found before any of their images is fetched: what it
+    raises stops the load (the service's budget: a manifest of 60 canvases over it costs no image fetch).
 
     Raises ``InputError`` when the manifest yields no region at all (with the problems met), or,
     with ``strict``, at the first region that cannot be fetched. With ``require_regions=False``
@@ -199,6 +203,8 @@ def load_manuscript_regions(
             + "; give regions with the request, change the region selector, or use whole canvases",
             field="regions",
         )
+    if on_regions is not None:
+        on_regions(regions)
     canvases = {canvas.id: canvas for canvas in manifest.canvases}
     side = fetcher.region_long_side if long_side is None else long_side
 

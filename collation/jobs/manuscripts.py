@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -98,8 +98,10 @@ def read_manuscript(
     max_regions: int = 5000,
     detector: Any = None,
     precision: str = "float32",
+    on_regions: Callable[[Sequence[Any]], None] | None = None,
 ) -> tuple[PreparedManuscript, dict | None]:
-    """Reads manuscript ``m`` of a collation and stores its region images.
+    """Reads manuscript ``m`` of a collation and stores its region images (``on_regions``: called with
+    the regions found before their images are fetched; what it raises stops the read).
 
     Returns:
         (doc, manifest JSON or None): the regions whose image could be read, and ``precision``, the
@@ -120,6 +122,7 @@ def read_manuscript(
             strict=False,
             require_regions=False,
             detector=detector or RuntimeDetector(),
+            on_regions=on_regions,
             **region_arguments(spec),
         )
     except CollationError as exc:  # the manifest (or its region annotations) could not be read

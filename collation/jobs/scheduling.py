@@ -32,7 +32,7 @@ from rq.job import Dependency, Job, JobStatus
 from rq.registry import StartedJobRegistry
 from rq.timeouts import TimerDeathPenalty
 
-from collation.core.errors import CollationError
+from collation.core.errors import CollationError, StoreFormatError
 from collation.core.settings import Settings
 from collation.core.vocabulary import CollationStatus
 from collation.jobs.planning import Plan, next_steps, scoring_progress
@@ -263,6 +263,16 @@ class Scheduler:
         with self._request_lock(record.id):
             return self._submit(record)
 
+    def retry(self, cid: str, check: Callable[[CollationRecord], None]) -> CollationRecord:
+        """Reopens a failed collation and enqueues its steps again (``POST /collations/{id}/retry``): read,
+        ``check``-ed (it raises when it may not be retried) and reopened under the request lock ``cancel``
+        holds, so a retry racing a DELETE finds the collation gone, never writes it back. Raises
+        ``CollationNotFound`` (also when deleted meanwhile) or ``CollationBusy`` (the lock, 409)."""
+        with self._request_lock(cid):
+            record = self.store.load_record(cid)
+            check(record)
+            return self._submit(record)[0]
+
     def _submit(self, record: CollationRecord) -> tuple[CollationRecord, bool]:
         created = self.store.create_collation(record)
         if not created and reopen(self.store, record.id).status == CollationStatus.CANCELLED:
@@ -328,6 +338,9 @@ class Scheduler:
             try:
                 record = self.store.load_record(cid)
             except CollationNotFound:
+                continue
+            except StoreFormatError as exc:  # one damaged record never stops the others' recovery
+                log.debug("Collation %s is not recovered: %s", cid, exc.message)  # the listing warns
                 continue
             if record.terminal:
                 continue
@@ -418,6 +431,8 @@ class Scheduler:
             retry=Retry(max=retries) if retries > 0 else None,
             on_failure=Callback(on_job_failure),
             meta={"collation": cid, "step": step.name},
+            # A client's only collation goes first (service.quotas): one client's flood cannot starve it.
+            at_front=bool(self.connection.exists(RedisKeys.light(cid))),
         )
 
     def enqueue_callback(self, record: CollationRecord) -> Job:

@@ -6,14 +6,18 @@ re-enqueued after a Redis restart) costs a little time and changes nothing. Step
 collation deleted or cancelled raise ``Gone`` at the next check; ``collation.jobs.tasks`` (the RQ
 entry points) turns that into a normal return. Long computations check between batches (the engine's
 progress callback, ``CancellationCheck``), so a DELETE stops a worker within seconds. The prepare,
-features and plan steps also fail a collation over its budget (``collation.jobs.budget``).
+features and plan steps also fail a collation over its budget (``collation.jobs.budget``); the prepare
+step as soon as a manuscript's regions are found, before their images are fetched.
+
+Longer than 400 lines because every step of the graph is here, in the order it runs, each with the
+checks (cancellation, budget) it makes between its reads and writes.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
 
 import numpy as np
@@ -72,10 +76,16 @@ class CancellationCheck:
             live_record(self.store, self.cid)
 
 
-def check_budget(runtime: Runtime, record: CollationRecord, docs: Iterable[PreparedManuscript | None]) -> None:
-    """Fails the collation, and raises ``Gone``, when the regions read so far are over its budget
+def check_budget(
+    runtime: Runtime,
+    record: CollationRecord,
+    docs: Iterable[PreparedManuscript | None],
+    found: Mapping[int, int] | None = None,
+) -> None:
+    """Fails the collation, and raises ``Gone``, when the regions read so far (the prepared ``docs``,
+    and ``found``: manuscript -> regions found, not fetched yet) are over its budget
     (``COLLATION_MAX_REGIONS_TOTAL``, ``COLLATION_MAX_PAIRS``): they only grow as more are read."""
-    counts = {m: len(doc.regions) for m, doc in enumerate(docs) if doc is not None}
+    counts = {m: len(doc.regions) for m, doc in enumerate(docs) if doc is not None} | dict(found or {})
     settings = runtime.settings
     problem = over_budget(counts, record.options, settings.max_regions_total, settings.max_pairs)
     if problem is not None:
@@ -101,8 +111,19 @@ def prepare_manuscript(runtime: Runtime, cid: str, m: int) -> str:
         return "cached"
     n = record.manuscript_count
     set_progress(store, cid, "preparing", _count_prepared(store, cid, n), n)
+
+    def within_budget(regions: Sequence[object]) -> None:  # before any image is fetched
+        others = [None if i == m else store.load_manuscript(cid, i) for i in range(n)]
+        check_budget(runtime, record, others, {m: len(regions)})
+
     doc, manifest = read_manuscript(
-        record, m, store, runtime.fetcher, max_regions=runtime.settings.max_regions, precision=runtime.precision
+        record,
+        m,
+        store,
+        runtime.fetcher,
+        max_regions=runtime.settings.max_regions,
+        precision=runtime.precision,
+        on_regions=within_budget,
     )
     live_record(store, cid)
     store.save_manuscript(cid, doc, manifest)

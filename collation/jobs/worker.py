@@ -167,17 +167,18 @@ def job_outcome(succeeded: bool, status: JobStatus | None) -> JobOutcome:
 
 
 def serve_metrics(runtime: Runtime) -> Any:
-    """Serves the worker's metrics on ``settings.worker_metrics_port`` (all interfaces) when it counts;
+    """Serves the worker's metrics on ``settings.worker_metrics_port`` when it counts, on
+    ``settings.worker_metrics_host`` (loopback unless the operator opens it: the port has no token);
     returns the server, or None. A port already taken is logged: the worker works on without."""
-    port = runtime.settings.worker_metrics_port
+    port, host = runtime.settings.worker_metrics_port, runtime.settings.worker_metrics_host
     if runtime.metrics is None:
         return None
     try:
-        server = runtime.metrics.serve(port)
+        server = runtime.metrics.serve(port, host)
     except OSError as exc:
-        log.error("Worker: metrics not served on port %d: %s", port, exc)
+        log.error("Worker: metrics not served on %s port %d: %s", host, port, exc)
         return None
-    log.info("Worker: Prometheus metrics on port %d (/metrics)", port)
+    log.info("Worker: Prometheus metrics on %s port %d (/metrics)", host, port)
     return server
 
 
@@ -295,7 +296,8 @@ def work(
         StoreRefused: the data store refuses this worker's credentials (``check_store``).
     """
     keep_freed_memory()  # as collate does: features and scores allocate large tensors over and over
-    runtime = Runtime.create(settings, metrics=Metrics() if settings.worker_metrics_port else None)
+    metrics = Metrics(settings.metrics_hosts) if settings.worker_metrics_port else None
+    runtime = Runtime.create(settings, metrics=metrics)
     try:
         check_store(runtime)
     except StoreRefused:

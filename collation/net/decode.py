@@ -6,6 +6,8 @@ of PNG can decode to gigapixels, so nothing is decoded before it has been recogn
     doc = parse_json_bytes(content, url=url, what="manifest", content_type="application/json")
     looks_like_image(content) -> bool                    # magic bytes of the formats we decode
     image = decode_image(content, url=url, max_pixels=100_000_000)   # PIL.Image.Image, RGB
+    image = open_image(content, url=url, need=lambda full: (352, 430))   # checked, JPEG scaled, not decoded
+    image = finish_image(image, url=url)                                 # RGB
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from PIL import Image
@@ -91,10 +94,25 @@ def parse_json_bytes(
     return doc
 
 
-def decode_image(
-    content: bytes, *, url: str, what: str = "image", max_pixels: int = FetchSettings.max_image_pixels
+def open_image(
+    content: bytes,
+    *,
+    url: str,
+    what: str = "image",
+    max_pixels: int = FetchSettings.max_image_pixels,
+    max_decoded_bytes: int | None = None,
+    need: Callable[[tuple[int, int]], tuple[int, int]] | None = None,
 ) -> Image.Image:
-    """Decode image bytes to an RGB image, refusing more than ``max_pixels`` before decoding them."""
+    """Image bytes opened (the header read, no pixel decoded yet), checked and, for a JPEG, set to
+    decode at the smallest of libjpeg's scales (1/1, 1/2, 1/4, 1/8) that still gives ``need(full
+    size)`` pixels: a region of a 9,000 x 11,000 folio at 352 pixels decodes a 1,125 x 1,375 image,
+    not 99 megapixels.
+
+    Raises:
+        LimitError: more than ``max_pixels``, or decoding it would take more than ``max_decoded_bytes``
+            (``decoded_bytes``, after the JPEG scaling), before anything is decoded.
+        FetchError: not an image PIL reads.
+    """
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
@@ -102,9 +120,43 @@ def decode_image(
             width, height = image.size
             if width * height > max_pixels:
                 raise LimitError(f"{what} {url} is {width}×{height} pixels, more than the cap of {max_pixels}", url=url)
-            image.load()
-            return image.convert("RGB")
+            if need is not None and image.format == "JPEG":
+                image.draft("RGB", need((width, height)))
+            if max_decoded_bytes is not None and decoded_bytes(image) > max_decoded_bytes:
+                raise LimitError(
+                    f"{what} {url}: {width}×{height} pixels would take {decoded_bytes(image) / 2**20:.0f} MiB "
+                    f"decoded, more than COLLATION_IIIF_MAX_DECODED_BYTES ({max_decoded_bytes / 2**20:.0f} MiB)",
+                    url=url,
+                )
+            image.info["full_size"] = (width, height)  # before any JPEG scaling: where the crop boxes point
+            return image
     except LimitError:
         raise
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombError, MemoryError) as exc:
         raise FetchError(f"{what} {url}: cannot decode the image: {exc}", url=url) from None
+
+
+def decoded_bytes(image: Image.Image) -> int:
+    """Bytes an opened image takes once decoded and made RGB: its pixels in its own mode, plus the RGB
+    copy when it has another mode (a palette PNG of 10,000 x 10,000 is 100 MB, then 300 MB more)."""
+    width, height = image.size
+    own = width * height * len(image.getbands())
+    return own if image.mode == "RGB" else own + width * height * 3
+
+
+def finish_image(image: Image.Image, *, url: str, what: str = "image") -> Image.Image:
+    """Decodes an image of ``open_image`` to RGB (no copy when it is RGB already)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image.load()
+            return image if image.mode == "RGB" else image.convert("RGB")
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError, MemoryError) as exc:
+        raise FetchError(f"{what} {url}: cannot decode the image: {exc}", url=url) from None
+
+
+def decode_image(
+    content: bytes, *, url: str, what: str = "image", max_pixels: int = FetchSettings.max_image_pixels
+) -> Image.Image:
+    """Decode image bytes to an RGB image, refusing more than ``max_pixels`` before decoding them."""
+    return finish_image(open_image(content, url=url, what=what, max_pixels=max_pixels), url=url, what=what)

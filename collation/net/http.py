@@ -55,7 +55,7 @@ from requests.structures import CaseInsensitiveDict
 from collation.core.errors import FetchError, LimitError, UnsafeURLError
 from collation.core.settings import FetchSettings, Settings
 from collation.net.addresses import Resolver, Target, check_url, resolve_target
-from collation.net.decode import decode_image, looks_like_image, parse_json_bytes
+from collation.net.decode import decoded_bytes, finish_image, looks_like_image, open_image, parse_json_bytes
 from collation.net.pinning import PinnedAdapter
 from collation.net.responses import JsonCache, Response, read_cached, write_cached
 
@@ -64,6 +64,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("collation.net.http")
 
+LARGE_DECODE = 64 * 2**20
+"""Bytes decoded above which an image waits for the other large ones (``get_image``): a region of a
+full-resolution folio that cannot be scaled at decode (a PNG, a small crop of a JPEG) takes hundreds
+of MiB, and four fetch threads decoding four at once took gigabytes."""
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
@@ -159,6 +163,7 @@ class Fetcher:
         self.cache_dir = self.conf.cache_dir
         self.region_long_side = self.conf.region_long_side  # what fetch_region asks for by default
         self._lock = threading.Lock()
+        self._large_decodes = threading.Lock()  # one image over LARGE_DECODE decoded at a time (get_image)
         self._host_slots: dict[str, threading.BoundedSemaphore] = {}
         self._host_last: dict[str, float] = {}
         self._host_locks: dict[str, threading.Lock] = {}
@@ -259,8 +264,14 @@ class Fetcher:
                 self.json_cache.put(url, doc, response.final_url)
             return doc, response.final_url
 
-    def get_image(self, url: str, *, what: str = "image") -> Image.Image:
-        """Fetch an image and decode it to RGB, after checking Content-Type, magic bytes and pixel count."""
+    def get_image(
+        self, url: str, *, what: str = "image", need: Callable[[tuple[int, int]], tuple[int, int]] | None = None
+    ) -> Image.Image:
+        """Fetch an image and decode it to RGB, after checking Content-Type, magic bytes, pixel count and
+        the memory it takes decoded (``open_image``). ``need(full size)``: the fewest pixels the caller
+        needs of it, so that a JPEG decodes at a fraction of its size (``image.info["full_size"]`` keeps
+        the full one). An image that takes over ``LARGE_DECODE`` bytes decoded waits for the one being
+        decoded: large images are decoded one at a time, however many threads fetch."""
         response = self.get(url, what=what, max_bytes=self.conf.max_image_bytes)
         content_type = response.content_type.split(";", 1)[0].strip().lower()
         if not content_type.startswith("image/"):
@@ -275,7 +286,18 @@ class Fetcher:
                 url=url,
                 status=response.status,
             )
-        return decode_image(response.content, url=url, what=what, max_pixels=self.conf.max_image_pixels)
+        image = open_image(
+            response.content,
+            url=url,
+            what=what,
+            max_pixels=self.conf.max_image_pixels,
+            max_decoded_bytes=self.conf.max_decoded_bytes,
+            need=need,
+        )
+        if decoded_bytes(image) <= LARGE_DECODE:
+            return finish_image(image, url=url, what=what)
+        with self._large_decodes:
+            return finish_image(image, url=url, what=what)
 
     def post_json(self, url: str, payload: Any, *, what: str = "callback URL") -> int:
         """POST ``payload`` as JSON to ``url`` once, pinned to its checked address like every GET
@@ -312,8 +334,10 @@ class Fetcher:
         return url.replace(" ", "%20")
 
     def _count(self, url: str, outcome: str, started: float) -> None:
-        """Counts a fetch of ``url`` (by the host asked for, before any redirect) in ``self.metrics``."""
-        if self.metrics is not None:
+        """Counts a fetch of ``url`` (by the host asked for, before any redirect) in ``self.metrics``.
+        An address the policy refused is not counted: nothing was fetched, and what anyone asks for
+        must not add to the metrics (the refusal is the request's 400, or the step's failure)."""
+        if self.metrics is not None and outcome != "refused":
             host = (urlsplit(url).hostname or "unknown").lower()
             self.metrics.fetched(host, outcome, max(0.0, self.clock() - started))
 

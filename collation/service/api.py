@@ -16,7 +16,7 @@ from marshmallow import ValidationError
 
 from collation.publish.canonical import web_annotation_form
 from collation.service import annotations as layers
-from collation.service import collations, inspection, listing, negotiation
+from collation.service import collations, inspection, listing, negotiation, quotas
 from collation.service.auth import caller_hash, require_creator
 from collation.service.concordance_rows import concordance, concordance_text, concordance_workbook
 from collation.service.health import readiness
@@ -73,7 +73,9 @@ def jsonld(doc: dict[str, Any], profile: str | None = None) -> Response:
 def create_collation() -> Response:
     runtime = current_runtime()
     body = CollationRequestSchema(max_manifests=runtime.settings.max_manifests).load(json_body())
-    record, created = collations.submit(runtime, body, base_url(), caller_hash())
+    owner = caller_hash()
+    client = quotas.client_of(owner, request.remote_addr)  # its limits: collation.service.quotas
+    record, created = collations.submit(runtime, body, base_url(), owner, client)
     url = collation_url(base_url(), record.id)
     response = jsonify({"id": record.id, "status": record.status, "status_url": url, "created": created})
     response.status_code = 202

@@ -20,7 +20,7 @@ from collation.jobs.finishing import apply_assessments
 from collation.jobs.runtime import Runtime
 from collation.jobs.scheduling import Scheduler
 from collation.publish.canonical import build_assessment
-from collation.service import urls
+from collation.service import quotas, urls
 from collation.service.annotations import pair_correspondence
 from collation.service.problems import Conflict, Unavailable
 from collation.service.results import (
@@ -50,7 +50,9 @@ def scheduler(runtime: Runtime) -> Scheduler:
     return Scheduler(runtime)
 
 
-def submit(runtime: Runtime, body: dict[str, Any], base: str, owner: str | None = None) -> tuple[CollationRecord, bool]:
+def submit(
+    runtime: Runtime, body: dict[str, Any], base: str, owner: str | None = None, client: str | None = None
+) -> tuple[CollationRecord, bool]:
     """Creates (or finds) the collation of a validated request body and enqueues its work.
 
     ``owner`` is the hash of the caller's token (``auth.token_hash``): it enters the collation's id
@@ -63,6 +65,7 @@ def submit(runtime: Runtime, body: dict[str, Any], base: str, owner: str | None 
     Raises:
         Unavailable: no Redis is configured (503); ``RedisError`` when it is not reachable.
         LimitError: the regions the request lists are over the collation's budget (422, ``jobs.budget``).
+        Busy: ``client`` (``quotas.client_of``) has too many collations or regions running (429).
     """
     jobs = scheduler(runtime)  # before any write: without Redis nothing is stored
     options = CollationOptions.parse(body.get("options"), backbone=runtime.settings.backbone)
@@ -79,7 +82,18 @@ def submit(runtime: Runtime, body: dict[str, Any], base: str, owner: str | None 
     record.name = body.get("name")  # the same request named again keeps its first name (docs/viewer.md)
     if owner:
         record.owners = [owner]
-    return jobs.submit(record)
+    if client is None:
+        return jobs.submit(record)
+    connection = runtime.connection()
+    regions = sum(given_counts(request.regions).values())
+    quotas.admit(
+        runtime.store, connection, client, cid, regions, settings.client_max_active, settings.client_max_regions
+    )
+    try:
+        return jobs.submit(record)
+    except BaseException:
+        quotas.release(connection, client, cid)
+        raise
 
 
 def rename(store: DataStore, cid: str, name: str) -> None:
@@ -105,11 +119,15 @@ def retry(runtime: Runtime, cid: str) -> CollationRecord:
         Conflict: it has not failed (409, ``field`` status).
         Unavailable: no Redis is configured (503).
     """
-    jobs = scheduler(runtime)
-    record = runtime.store.load_record(check_id(cid))
-    if record.status != CollationStatus.FAILED:
-        raise Conflict(f"collation {cid} is {record.status.value}: only a failed collation is retried", field="status")
-    return jobs.submit(record)[0]
+
+    def failed(record: CollationRecord) -> None:
+        if record.status != CollationStatus.FAILED:
+            raise Conflict(
+                f"collation {cid} is {record.status.value}: only a failed collation is retried", field="status"
+            )
+
+    # Read, checked and reopened under the lock a DELETE takes: a DELETE answered 204 stays done.
+    return scheduler(runtime).retry(check_id(cid), failed)
 
 
 def collation_name(store: DataStore, record: CollationRecord) -> str:

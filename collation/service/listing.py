@@ -9,19 +9,23 @@ readable by id, as every read is). Tokens themselves are never stored.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from marshmallow import Schema, fields, validate
 
-from collation.core.errors import InputError
+from collation.core.errors import InputError, StoreFormatError
 from collation.core.vocabulary import CollationStatus
 from collation.service import urls
 from collation.service.collations import record_summary
 from collation.service.documents import RECORDS_CACHED, DocumentCache
 from collation.store.datastore import CollationNotFound, DataStore
 from collation.store.records import CollationRecord
+
+log = logging.getLogger("collation.service")
 
 MAX_LIMIT = 100
 
@@ -59,7 +63,11 @@ def item(store: DataStore, record: CollationRecord, base: str) -> dict[str, Any]
     cid = record.id
     witnesses = []
     for m, manifest in enumerate(record.request.manifests):
-        doc = store.load_manuscript(cid, m)
+        try:
+            doc = store.load_manuscript(cid, m)
+        except StoreFormatError as exc:  # a damaged manuscript document: listed without its label
+            log.warning("Collation %s: manuscript %d cannot be read: %s", cid, m, exc.message)
+            doc = None
         witnesses.append({"index": m, "manifest": manifest, "label": doc.label if doc else None})
     links = urls.status_links(base, cid, record.usable)
     return {
@@ -75,20 +83,47 @@ def item(store: DataStore, record: CollationRecord, base: str) -> dict[str, Any]
     }
 
 
-def current_records(store: DataStore, cache: DocumentCache) -> Iterator[CollationRecord]:
+@dataclass(frozen=True)
+class Unreadable:
+    """A record this release cannot read (``StoreFormatError``): kept in the cache by its version, so
+    that it is logged once, and skipped by every listing."""
+
+    key: str
+    reason: str
+
+
+def read_record(store: DataStore, cid: str) -> CollationRecord | Unreadable:
+    """``store.load_record(cid)``, or an ``Unreadable`` naming it, logged (a record from a newer release,
+    truncated, a JSON list): one bad object never takes the listing down for everyone."""
+    try:
+        return store.load_record(cid)
+    except StoreFormatError as exc:
+        key = f"{store.collation_prefix(cid)}record.json"
+        log.warning("Collation %s is not listed: its record cannot be read: %s", cid, exc.message)
+        return Unreadable(key, exc.message)
+
+
+def current_records(
+    store: DataStore, cache: DocumentCache, unreadable: list[Unreadable] | None = None
+) -> Iterator[CollationRecord]:
     """Every collation's record, from one listing of the store's versions: a record whose version has
     not changed since the last call comes from ``cache`` (on an object store, one request instead of
-    one per collation)."""
+    one per collation). Records this release cannot read are skipped (and added to ``unreadable``)."""
     for key, version in sorted(store.versions("collations/").items()):
         parts = key.split("/")
         if len(parts) != 3 or parts[2] != "record.json" or not parts[1].isalnum():
             continue
         try:
-            yield cache.get_or_build(
-                ("record", store.description, parts[1], version), partial(store.load_record, parts[1])
+            found = cache.get_or_build(
+                ("record", store.description, parts[1], version), partial(read_record, store, parts[1])
             )
         except CollationNotFound:  # deleted while listing: not listed
             continue
+        if isinstance(found, Unreadable):
+            if unreadable is not None:
+                unreadable.append(found)
+            continue
+        yield found
 
 
 def list_collations(

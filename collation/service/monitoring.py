@@ -17,13 +17,15 @@ request, and an access log line per request.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from flask import Flask, Response, g, request
+from flask import Flask, Response, current_app, g, request
 from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.exposition import choose_encoder
 from redis.exceptions import RedisError
 from rq import Worker
 from rq.registry import DeferredJobRegistry, FailedJobRegistry, ScheduledJobRegistry, StartedJobRegistry
@@ -34,7 +36,7 @@ from collation.core.vocabulary import CollationStatus
 from collation.jobs.runtime import Runtime
 from collation.service import problems
 from collation.service.auth import caller_token
-from collation.service.listing import current_records
+from collation.service.listing import Unreadable, current_records
 from collation.service.state import ServiceState, current_runtime, service_state
 from collation.service.urls import API_PREFIX
 
@@ -44,6 +46,12 @@ METRICS_PATHS = ("/metrics", f"{API_PREFIX}/metrics")
 """Where the API serves its metrics: Prometheus's default path, and beside ``/healthz`` in the API."""
 QUIET_PATHS = frozenset({*METRICS_PATHS, f"{API_PREFIX}/healthz", f"{API_PREFIX}/readyz"})
 """Requests logged at DEBUG: scrapes and health checks, which come every few seconds."""
+UNREADABLE = "unreadable"
+"""The key of ``ServiceCollector.collation_counts`` that counts the records skipped as unreadable."""
+SCRAPES = "collation_scrapes"
+"""The key of the app's ``Scrapes`` in ``app.extensions``."""
+SCRAPE_REUSE = 1.0
+"""Seconds a rendering of ``/metrics`` answers the scrapes that come meanwhile (Prometheus scrapes every 15 s)."""
 STATUS_REFRESH = 10.0
 """Seconds the collations-by-status counts are reused between scrapes (counting them lists the store)."""
 REGISTRIES = {
@@ -60,8 +68,9 @@ def init_app(app: Flask) -> None:
     registered: its ``after_request`` then runs last and logs the status the client gets."""
     state = service_state(app)
     if state.runtime.metrics is None:  # a runtime built by the caller without metrics: the API counts anyway
-        state.runtime.metrics = Metrics()
+        state.runtime.metrics = Metrics(state.runtime.settings.metrics_hosts)
     state.runtime.metrics.registry.register(ServiceCollector(state))
+    app.extensions[SCRAPES] = Scrapes(state.runtime.metrics)
     for path in METRICS_PATHS:
         app.add_url_rule(path, f"metrics{path.replace('/', '_')}", metrics_view, methods=["GET"])
     app.before_request(open_request)
@@ -77,9 +86,31 @@ def metrics_view() -> Response:
         raise problems.Unauthorized(
             "GET /metrics needs a bearer token (COLLATION_METRICS_NEED_TOKEN)", field="Authorization"
         )
-    assert runtime.metrics is not None  # init_app gave the runtime one
-    body, content_type = runtime.metrics.render(request.headers.get("Accept", ""))
+    scrapes: Scrapes = current_app.extensions[SCRAPES]
+    body, content_type = scrapes.render(request.headers.get("Accept", ""))
     return Response(body, content_type=content_type)
+
+
+class Scrapes:
+    """Renders ``/metrics`` one scrape at a time, and gives scrapes that come within ``reuse`` seconds of
+    a rendering its bytes: fifty scrapes at once cost one rendering (and one read of Redis), not fifty."""
+
+    def __init__(self, metrics: Metrics, reuse: float = SCRAPE_REUSE) -> None:
+        self.metrics = metrics
+        self.reuse = reuse
+        self._lock = threading.Lock()
+        self._last: dict[str, tuple[float, bytes, str]] = {}  # by Content-Type: (when, body, Content-Type)
+
+    def render(self, accept: str) -> tuple[bytes, str]:
+        """The scrape's body and Content-Type for ``accept`` (the text format or OpenMetrics)."""
+        wanted = choose_encoder(accept)[1]
+        with self._lock:
+            now = time.monotonic()
+            last = self._last.get(wanted)
+            if last is None or now - last[0] >= self.reuse:
+                body, content_type = self.metrics.render(accept)
+                last = self._last[wanted] = (time.monotonic(), body, content_type)
+            return last[1], last[2]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -149,15 +180,22 @@ class ServiceCollector:
             for status in CollationStatus:
                 family.add_metric([status.value], counts.get(status.value, 0))
             yield family
+            yield GaugeMetricFamily(
+                "collation_unreadable_records",
+                "Collation records this release cannot read, skipped by the listing (collate store check names them)",
+                value=counts.get(UNREADABLE, 0),
+            )
 
     def collation_counts(self) -> dict[str, int] | None:
-        """``{status: collations}``, counted again when the last count is older than ``refresh``; None
-        when the store cannot be listed."""
+        """``{status: collations}`` and ``{UNREADABLE: records skipped}``, counted again when the last
+        count is older than ``refresh``; None when the store cannot be listed."""
         now = time.monotonic()
         if self.statuses is None or now - self.statuses[0] >= self.refresh:
             try:
-                records = current_records(self.state.runtime.store, self.state.records)
-                self.statuses = (now, dict(Counter(str(record.status) for record in records)))
+                skipped: list[Unreadable] = []
+                records = current_records(self.state.runtime.store, self.state.records, skipped)
+                counts = Counter(str(record.status) for record in records)
+                self.statuses = (now, {**counts, UNREADABLE: len(skipped)})
             except OSError as exc:
                 logging.getLogger(__name__).debug("metrics: the store cannot be listed: %s", exc)
                 return None

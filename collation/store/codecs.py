@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from collation.core.errors import StoreFormatError
 from collation.core.formats import STORE_FORMAT, item_format
 
 
@@ -34,6 +35,19 @@ def read_json(path: Path) -> Any:
 def parse_json(data: bytes | None) -> Any:
     """JSON from an object's bytes, or None for an absent object."""
     return None if data is None else json.loads(data)
+
+
+def parse_stored_json(data: bytes | None, key: str) -> Any:
+    """``parse_json`` of a stored object named ``key``, whose bytes may be anything (truncated, nested
+    50,000 deep, not UTF-8).
+
+    Raises:
+        StoreFormatError: naming ``key``, when the bytes are no JSON this release reads.
+    """
+    try:
+        return parse_json(data)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise StoreFormatError(f"{key}: not readable JSON ({type(exc).__name__})", found=None) from exc
 
 
 def npy_bytes(array: np.ndarray) -> bytes:

@@ -56,6 +56,7 @@ import contextlib
 import io
 import os
 import uuid
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -63,9 +64,18 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 from PIL import Image
 
-from collation.core.errors import CollationError
+from collation.core.errors import CollationError, StoreFormatError
 from collation.core.formats import STORE_FORMAT, item_format
-from collation.store.codecs import json_bytes, npy_bytes, npz_bytes, parse_json, parse_npy, stamped, unstamped
+from collation.store.codecs import (
+    json_bytes,
+    npy_bytes,
+    npz_bytes,
+    parse_json,
+    parse_npy,
+    parse_stored_json,
+    stamped,
+    unstamped,
+)
 from collation.store.records import CollationRecord
 from collation.store.stepnames import Step
 from collation.store.stored import Assessment, PairResults, PreparedManuscript, ordered
@@ -144,6 +154,13 @@ class DataStore(abc.ABC):
     def create_once(self, key: str, data: bytes) -> bool:
         """Writes an object only if it does not exist; False when it did (another writer won)."""
 
+    min_free = 0
+    """Bytes a store's disk must keep free to take work (``COLLATION_MIN_FREE_BYTES``, set by ``open_store``)."""
+
+    def free_bytes(self) -> int | None:
+        """Bytes free on the store's disk; None when the store has no disk of its own (an object store)."""
+        return None
+
     def probe(self) -> None:
         """Writes and deletes a small object; raises what the store raises when it cannot be written."""
         key = f".probe/{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -210,18 +227,25 @@ class DataStore(abc.ABC):
         Raises:
             CollationNotFound: unknown or deleted id.
         """
-        record = self.read_item(self.collation_prefix(cid) + "record.json")
+        key = self.collation_prefix(cid) + "record.json"
+        record = self.read_item(key)
         if record is None:
             raise CollationNotFound(f"no collation {cid!r}", field="id")
-        return CollationRecord.from_json(record)
+        try:
+            return CollationRecord.from_json(record)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a JSON object, but not a record
+            raise StoreFormatError(f"{key}: not a collation record ({type(exc).__name__}: {exc})", found=None) from exc
 
     def read_item(self, key: str) -> dict[str, Any] | None:
         """A JSON object of the store (None when absent), its format checked and removed.
 
         Raises:
-            StoreFormatError: written in a format this release does not read (the message names the key).
+            StoreFormatError: written in a format this release does not read, or not a JSON object at all
+                (truncated, nested too deep, a list): the message names the key.
         """
-        doc = parse_json(self.read(key))
+        doc = parse_stored_json(self.read(key), key)
+        if doc is not None and not isinstance(doc, dict):
+            raise StoreFormatError(f"{key}: not a JSON object but {type(doc).__name__}", found=None)
         return None if doc is None else unstamped(doc, key)
 
     def list_collations(self) -> list[str]:
@@ -249,8 +273,19 @@ class DataStore(abc.ABC):
         self.write_in_collation(cid, f"manuscripts/{m}.json", json_bytes(stamped(doc.to_dict())))
 
     def load_manuscript(self, cid: str, m: int) -> PreparedManuscript | None:
-        data = self.read_item(f"{self.collation_prefix(cid)}manuscripts/{m}.json")
-        return None if data is None else PreparedManuscript.from_dict(data)
+        """A prepared manuscript, or None.
+
+        Raises:
+            StoreFormatError: not a prepared manuscript of a format this release reads (the message names it).
+        """
+        key = f"{self.collation_prefix(cid)}manuscripts/{m}.json"
+        data = self.read_item(key)
+        try:
+            return None if data is None else PreparedManuscript.from_dict(data)
+        except (KeyError, TypeError, ValueError) as exc:  # a field missing or of another type
+            raise StoreFormatError(
+                f"{key}: not a prepared manuscript ({type(exc).__name__}: {exc})", found=None
+            ) from exc
 
     def forget_manuscript(self, cid: str, m: int) -> None:
         """Deletes a prepared manuscript (its document first: without it, the manuscript is not read)."""
@@ -432,16 +467,33 @@ class DataStore(abc.ABC):
         data = self.read(key)
         if data is None:
             return None
-        with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
-            item_format(int(arrays["format"]) if "format" in arrays.files else None, key)
+        try:
+            arrays = np.load(io.BytesIO(data), allow_pickle=False)
+            if not isinstance(arrays, np.lib.npyio.NpzFile):
+                raise ValueError("an array, not a zip of arrays")
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:  # not a zip, truncated, pickled
+            raise StoreFormatError(f"{key}: not a pair's results ({type(exc).__name__}: {exc})", found=None) from exc
+        with arrays:
+            stamp = arrays["format"] if "format" in arrays.files else None
+            if stamp is not None and stamp.shape != ():
+                raise StoreFormatError(f"{key}: its format is an array of shape {stamp.shape}", found=None)
+            item_format(None if stamp is None else stamp.item(), key)
+            missing = {"S", "N_S", "P_S"} - set(arrays.files)
+            if missing:
+                raise StoreFormatError(f"{key}: a pair's results without {', '.join(sorted(missing))}", found=None)
             stored = PairResults.from_arrays(lo, hi, {name: arrays[name] for name in arrays.files})
         return stored.oriented(a, b)
 
     def load_assessments(self, cid: str) -> list[Assessment]:
         """The verdicts, oldest first, each one's format checked (format 1 items have none)."""
         key = f"{self.collation_prefix(cid)}assessments.json"
-        items = parse_json(self.read(key)) or []
-        return [Assessment.from_dict(unstamped(item, f"{key} item {k}")) for k, item in enumerate(items)]
+        items = parse_stored_json(self.read(key), key) or []
+        if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+            raise StoreFormatError(f"{key}: not a list of verdicts (JSON objects)", found=None)
+        try:
+            return [Assessment.from_dict(unstamped(item, f"{key} item {k}")) for k, item in enumerate(items)]
+        except (KeyError, TypeError, ValueError) as exc:  # an item without its pair, regions or verdict
+            raise StoreFormatError(f"{key}: a verdict without {exc}", found=None) from exc
 
     def save_assessments(self, cid: str, items: list[Assessment]) -> None:
         """Writes the verdicts, a list as in format 1 (so a format 1 reader reads it), each with its format."""

@@ -36,10 +36,18 @@ class FolderStore(DataStore):
 
     backend = "folder"
 
-    def __init__(self, root: str | Path, metrics: Metrics | None = None) -> None:
+    def __init__(self, root: str | Path, metrics: Metrics | None = None, min_free: int = 0) -> None:
         self.root = Path(root)
         self.description = f"folder {self.root}"
         self.metrics = metrics
+        self.min_free = min_free
+
+    def free_bytes(self) -> int | None:
+        """Bytes free on the disk of ``root`` (its nearest existing folder: a new store has none yet)."""
+        folder = self.root
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        return shutil.disk_usage(folder).free
 
     def path(self, key: str) -> Path:
         return self.root / key

@@ -33,4 +33,4 @@ def open_store(settings: Settings, metrics: Metrics | None = None) -> DataStore:
             retries=settings.store_retries,
             metrics=metrics,
         )
-    return FolderStore(settings.data_dir, metrics=metrics)
+    return FolderStore(settings.data_dir, metrics=metrics, min_free=settings.min_free_bytes)

@@ -28,7 +28,7 @@ import numpy as np
 from collation import __version__
 from collation.core.errors import CollationError, FeaturesFileError, StoreFormatError
 from collation.core.formats import STORE_FORMAT, UNVERSIONED, item_format
-from collation.store.codecs import json_bytes, parse_json, stamped
+from collation.store.codecs import json_bytes, parse_json, parse_stored_json, stamped
 from collation.store.datastore import CollationNotFound, DataStore
 from collation.store.records import now
 
@@ -103,7 +103,7 @@ def read_marker(store: DataStore) -> int | None:
     Raises:
         StoreFormatError: a newer store than this release reads (or not a format number).
     """
-    doc = parse_json(store.read(MARKER))
+    doc = parse_stored_json(store.read(MARKER), MARKER)
     if doc is None:
         return None
     return item_format(doc.get("format") if isinstance(doc, dict) else doc, f"{store.description}: the store")
@@ -164,13 +164,36 @@ def kind_of(key: str) -> str | None:
     return None
 
 
+def read_back(store: DataStore, key: str, kind: str) -> None:
+    """Reads a record, manuscript, failure, verdicts or results as the service does (features: their
+    header, in ``object_formats``).
+
+    Raises:
+        StoreFormatError: naming ``key``, when this release cannot read it (a format from the future,
+            truncated bytes, a JSON list where a record belongs, verdicts that are numbers, results
+            that are no zip or whose format is two numbers).
+    """
+    match = KINDS[kind].fullmatch(key)
+    assert match is not None, key
+    cid = match.groupdict().get("cid")
+    if kind == "record":
+        store.load_record(cid)
+    elif kind in ("manuscript", "failure"):
+        store.read_item(key)
+    elif kind == "verdicts":
+        store.load_assessments(cid)
+    elif kind == "results":
+        store.load_results(cid, int(match["a"]), int(match["b"]))
+
+
 def object_formats(store: DataStore, key: str, kind: str) -> list[int | None]:
-    """The format numbers an object carries as stored (None: none), one per verdict for verdicts."""
+    """The format numbers an object carries as stored (None: none), one per verdict for verdicts
+    (``read_back`` first: this reads only what it checked)."""
     if kind == "verdicts":
         return [item.get("format") for item in parse_json(store.read(key)) or []]
     if kind == "results":
         with np.load(io.BytesIO(store.read(key) or b""), allow_pickle=False) as arrays:
-            return [int(arrays["format"]) if "format" in arrays.files else None]
+            return [arrays["format"].item() if "format" in arrays.files else None]
     if kind == "features":
         import torch
 
@@ -201,8 +224,12 @@ def inventory(store: DataStore) -> Inventory:
             counts[UNNUMBERED[kind]] += 1
             continue
         try:
+            read_back(store, key, kind)
             formats = object_formats(store, key, kind)
-        except (OSError, ValueError, RuntimeError) as exc:  # truncated or not what its name says
+        except CollationError as exc:  # StoreFormatError, FeaturesFileError, CollationNotFound: named
+            found.unreadable[key] = exc.message if key in exc.message else f"{key}: {exc.message}"
+            continue
+        except Exception as exc:  # one object, whatever it holds, never stops the check
             found.unreadable[key] = f"not readable: {type(exc).__name__}: {exc}"
             continue
         for number in formats:

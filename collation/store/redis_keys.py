@@ -17,6 +17,16 @@ class RedisKeys:
         return f"{cid}-{step_name}"
 
     @classmethod
+    def client(cls, client: str) -> str:
+        """Hash of a client's (a token's, or an address's) unfinished collations: id -> regions listed."""
+        return f"{cls.prefix}client:{client}"
+
+    @classmethod
+    def light(cls, cid: str) -> str:
+        """Set while a collation was its client's only one when admitted: its jobs go to the queues' front."""
+        return f"{cls.prefix}light:{cid}"
+
+    @classmethod
     def jobs(cls, cid: str) -> str:
         """Set of the ids of every job enqueued for a collation (to cancel them)."""
         return f"{cls.prefix}jobs:{cid}"

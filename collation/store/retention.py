@@ -15,12 +15,13 @@ object store has no access times: give its bucket a lifecycle rule instead (docs
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass, field
 from itertools import combinations
 
-from collation.core.errors import InputError
+from collation.core.errors import InputError, StoreFormatError
 from collation.store.datastore import CollationNotFound, DataStore
 from collation.store.folder import FolderStore
 from collation.store.records import feature_keys, pair_key
@@ -43,20 +44,28 @@ class Pruned:
     removed_bytes: int = 0
     kept_recent: int = 0
     kept_in_use: int = 0
+    unreadable: dict[str, str] = field(default_factory=dict)
+    """``{collation: reason}`` of the collations whose record or manuscripts this release cannot read
+    (``collate store check`` names them): skipped, as the service skips them."""
 
 
-def in_use(store: DataStore) -> tuple[set[str], tuple[str, ...]]:
-    """(feature keys, score key prefixes) that the unfinished collations of ``store`` need."""
+def in_use(store: DataStore, unreadable: dict[str, str] | None = None) -> tuple[set[str], tuple[str, ...]]:
+    """(feature keys, score key prefixes) that the unfinished collations of ``store`` need; a collation
+    whose record or manuscript cannot be read (it cannot run either) is skipped and added to ``unreadable``."""
     features: set[str] = set()
     scores: list[str] = []
     for cid in store.list_collations():
         try:
             record = store.load_record(cid)
+            if record.terminal:
+                continue
+            docs = {m: store.load_manuscript(cid, m) for m in range(record.manuscript_count)}
         except CollationNotFound:  # deleted meanwhile
             continue
-        if record.terminal:
+        except StoreFormatError as exc:
+            if unreadable is not None:
+                unreadable[cid] = exc.message
             continue
-        docs = {m: store.load_manuscript(cid, m) for m in range(record.manuscript_count)}
         ready = {m: d.features_key for m, d in docs.items() if d and d.features_key}
         for m, key in ready.items():
             features.update(store.features_key(k) for k in feature_keys(record.options, m, key))
@@ -77,7 +86,7 @@ def prune(store: DataStore, days: float, *, dry_run: bool = False, now: float | 
 
     Raises:
         InputError: ``store`` is not a folder store (an object store keeps no access times), or
-            ``days`` is negative.
+            ``days`` is negative or not finite (nan, inf).
     """
     if not isinstance(store, FolderStore):
         raise InputError(
@@ -85,11 +94,11 @@ def prune(store: DataStore, days: float, *, dry_run: bool = False, now: float | 
             "rule on features/ and scores/ instead (docs/operations.md)",
             field="store",
         )
-    if days < 0:
-        raise InputError(f"--older-than must be a number of days >= 0, not {days}", field="older_than")
+    if not (math.isfinite(days) and days >= 0):  # nan compares false with everything: it pruned all
+        raise InputError(f"--older-than must be a number of days >= 0 (finite), not {days}", field="older_than")
     limit = (time.time() if now is None else now) - days * 86400
-    needed, prefixes = in_use(store)
     done = Pruned()
+    needed, prefixes = in_use(store, done.unreadable)
     for prefix in CACHES:
         for key in sorted(store.versions(prefix)):
             path = store.path(key)

@@ -42,7 +42,7 @@ def closed_port() -> int:
 def test_fetches_are_counted_by_host_and_outcome(tmp_path: Path) -> None:
     (tmp_path / "doc.json").write_text('{"a": 1}')
     (tmp_path / "big.json").write_text('{"a": "' + "x" * 5000 + '"}')
-    metrics = Metrics()
+    metrics = Metrics(hosts=["127.0.0.1"])  # COLLATION_METRICS_HOSTS: the hosts an operator names
     fetcher = Fetcher(allowed_hosts=["127.0.0.1"], retries=0, metrics=metrics)
     with static_server(tmp_path) as site:
         site.routes["/busy"] = lambda handler: (503, {"Content-Type": "text/plain"}, b"busy")
@@ -63,7 +63,8 @@ def test_fetches_are_counted_by_host_and_outcome(tmp_path: Path) -> None:
     assert value(metrics, "collation_fetches_total", **host, outcome="http_503") == 1
     assert value(metrics, "collation_fetches_total", **host, outcome="too_large") == 1
     assert value(metrics, "collation_fetches_total", **host, outcome="unreachable") == 1
-    assert value(metrics, "collation_fetches_total", host="10.1.2.3", outcome="refused") == 1
+    assert value(metrics, "collation_fetches_total", host="10.1.2.3", outcome="refused") == 0  # not fetched
+    assert value(metrics, "collation_fetches_total", host="other", outcome="refused") == 0
     assert value(metrics, "collation_fetch_duration_seconds_count", **host) == 6
     assert fetcher.with_limits(total_timeout=5).metrics is metrics  # inspect and callbacks count too
 

@@ -388,7 +388,7 @@ def test_a_full_disk_is_reported_backed_off_and_survived(
             f"{during} sweeps in 3 s at an interval of 0.2 s; {full_disk['refused']} writes refused"
         )
         assert doc["status"] in ("queued", "running")
-        assert doc["problem"] == "the data store cannot be written: No space left on device"
+        assert doc["problem"] == "the data store is full: No space left on device"
         assert ready["checks"]["store"] is False and "No space left" in ready["detail"]
         assert during <= 6
         full_disk["full"] = False

@@ -159,3 +159,19 @@ def test_a_delete_during_features_stops_the_worker_within_seconds(
     finally:
         processes.stop_all()
         service_state(app).close()
+
+
+def test_a_manuscript_over_the_budget_is_refused_before_its_images_are_fetched(
+    service: Any, synthetic: Any, site: Any
+) -> None:
+    """Issue 41: 60 canvases without regions (over budget) were refused only at the prepare step, after
+    60 image fetches. A and C list 4 annotated regions each, read one manuscript after the other: the
+    second is over the budget of 6 as soon as its regions are found, and none of its images is fetched."""
+    client, settings = service(max_regions_total=6)
+    seen = {name: len(site.paths(f"/{name}/f")) for name in "AC"}
+    cid = client.post(f"{API}/collations", json={"manifests": [synthetic.a, synthetic.c]}).get_json()["id"]
+    drain(settings)
+    doc = client.get(f"{API}/collations/{cid}").get_json()
+    assert doc["status"] == "failed" and "COLLATION_MAX_REGIONS_TOTAL" in doc["errors"][0]["message"], doc
+    fetched = {name: len(site.paths(f"/{name}/f")) - seen[name] for name in "AC"}
+    assert sorted(fetched.values())[0] == 0, fetched  # the manuscript read second: no image fetched

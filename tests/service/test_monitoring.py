@@ -68,7 +68,9 @@ def observed(redis_server: Any, synthetic: Any, tmp_path_factory: pytest.TempPat
     Redis.from_url(url).flushdb()
     tmp = tmp_path_factory.mktemp("monitoring")
     port = free_port()
-    settings = service_settings(tmp / "data", url, chunk_pairs=6, worker_metrics_port=port)
+    settings = service_settings(
+        tmp / "data", url, chunk_pairs=6, worker_metrics_port=port, metrics_hosts=("127.0.0.1",)
+    )
     app = create_app(settings, TESTING=True)
     client = app.test_client()
     access, access_log = io.StringIO(), logging.getLogger("collation.access")
