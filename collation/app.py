@@ -88,9 +88,11 @@ def add_cors_headers(response: Response) -> Response:
     """CORS on every response, so that viewers (Mirador) on other origins can read everything."""
     response.headers["Access-Control-Allow-Origin"] = state.current_runtime().settings.cors_origin
     # Accept: a W3C client asks for the Web Annotation form with a quoted profile, which takes a preflight
-    response.headers["Access-Control-Allow-Headers"] = "Accept, Authorization, Content-Type, If-None-Match"
+    response.headers["Access-Control-Allow-Headers"] = "Accept, Authorization, Content-Type, If-None-Match, Prefer"
     response.headers["Access-Control-Allow-Methods"] = "GET, POST, DELETE, OPTIONS"
-    response.headers["Access-Control-Expose-Headers"] = "Location, ETag, Link"
+    response.headers["Access-Control-Expose-Headers"] = (
+        "Location, ETag, Link, Content-Location, Preference-Applied, Vary, Allow"
+    )
     return response
 
 

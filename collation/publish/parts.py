@@ -94,6 +94,7 @@ class UrlScheme:
     context: Template = "{root}/ns/imcol/1/context.json"
     software: Template = "{root}/"  # the service that computed the correspondences: their creator
     viewer: Template | None = None  # e.g. "{base}/view/{link}": a Mirador compare view
+    canvas_links: Template | None = None  # {canvas}: the links touching that canvas (a filtered container)
 
     def render(self, name: str, **fields: Any) -> str:
         """The URL ``name`` (a field of this class) for the given fields."""

@@ -22,6 +22,7 @@ from collation.iiif.links import is_web_link, web_links_only
 from collation.iiif.model import Manifest, label_text
 from collation.iiif.regions import Region
 from collation.publish.parts import (
+    ANNOTATION_CONTEXT,
     PRESENTATION_2,
     PRESENTATION_3,
     VERDICT_LABELS,
@@ -334,4 +335,20 @@ def build_derived_manifest(
             existing = raw.get(key)
             existing = existing if isinstance(existing, list) else ([existing] if existing else [])
             raw[key] = [*existing, reference(pages[canvas_id])]
+            if urls.canvas_links is not None:
+                _add_see_also(raw, urls.render("canvas_links", canvas=canvas_id), manifest.version)
     return doc
+
+
+def _add_see_also(raw: dict[str, Any], url: str, version: int) -> None:
+    """Adds to a canvas's ``seeAlso`` the container filtered to the links that touch it (a machine-
+    readable document: viewers do not load it, a client asking for one canvas's links does)."""
+    profile, label = ANNOTATION_CONTEXT, "Image collation: the links that touch this canvas"
+    if version == 2:
+        entry: dict[str, Any] = {"@id": url, "format": "application/ld+json", "profile": profile, "label": label}
+    else:
+        entry = {"id": url, "type": "Dataset", "format": "application/ld+json", "profile": profile}
+        entry["label"] = {"en": [label]}
+    existing = raw.get("seeAlso")
+    existing = existing if isinstance(existing, list) else ([existing] if existing else [])
+    raw["seeAlso"] = [*existing, entry]

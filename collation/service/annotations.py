@@ -22,17 +22,19 @@ from typing import Any
 
 from collation.core import defaults
 from collation.core.correspondence import Correspondence, Side, positions
+from collation.core.errors import InputError
 from collation.core.options import CollationOptions
 from collation.engine.concordance import MATCH_CATEGORIES
 from collation.iiif.manifests import Manifest, parse_manifest
 from collation.iiif.regions import Region
 from collation.publish.canonical import build_link_collection
+from collation.publish.container import ContainerView, container_document
 from collation.publish.parts import IMCOL_CONTEXT, UrlScheme
 from collation.publish.viewer_layer import build_annotation_page, build_derived_manifest
 from collation.service.documents import DocumentCache
 from collation.service.problems import Conflict
 from collation.service.results import assessment_categories, check_id, finished_record, pair_results, top_candidates
-from collation.service.urls import url_scheme
+from collation.service.urls import container_url, url_scheme
 from collation.store.datastore import CollationNotFound, DataStore
 from collation.store.records import CollationRecord
 
@@ -187,3 +189,26 @@ def canvas_page(
     if not 1 <= canvas_number <= len(manuscripts[m][0].canvases):
         raise CollationNotFound(f"manuscript {m} has no canvas number {canvas_number}", field="canvas")
     return build_annotation_page(m, canvas_number, manuscripts, corrs, urls=urls, created=record.ended)
+
+
+def container(
+    store: DataStore, cache: DocumentCache, cid: str, base: str, view: ContainerView, page_size: int
+) -> dict[str, Any]:
+    """``GET /collations/{id}/container/``: the canonical layer as a Web Annotation Protocol container
+    (``collation.publish.container``), or one of its pages, filtered by ``view.target``."""
+    record, manuscripts, corrs, urls = _prepared(store, cache, cid, base)
+    _collection, pages = build_link_collection(
+        manuscripts, corrs, urls=urls, page_size=10**9, method=_method(record.options), created=record.ended
+    )
+    items = [item for page in pages for item in page["items"]]
+    try:
+        return container_document(
+            items,
+            container=container_url(base, cid),
+            view=view,
+            label=f"Image collation {cid}: correspondences",
+            page_size=page_size,
+            modified=record.ended,
+        )
+    except InputError as error:  # a page past the last
+        raise CollationNotFound(str(error), field="page") from None

@@ -19,6 +19,7 @@ from collation.service import annotations as layers
 from collation.service import collations, inspection, listing, negotiation
 from collation.service.auth import caller_hash, require_creator
 from collation.service.concordance_rows import concordance, concordance_text, concordance_workbook
+from collation.service.container_query import ContainerQuerySchema, requested_view
 from collation.service.health import readiness
 from collation.service.problems import problem
 from collation.service.results import check_id
@@ -223,6 +224,18 @@ def get_annotations(cid: str) -> Response:
             web_annotation_form(doc, start_index=start), negotiation.WEB_ANNOTATION_PROFILE
         )
     return negotiation.annotation_response(doc, negotiation.IIIF_PROFILE)
+
+
+@bp.route("/collations/<cid>/container/", methods=["GET"])
+def get_container(cid: str) -> Response:
+    """The links as a Web Annotation Protocol container (LDP paging, ``Prefer``, ETag), filtered to
+    one canvas with ``?target=<canvas IRI>`` (``container``)."""
+    args = ContainerQuerySchema().load(request.args.to_dict())
+    view, applied = requested_view(args, request.headers.get("Prefer"))
+    state = service_state()
+    page_size = state.runtime.settings.page_size
+    doc = layers.container(state.runtime.store, state.documents, cid, base_url(), view, page_size)
+    return negotiation.container_response(doc, preference_applied=applied)
 
 
 @bp.route("/collations/<cid>/manifests/<int:m>", methods=["GET"])

@@ -11,6 +11,7 @@ from typing import Any
 
 from flask import request
 
+from collation.publish.container import ContainerView, view_url
 from collation.publish.parts import UrlScheme
 from collation.service.state import current_runtime
 
@@ -40,6 +41,16 @@ def correspondences_url(base: str, cid: str, a: int, b: int, top: int | None = N
     return f"{url}&top={top}" if top is not None else url
 
 
+def container_url(base: str, cid: str) -> str:
+    """The collation's Web Annotation Protocol container (its IRI ends in ``/``, as the protocol asks)."""
+    return f"{collation_url(base, cid)}/container/"
+
+
+def canvas_links_url(base: str, cid: str, canvas: str) -> str:
+    """The container filtered to the links that touch ``canvas`` (a canvas IRI), in full."""
+    return view_url(container_url(base, cid), ContainerView(target=canvas))
+
+
 def assessment_url(base: str, cid: str, item_id: str) -> str:
     """One assessment, as a fragment of the collation's assessment list."""
     return f"{collation_url(base, cid)}/assessments#{item_id}"
@@ -52,6 +63,7 @@ def status_links(base: str, cid: str, usable: list[int]) -> dict[str, Any]:
         "self": root,
         "correspondences": correspondences_url(base, cid, 0, 1, top=5),
         "annotations": f"{root}/annotations",
+        "container": container_url(base, cid),
         "assessments": f"{root}/assessments",
         "manifests": [manifest_url(base, cid, m) for m in usable],
         "view": f"{root}/view",
@@ -72,6 +84,7 @@ def url_scheme(cid: str, base: str) -> UrlScheme:
         base=collation_url(base, cid),
         context=context_url(base),
         viewer="{base}/view?link={link}&side={side}",
+        canvas_links=lambda canvas, **_: canvas_links_url(base, cid, canvas),
         software=service_root(base),
     )
 
