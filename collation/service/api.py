@@ -140,7 +140,13 @@ def get_correspondences(cid: str) -> Response:
     query = CorrespondenceQuerySchema().load(request.args.to_dict())
     return jsonify(
         collations.correspondences(
-            current_runtime().store, cid, query["pair"], query["score"], query["top"], query["min_score"]
+            current_runtime().store,
+            cid,
+            query["pair"],
+            query["score"],
+            query["top"],
+            query["min_score"],
+            base=base_url(),
         )
     )
 

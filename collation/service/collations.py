@@ -202,7 +202,13 @@ def _region(region: dict) -> dict[str, Any]:
 
 
 def correspondences(
-    store: DataStore, cid: str, pair: tuple[int, int], score: str, top: int, min_score: float | None = None
+    store: DataStore,
+    cid: str,
+    pair: tuple[int, int],
+    score: str,
+    top: int,
+    min_score: float | None = None,
+    base: str | None = None,
 ) -> dict[str, Any]:
     """``GET /collations/{id}/correspondences``: for each region of ``pair[0]``, its best ``top``
     candidates in ``pair[1]`` by the chosen score, those below ``min_score`` left out (a region
@@ -223,12 +229,23 @@ def correspondences(
             if min_score is None or matrix[r, c] >= min_score
         ]
         items.append({"source": _region(region), "candidates": [_candidate(c, res, assessed) for c in found]})
+    if base is not None:
+        _add_share_links(items, base, cid, a, b)
     doc = {"id": cid, "pair": [a, b], "score": score, "top": top, "weak_below": record.options.floor, "items": items}
     if res["transposition_names"] is not None:
         doc["transposition_names"] = res["transposition_names"]
     if min_score is not None:
         doc["min_score"] = min_score
     return doc
+
+
+def _add_share_links(items: list[dict[str, Any]], base: str, cid: str, a: int, b: int) -> None:
+    """Gives each candidate the IIIF Content State link of its pair of regions (``urls.share_links``)."""
+    for item in items:
+        source = item["source"]
+        for candidate in item["candidates"]:
+            ends = [(a, source["canvas"], source["xywh"]), (b, candidate["canvas"], candidate["xywh"])]
+            candidate.update(urls.share_links(base, cid, ends))
 
 
 def _candidate(c: Correspondence, res: dict[str, Any], assessed: dict[tuple[int, int], dict]) -> dict[str, Any]:

@@ -7,11 +7,13 @@ always ending in ``/api/v1``); the other functions are pure functions of that ba
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from flask import request
 
 from collation.publish.container import ContainerView, view_url
+from collation.publish.content_state import build_content_state, encode, view_link
 from collation.publish.parts import UrlScheme
 from collation.service.state import current_runtime
 
@@ -49,6 +51,15 @@ def container_url(base: str, cid: str) -> str:
 def canvas_links_url(base: str, cid: str, canvas: str) -> str:
     """The container filtered to the links that touch ``canvas`` (a canvas IRI), in full."""
     return view_url(container_url(base, cid), ContainerView(target=canvas))
+
+
+def share_links(base: str, cid: str, ends: Sequence[tuple[int, str, Sequence[int]]]) -> dict[str, str]:
+    """``{"share", "iiif_content"}`` of a view of these (manuscript, canvas id, xywh) regions: the IIIF
+    Content State (``collation.publish.content_state``) of their canvases and regions in the derived
+    manifests, encoded (``iiif_content``, for any viewer that reads it), and the service's own view
+    opening it (``share``)."""
+    state = build_content_state([(canvas, xywh, manifest_url(base, cid, m)) for m, canvas, xywh in ends])
+    return {"share": view_link(f"{collation_url(base, cid)}/view", state), "iiif_content": encode(state)}
 
 
 def assessment_url(base: str, cid: str, item_id: str) -> str:

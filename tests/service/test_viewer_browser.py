@@ -34,6 +34,7 @@ from service_helpers import drain, physiologus_v2, physiologus_v3, served_app
 
 from collation.app import create_app
 from collation.core.settings import Settings
+from collation.publish.content_state import build_content_state, decode, encode, read_targets
 from collation.viewer import pages as viewer_routes
 from collation.viewer.matrix import COLORS, layout
 
@@ -384,6 +385,55 @@ def test_mirador3_shows_the_match_too(collation: Served, page: Any, screenshots:
     )
     assert_selected(page, link)
     page.screenshot(path=str(screenshots / "viewer-mirador3-link.png"))
+
+
+def test_a_content_state_link_opens_both_regions_in_mirador4(collation: Served, page: Any, screenshots: Path) -> None:
+    """The IIIF Content State link of a correspondence (its ``share``, as the JSON gives it), opened in
+    the service's own Mirador 4 page: both windows on the two canvases, both regions listed, drawn and
+    selected; the page's "Share this view" gives the same link back."""
+    need_mirador("4.0.0")
+    k = 5
+    doc = requests.get(f"{collation.url}/collations/{collation.cid}/correspondences?pair=0,1&top=3", timeout=30).json()
+    candidate = next(c for c in doc["items"][k]["candidates"] if c["index"] == k)
+    share = candidate["share"]
+    assert share == f"{collation.url}/collations/{collation.cid}/view?iiif-content={candidate['iiif_content']}"
+    targets = read_targets(decode(candidate["iiif_content"]))
+    assert [(t.canvas, list(t.xywh or ())) for t in targets] == [
+        (collation.regions[m][k]["canvas"], [int(v) for v in collation.regions[m][k]["xywh"]]) for m in (0, 1)
+    ]
+    page.goto(share)
+    page.locator('#status[data-status="finished"]').wait_for(timeout=TIMEOUT_MS)
+    page.wait_for_function("() => window.collationViewer.selected !== null", timeout=TIMEOUT_MS)
+    assert page.evaluate("() => window.collationViewer.selected") == {"source": k, "target": k}
+    link = f"0-1-{k}-{k}"
+    for window_id, m, side, scale in (("collation-a", 0, "a", CANVAS_SCALE), ("collation-b", 1, "b", 1)):
+        label = region_label(collation, 1 - m, k)
+        shown = check_annotation_shown(
+            page,
+            window_id,
+            collation.regions[m][k]["canvas"],
+            link,
+            side,
+            collation.regions[m][k]["xywh"],
+            re.compile(rf"{re.escape(label)}.*\(illustration {k}\)"),
+            scale,
+        )
+        assert shown["box"] >= 0.9, shown
+    assert_selected(page, link)
+    page.screenshot(path=str(screenshots / "viewer-mirador4-content-state.png"))
+
+    page.get_by_role("button", name="Share this view").click()
+    assert page.locator("#share-link").input_value() == share
+    assert not page.errors, page.errors
+    one = requests.get(
+        share.split("iiif-content=")[0] + "iiif-content=" + encode(targets_json(targets[:1])), timeout=30
+    )
+    assert one.status_code == 400 and one.json()["field"] == "iiif-content"
+
+
+def targets_json(targets: list[Any]) -> dict[str, Any]:
+    """The content state of these ``RegionTarget`` values (one target: not a comparison view)."""
+    return build_content_state([(t.canvas, t.xywh, t.manifest) for t in targets])
 
 
 def test_a_mirrored_match_is_marked(
