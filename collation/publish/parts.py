@@ -87,6 +87,7 @@ class UrlScheme:
     base: str
     manifest: Template = "{base}/manifests/{manuscript}"
     page: Template = "{base}/pages/{manuscript}/{canvas_number}"
+    annotation_list: Template = "{base}/lists/{manuscript}/{canvas_number}"  # the page as a P2 AnnotationList
     display: Template = "{base}/display/{link}-{side}"
     link: Template = "{base}/links/{link}"
     collection: Template = "{base}/annotations"

@@ -181,14 +181,15 @@ def derived_manifest(store: DataStore, cache: DocumentCache, cid: str, m: int, b
 
 
 def canvas_page(
-    store: DataStore, cache: DocumentCache, cid: str, m: int, canvas_number: int, base: str
+    store: DataStore, cache: DocumentCache, cid: str, m: int, canvas_number: int, base: str, version: int | None = None
 ) -> dict[str, Any]:
-    """``GET /collations/{id}/pages/{m}/{canvas_number}``: the viewer layer of one canvas (1-based)."""
+    """``GET /collations/{id}/pages/{m}/{canvas_number}``: the viewer layer of one canvas (1-based);
+    ``version=2``: ``GET .../lists/{m}/{canvas_number}``, the same as a Presentation 2.1 AnnotationList."""
     record, manuscripts, corrs, urls = _prepared(store, cache, cid, base)
     _usable(record, m)
     if not 1 <= canvas_number <= len(manuscripts[m][0].canvases):
         raise CollationNotFound(f"manuscript {m} has no canvas number {canvas_number}", field="canvas")
-    return build_annotation_page(m, canvas_number, manuscripts, corrs, urls=urls, created=record.ended)
+    return build_annotation_page(m, canvas_number, manuscripts, corrs, urls=urls, created=record.ended, version=version)
 
 
 def container(

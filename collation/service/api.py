@@ -256,6 +256,14 @@ def get_canvas_page(cid: str, m: int, canvas_number: int) -> Response:
     return jsonld(layers.canvas_page(state.runtime.store, state.documents, cid, m, canvas_number, base_url()))
 
 
+@bp.route("/collations/<cid>/lists/<int:m>/<int:canvas_number>", methods=["GET"])
+def get_annotation_list(cid: str, m: int, canvas_number: int) -> Response:
+    """The same annotations as ``pages``, as a Presentation 2.1 AnnotationList for ``otherContent``."""
+    state = service_state()
+    doc = layers.canvas_page(state.runtime.store, state.documents, cid, m, canvas_number, base_url(), version=2)
+    return jsonld(doc)
+
+
 @bp.route("/inspect", methods=["GET"])
 def get_inspection() -> Response:
     """The dry run of a manifest: what it holds and the regions a collation would use (no job)."""
