@@ -15,11 +15,12 @@ from flask import Blueprint, Response, jsonify, request
 from marshmallow import ValidationError
 
 from collation.publish.canonical import web_annotation_form
+from collation.publish.discovery import DISCOVERY_CONTEXT
+from collation.service import activity_feed, collations, inspection, listing, negotiation
 from collation.service import annotations as layers
-from collation.service import collations, inspection, listing, negotiation
 from collation.service.auth import caller_hash, require_creator
 from collation.service.concordance_rows import concordance, concordance_text, concordance_workbook
-from collation.service.container_query import ContainerQuerySchema, requested_view
+from collation.service.container_query import ActivityQuerySchema, ContainerQuerySchema, requested_view
 from collation.service.health import readiness
 from collation.service.problems import problem
 from collation.service.results import check_id
@@ -262,6 +263,24 @@ def get_annotation_list(cid: str, m: int, canvas_number: int) -> Response:
     state = service_state()
     doc = layers.canvas_page(state.runtime.store, state.documents, cid, m, canvas_number, base_url(), version=2)
     return jsonld(doc)
+
+
+@bp.route("/activity", methods=["GET"])
+def get_activity() -> Response:
+    """IIIF Change Discovery: the Create, Update and Delete activities of the published documents."""
+    query = ActivityQuerySchema().load(request.args.to_dict())
+    state = service_state()
+    runtime = state.runtime
+    doc = activity_feed.feed(
+        runtime.store,
+        state.records,
+        base_url(),
+        query["page"],
+        runtime.settings.page_size,
+        caller_hash(),
+        bool(runtime.settings.api_tokens),
+    )
+    return jsonld(doc, DISCOVERY_CONTEXT)
 
 
 @bp.route("/inspect", methods=["GET"])

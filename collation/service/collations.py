@@ -33,7 +33,7 @@ from collation.service.results import (
     top_candidates,
 )
 from collation.store import writable
-from collation.store.datastore import DataStore
+from collation.store.datastore import CollationNotFound, DataStore
 from collation.store.records import (
     CollationRecord,
     CollationRequest,
@@ -135,8 +135,15 @@ def cancel(runtime: Runtime, cid: str) -> None:
         Unavailable: no Redis is configured (503); ``RedisError`` when it is not reachable.
     """
     check_id(cid)
+    try:
+        before = runtime.store.load_record(cid)
+    except CollationNotFound:
+        before = None
     if not scheduler(runtime).cancel(cid):
         runtime.store.load_record(cid)  # raises the 404 problem
+    elif before is not None and before.status == CollationStatus.FINISHED:  # it had published documents
+        note = {"id": cid, "deleted": now(), "usable": before.usable, "owners": before.owners}
+        runtime.store.record_deletion(cid, note)  # the Change Discovery feed's Delete (service.activity_feed)
 
 
 def status_document(store: DataStore, cid: str, base: str, redis: Redis | None = None) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""``GET /collations/{id}/container/``: what a request asks of the Web Annotation Protocol container.
+"""What a request asks of the Web Annotation Protocol container (``GET /collations/{id}/container/``)
+and of the Change Discovery feed (``GET /activity``).
 
 The query names the filter (``target``, a canvas IRI), the form of the pages (``iris``) and the page
 (``page``, from 0); on the container itself (no ``page``), a ``Prefer`` header chooses the form
@@ -17,6 +18,12 @@ from collation.publish.container import ContainerView, parse_prefer
 class ContainerQuerySchema(Schema):
     target = fields.String(load_default=None, validate=validate.Length(min=1, max=2000))
     iris = fields.Integer(load_default=None, validate=validate.OneOf([0, 1]))
+    page = fields.Integer(load_default=None, validate=validate.Range(min=0))
+
+
+class ActivityQuerySchema(Schema):
+    """``GET /activity``: a page of the Change Discovery feed (from 0), or the collection without one."""
+
     page = fields.Integer(load_default=None, validate=validate.Range(min=0))
 
 
