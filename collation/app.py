@@ -37,7 +37,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         (``service_state(app).sweeper.start()``); ``service_state(app).close()`` releases Redis.
     """
     if runtime is None:
-        runtime = Runtime.create(settings if settings is not None else Settings.from_env(), metrics=Metrics())
+        runtime = Runtime.create(settings if settings is not None else Settings.from_env(), metrics=Metrics(role="api"))
     app = Flask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = runtime.settings.max_body_bytes  # a chunked body stops at the cap too
     app.config.update(flask_config)
