@@ -34,7 +34,7 @@ from collation.publish.viewer_layer import build_annotation_page, build_derived_
 from collation.service.documents import DocumentCache
 from collation.service.problems import Conflict
 from collation.service.results import assessment_categories, check_id, finished_record, pair_results, top_candidates
-from collation.service.urls import container_url, url_scheme
+from collation.service.urls import collation_url, container_url, url_scheme
 from collation.store.datastore import CollationNotFound, DataStore
 from collation.store.records import CollationRecord
 
@@ -213,3 +213,13 @@ def container(
         )
     except InputError as error:  # a page past the last
         raise CollationNotFound(str(error), field="page") from None
+
+
+def link_annotation(store: DataStore, cache: DocumentCache, cid: str, base: str, link: str) -> dict[str, Any]:
+    """``GET /collations/{id}/links/{link}``: one canonical ``linking`` annotation at its own IRI (the
+    IRIs the container gives with ``PreferContainedIRIs``), with its ``@context``; a 404 otherwise."""
+    wanted = f"{collation_url(base, cid)}/links/{link}"
+    for item in container(store, cache, cid, base, ContainerView(), page_size=10**9)["first"]["items"]:
+        if item["id"] == wanted:
+            return item
+    raise CollationNotFound(f"collation {cid} has no link {link}", field="link")

@@ -245,6 +245,14 @@ def get_container(cid: str) -> Response:
     return negotiation.container_response(doc, preference_applied=applied)
 
 
+@bp.route("/collations/<cid>/links/<link>", methods=["GET"])
+def get_link(cid: str, link: str) -> Response:
+    """One link annotation at its IRI, with the Web Annotation Protocol's headers (``negotiation``)."""
+    state = service_state()
+    doc = layers.link_annotation(state.runtime.store, state.documents, cid, base_url(), link)
+    return negotiation.annotation_response(doc, negotiation.WEB_ANNOTATION_PROFILE)
+
+
 @bp.route("/collations/<cid>/manifests/<int:m>", methods=["GET"])
 def get_manifest(cid: str, m: int) -> Response:
     state = service_state()

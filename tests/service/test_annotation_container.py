@@ -108,6 +108,16 @@ def test_the_container_meets_the_protocol_and_filters_by_canvas(
     assert iris["id"] == f"{url}?iris=1" and iris["first"]["id"] == f"{url}?iris=1&page=0"
     assert _check_pages(_walk(api, iris["first"]["id"]), iris) == [a["id"] for a in links]
 
+    # each IRI is an annotation at its own address, with the protocol's headers (its 4.1)
+    for iri, description in list(zip([a["id"] for a in links], links, strict=True))[:5]:
+        one = api.get(iri.removeprefix(HOST))
+        assert one.get_json() == description and failing(description, MUSTS_ANNOTATION) == []
+        assert one.headers["Content-Type"] == 'application/ld+json; profile="http://www.w3.org/ns/anno.jsonld"'
+        assert one.headers["Link"] == '<http://www.w3.org/ns/ldp#Resource>; rel="type"'
+        assert "Accept" in one.headers["Vary"] and one.headers["ETag"] and "GET" in one.headers["Allow"]
+        assert client.head(iri.removeprefix(HOST)).status_code == 200
+    assert api.get(f"{API}/collations/{cid}/links/9-9-9-9").status_code == 404
+
     # ?target=: the links that touch one canvas, for every canvas the derived manifests point to
     per_canvas = 0
     for m in range(3):
