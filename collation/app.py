@@ -38,7 +38,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     """
     if runtime is None:
         settings = settings if settings is not None else Settings.from_env()
-        runtime = Runtime.create(settings, metrics=Metrics(settings.metrics_hosts))
+        runtime = Runtime.create(settings, metrics=Metrics(settings.metrics_hosts, role="api"))
     app = Flask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = runtime.settings.max_body_bytes  # a chunked body stops at the cap too
     app.config.update(flask_config)
@@ -89,9 +89,11 @@ def add_cors_headers(response: Response) -> Response:
     """CORS on every response, so that viewers (Mirador) on other origins can read everything."""
     response.headers["Access-Control-Allow-Origin"] = state.current_runtime().settings.cors_origin
     # Accept: a W3C client asks for the Web Annotation form with a quoted profile, which takes a preflight
-    response.headers["Access-Control-Allow-Headers"] = "Accept, Authorization, Content-Type, If-None-Match"
+    response.headers["Access-Control-Allow-Headers"] = "Accept, Authorization, Content-Type, If-None-Match, Prefer"
     response.headers["Access-Control-Allow-Methods"] = "GET, POST, DELETE, OPTIONS"
-    response.headers["Access-Control-Expose-Headers"] = "Location, ETag, Link"
+    response.headers["Access-Control-Expose-Headers"] = (
+        "Location, ETag, Link, Content-Location, Preference-Applied, Vary, Allow"
+    )
     return response
 
 

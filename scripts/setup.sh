@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(redis-server iipimage-server lighttpd libvips-tools chromium)
+APT_PACKAGES=(redis-server iipimage-server lighttpd libvips-tools chromium prometheus)  # prometheus: the dashboard test
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

@@ -16,12 +16,24 @@ The engine never imports this module (it runs with torch, timm, NumPy and Pillow
 
 from __future__ import annotations
 
+import platform
 from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, disable_created_metrics
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, disable_created_metrics
 from prometheus_client.exposition import choose_encoder, start_http_server
+
+
+def collation_version() -> str:
+    """The package's version (``collation.__version__``), read here so that core imports nothing above it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("image-collation")
+    except PackageNotFoundError:
+        return "unknown"
+
 
 JOB_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 """Seconds: a prepare step takes a second, a chunk of 512 pairs about 10 s on a CPU, a big features step minutes."""
@@ -49,15 +61,35 @@ class JobOutcome(StrEnum):
     """The job failed with no retry left."""
 
 
+ROLE_FAMILIES = {
+    "api": ("requests", "request_seconds", "fetches", "fetch_seconds", "store_operations", "store_seconds"),
+    "worker": (
+        "jobs",
+        "job_seconds",
+        "fetches",
+        "fetch_seconds",
+        "store_operations",
+        "store_seconds",
+        "feature_cache",
+    ),
+}
+"""The families each kind of process fills, and so exposes (``Metrics(role=...)``): a dashboard never
+finds an API's empty job counters beside a worker's real ones, nor a worker's empty request histograms."""
+
+
 class Metrics:
     """The counters and histograms of one process, in ``registry``; thread-safe (prometheus_client's).
 
     Every label takes its values from a bounded set, so that no client can grow a scrape: methods from
     ``METHODS``, routes by URL rule, hosts from ``hosts`` (``COLLATION_METRICS_HOSTS``, what an operator
-    names; every other host is ``other``).
+    names; every other host is ``other``). ``role`` (``"api"`` or ``"worker"``; None: every family) keeps
+    in the registry the families that kind of process fills (``ROLE_FAMILIES``); ``steps`` (a worker's step
+    kinds) creates each job series at zero for every outcome, so that ``rate()`` and ``increase()`` see the
+    first failure.
+    Every process also exposes ``collation_build_info`` (1, labelled with the version and Python's).
     """
 
-    def __init__(self, hosts: Iterable[str] = ()) -> None:
+    def __init__(self, hosts: Iterable[str] = (), role: str | None = None, steps: tuple[str, ...] = ()) -> None:
         self.hosts = frozenset(host.lower() for host in hosts)
         # Without the ``*_created`` series (a timestamp per labelled counter and histogram, which would
         # double each scrape): prometheus_client's switch is for the whole process, as is this object.
@@ -115,6 +147,24 @@ class Metrics:
             buckets=HTTP_BUCKETS,
             **metric,
         )
+
+        self._keep_only(role)
+        for step in steps:
+            for outcome in JobOutcome:
+                self.jobs.labels(step, outcome)
+                self.job_seconds.labels(step, outcome)
+        build = Gauge(
+            "collation_build_info", "The running release: 1, labelled with its version", ["version", "python"], **metric
+        )
+        build.labels(collation_version(), platform.python_version()).set(1)
+
+    def _keep_only(self, role: str | None) -> None:
+        """Takes out of the registry the families a process of ``role`` never fills (``ROLE_FAMILIES``)."""
+        if role is None:
+            return
+        kept = ROLE_FAMILIES[role]
+        for name in {name for names in ROLE_FAMILIES.values() for name in names} - set(kept):
+            self.registry.unregister(getattr(self, name))
 
     def job_done(self, step: str, outcome: JobOutcome, seconds: float) -> None:
         """A job of step kind ``step`` ended with ``outcome`` after ``seconds``."""

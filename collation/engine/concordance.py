@@ -232,7 +232,20 @@ def concordance_csv(rows: Sequence[Mapping[str, Any]], witnesses: Sequence[str])
             mapping with the keys of ``CELL_FIELDS`` (``xywh`` a list, written ``x,y,w,h``).
         witnesses: the column names of the witnesses, in the order of ``cells``.
     """
-    return csv_text(concordance_table(rows, witnesses))
+    return csv_text(with_share_column(concordance_table(rows, witnesses), rows))
+
+
+SHARE_COLUMN = "view link (IIIF Content State)"
+"""The column of each row's ``share`` link, after ``weak``: the row's regions opened side by side."""
+
+
+def with_share_column(table: list[list[Any]], rows: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+    """``table`` (``concordance_table`` of ``rows``) with the column of each row's ``share`` link
+    (``SHARE_COLUMN``) at the end, when the rows carry one (the service's do); else as it is."""
+    if not any(row.get("share") for row in rows):
+        return table
+    lines = zip(table[1:], rows, strict=True)
+    return [[*table[0], SHARE_COLUMN], *([*line, row.get("share") or ""] for line, row in lines)]
 
 
 def concordance_table(rows: Sequence[Mapping[str, Any]], witnesses: Sequence[str]) -> list[list[Any]]:

@@ -47,6 +47,7 @@ from collation.jobs.runtime import Runtime, activate
 from collation.jobs.tasks import StoreRefused, refusal
 from collation.store import sharing
 from collation.store.objects import StoreUnavailable
+from collation.store.stepnames import StepKind
 
 log = logging.getLogger("collation.jobs.worker")
 
@@ -164,6 +165,10 @@ def job_outcome(succeeded: bool, status: JobStatus | None) -> JobOutcome:
     if succeeded:
         return JobOutcome.OK
     return JobOutcome.FAILED if status == JobStatus.FAILED else JobOutcome.RETRIED
+
+
+STEP_KINDS = (*(kind.value for kind in StepKind), "callback")
+"""The ``step`` label of the job metrics: each step kind, and the callback job (``scheduling``)."""
 
 
 def serve_metrics(runtime: Runtime) -> Any:
@@ -296,7 +301,7 @@ def work(
         StoreRefused: the data store refuses this worker's credentials (``check_store``).
     """
     keep_freed_memory()  # as collate does: features and scores allocate large tensors over and over
-    metrics = Metrics(settings.metrics_hosts) if settings.worker_metrics_port else None
+    metrics = Metrics(settings.metrics_hosts, role="worker", steps=STEP_KINDS) if settings.worker_metrics_port else None
     runtime = Runtime.create(settings, metrics=metrics)
     try:
         check_store(runtime)

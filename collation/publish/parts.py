@@ -65,6 +65,7 @@ class UrlScheme:
     base: str
     manifest: Template = "{base}/manifests/{manuscript}"
     page: Template = "{base}/pages/{manuscript}/{canvas_number}"
+    annotation_list: Template = "{base}/lists/{manuscript}/{canvas_number}"  # the page as a P2 AnnotationList
     display: Template = "{base}/display/{link}-{side}"
     link: Template = "{base}/links/{link}"
     collection: Template = "{base}/annotations"
@@ -72,6 +73,7 @@ class UrlScheme:
     context: Template = "{root}/ns/imcol/1/context.json"
     software: Template = "{root}/"  # the service that computed the correspondences: their creator
     viewer: Template | None = None  # e.g. "{base}/view/{link}": a Mirador compare view
+    canvas_links: Template | None = None  # {canvas}: the links touching that canvas (a filtered container)
 
     def render(self, name: str, **fields: Any) -> str:
         """The URL ``name`` (a field of this class) for the given fields."""

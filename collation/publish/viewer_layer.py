@@ -23,6 +23,7 @@ from collation.iiif.links import is_web_link, web_links_only
 from collation.iiif.model import Manifest, label_text
 from collation.iiif.regions import Region
 from collation.publish.parts import (
+    ANNOTATION_CONTEXT,
     PRESENTATION_2,
     PRESENTATION_3,
     End,
@@ -160,11 +161,15 @@ def _page_document(
     manifest: Manifest,
     items: list[dict[str, Any]],
     urls: UrlScheme,
+    version: int | None = None,
 ) -> dict[str, Any]:
-    page_id = urls.render("page", manuscript=manuscript, canvas_number=canvas_number)
+    """The page of one canvas, in the manifest's version; ``version=2`` asks for the AnnotationList
+    served beside the pages (``urls.annotation_list``), whatever the manifest's version."""
+    name = "annotation_list" if version == 2 else "page"
+    page_id = urls.render(name, manuscript=manuscript, canvas_number=canvas_number)
     canvas = manifest.canvases[canvas_number - 1]
     label = f"Image collation: {manifest_label(manifest, manuscript)}, {canvas.label}"
-    if manifest.version == 2:
+    if (version or manifest.version) == 2:
         return {
             "@context": PRESENTATION_2,
             "@id": page_id,
@@ -181,12 +186,12 @@ def _page_document(
     }
 
 
-def _detected(end: End, urls: UrlScheme, created: str | None) -> dict[str, Any]:
+def _detected(end: End, urls: UrlScheme, created: str | None, version: int | None = None) -> dict[str, Any]:
     """The annotation of a region found by detection, on its canvas (Mirador lists and draws it)."""
     score = float(end.region.score or 0.0)
     page = urls.render("page", manuscript=end.manuscript, canvas_number=end.canvas.index + 1)
     text = f"<p><b>Illustration found by detection</b> (illustration {end.region.index}, score {score:.2f})</p>"
-    if end.manifest.version == 2:
+    if (version or end.manifest.version) == 2:
         annotation: dict[str, Any] = {
             "@id": f"{page}#detected-{end.region.index}",
             "@type": "oa:Annotation",
@@ -222,15 +227,16 @@ def _display_items(
     urls: UrlScheme,
     created: str | None,
     manuscripts: Sequence[tuple[Manifest, Sequence[Region]]] = (),
+    version: int | None = None,
 ) -> dict[int, list[dict[str, Any]]]:
     """Display annotations of one manuscript, grouped by canvas number, in correspondence order,
-    then those of its detected regions (``manuscripts`` given)."""
+    then those of its detected regions (``manuscripts`` given); in ``version`` (default: the manifest's)."""
     by_canvas: dict[int, list[dict[str, Any]]] = {}
     for link in links:
         for mine, other in ((link.a, link.b), (link.b, link.a)):
             if mine.manuscript != manuscript:
                 continue
-            build = _display_v2 if mine.manifest.version == 2 else _display_v3
+            build = _display_v2 if (version or mine.manifest.version) == 2 else _display_v3
             by_canvas.setdefault(mine.canvas.index + 1, []).append(build(link, mine, other, urls, created))
     if 0 <= manuscript < len(manuscripts):
         manifest, regions = manuscripts[manuscript]
@@ -238,7 +244,7 @@ def _display_items(
             canvas = manifest.canvas(region.canvas_id) if region.score is not None else None
             if canvas is not None:
                 end = End(manuscript, manifest, canvas, region)
-                by_canvas.setdefault(canvas.index + 1, []).append(_detected(end, urls, created))
+                by_canvas.setdefault(canvas.index + 1, []).append(_detected(end, urls, created, version))
     return by_canvas
 
 
@@ -268,14 +274,18 @@ def build_annotation_page(
     *,
     urls: UrlScheme,
     created: str | None = None,
+    version: int | None = None,
 ) -> dict[str, Any]:
     """One viewer-layer page (empty when the canvas has no correspondence); ``InputError`` when
-    the canvas number is not in the manifest."""
+    the canvas number is not in the manifest. ``version=2``: the Presentation 2.1 AnnotationList of
+    the canvas (at ``urls.annotation_list``) for a manifest of either version, for the viewers and
+    annotation servers that read only ``otherContent`` lists (Mirador 2, SimpleAnnotationServer)."""
     manifest = manuscript_manifest(manuscript, manuscripts)
     if not 1 <= canvas_number <= len(manifest.canvases):
         raise InputError(f"canvas number {canvas_number} is not in manuscript {manuscript}", field="canvas_number")
-    by_canvas = _display_items(manuscript, read_links(manuscripts, correspondences), urls, created, manuscripts)
-    return _page_document(manuscript, canvas_number, manifest, by_canvas.get(canvas_number, []), urls)
+    links = read_links(manuscripts, correspondences)
+    by_canvas = _display_items(manuscript, links, urls, created, manuscripts, version)
+    return _page_document(manuscript, canvas_number, manifest, by_canvas.get(canvas_number, []), urls, version)
 
 
 # -- derived manifests ---------------------------------------------------------------------------
@@ -334,4 +344,20 @@ def build_derived_manifest(
             existing = raw.get(key)
             existing = existing if isinstance(existing, list) else ([existing] if existing else [])
             raw[key] = [*existing, reference(pages[canvas_id])]
+            if urls.canvas_links is not None:
+                _add_see_also(raw, urls.render("canvas_links", canvas=canvas_id), manifest.version)
     return doc
+
+
+def _add_see_also(raw: dict[str, Any], url: str, version: int) -> None:
+    """Adds to a canvas's ``seeAlso`` the container filtered to the links that touch it (a machine-
+    readable document: viewers do not load it, a client asking for one canvas's links does)."""
+    profile, label = ANNOTATION_CONTEXT, "Image collation: the links that touch this canvas"
+    if version == 2:
+        entry: dict[str, Any] = {"@id": url, "format": "application/ld+json", "profile": profile, "label": label}
+    else:
+        entry = {"id": url, "type": "Dataset", "format": "application/ld+json", "profile": profile}
+        entry["label"] = {"en": [label]}
+    existing = raw.get("seeAlso")
+    existing = existing if isinstance(existing, list) else ([existing] if existing else [])
+    raw["seeAlso"] = [*existing, entry]

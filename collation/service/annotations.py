@@ -22,11 +22,13 @@ from typing import Any
 
 from collation.core import defaults
 from collation.core.correspondence import Correspondence, Side
+from collation.core.errors import InputError
 from collation.core.options import CollationOptions
 from collation.core.vocabulary import MATCH_CATEGORIES
 from collation.iiif.manifests import Manifest, parse_manifest
 from collation.iiif.regions import Region
 from collation.publish.canonical import build_link_collection
+from collation.publish.container import ContainerView, container_document
 from collation.publish.parts import IMCOL_CONTEXT, UrlScheme
 from collation.publish.viewer_layer import build_annotation_page, build_derived_manifest
 from collation.service.documents import DocumentCache
@@ -39,7 +41,7 @@ from collation.service.results import (
     pair_results,
     top_candidates,
 )
-from collation.service.urls import url_scheme
+from collation.service.urls import collation_url, container_url, url_scheme
 from collation.store.datastore import CollationNotFound, DataStore
 from collation.store.records import CollationRecord
 
@@ -186,11 +188,45 @@ def derived_manifest(store: DataStore, cache: DocumentCache, cid: str, m: int, b
 
 
 def canvas_page(
-    store: DataStore, cache: DocumentCache, cid: str, m: int, canvas_number: int, base: str
+    store: DataStore, cache: DocumentCache, cid: str, m: int, canvas_number: int, base: str, version: int | None = None
 ) -> dict[str, Any]:
-    """``GET /collations/{id}/pages/{m}/{canvas_number}``: the viewer layer of one canvas (1-based)."""
+    """``GET /collations/{id}/pages/{m}/{canvas_number}``: the viewer layer of one canvas (1-based);
+    ``version=2``: ``GET .../lists/{m}/{canvas_number}``, the same as a Presentation 2.1 AnnotationList."""
     record, manuscripts, corrs, urls = _prepared(store, cache, cid, base)
     _usable(record, m)
     if not 1 <= canvas_number <= len(manuscripts[m][0].canvases):
         raise CollationNotFound(f"manuscript {m} has no canvas number {canvas_number}", field="canvas")
-    return build_annotation_page(m, canvas_number, manuscripts, corrs, urls=urls, created=record.ended)
+    return build_annotation_page(m, canvas_number, manuscripts, corrs, urls=urls, created=record.ended, version=version)
+
+
+def container(
+    store: DataStore, cache: DocumentCache, cid: str, base: str, view: ContainerView, page_size: int
+) -> dict[str, Any]:
+    """``GET /collations/{id}/container/``: the canonical layer as a Web Annotation Protocol container
+    (``collation.publish.container``), or one of its pages, filtered by ``view.target``."""
+    record, manuscripts, corrs, urls = _prepared(store, cache, cid, base)
+    _collection, pages = build_link_collection(
+        manuscripts, corrs, urls=urls, page_size=10**9, method=_method(record.options), created=record.ended
+    )
+    items = [item for page in pages for item in page["items"]]
+    try:
+        return container_document(
+            items,
+            container=container_url(base, cid),
+            view=view,
+            label=f"Image collation {cid}: correspondences",
+            page_size=page_size,
+            modified=record.ended,
+        )
+    except InputError as error:  # a page past the last
+        raise CollationNotFound(str(error), field="page") from None
+
+
+def link_annotation(store: DataStore, cache: DocumentCache, cid: str, base: str, link: str) -> dict[str, Any]:
+    """``GET /collations/{id}/links/{link}``: one canonical ``linking`` annotation at its own IRI (the
+    IRIs the container gives with ``PreferContainedIRIs``), with its ``@context``; a 404 otherwise."""
+    wanted = f"{collation_url(base, cid)}/links/{link}"
+    for item in container(store, cache, cid, base, ContainerView(), page_size=10**9)["first"]["items"]:
+        if item["id"] == wanted:
+            return item
+    raise CollationNotFound(f"collation {cid} has no link {link}", field="link")

@@ -15,10 +15,12 @@ from flask import Blueprint, Response, jsonify, request
 from marshmallow import ValidationError
 
 from collation.publish.canonical import web_annotation_form
+from collation.publish.discovery import DISCOVERY_CONTEXT
+from collation.service import activity_feed, collations, inspection, listing, negotiation, quotas
 from collation.service import annotations as layers
-from collation.service import collations, inspection, listing, negotiation, quotas
 from collation.service.auth import caller_hash, require_creator
 from collation.service.concordance_rows import concordance, concordance_text, concordance_workbook
+from collation.service.container_query import ActivityQuerySchema, ContainerQuerySchema, requested_view
 from collation.service.health import readiness
 from collation.service.problems import problem
 from collation.service.results import check_id
@@ -141,7 +143,13 @@ def get_correspondences(cid: str) -> Response:
     query = CorrespondenceQuerySchema().load(request.args.to_dict())
     return jsonify(
         collations.correspondences(
-            current_runtime().store, cid, query["pair"], query["score"], query["top"], query["min_score"]
+            current_runtime().store,
+            cid,
+            query["pair"],
+            query["score"],
+            query["top"],
+            query["min_score"],
+            base=base_url(),
         )
     )
 
@@ -227,6 +235,26 @@ def get_annotations(cid: str) -> Response:
     return negotiation.annotation_response(doc, negotiation.IIIF_PROFILE)
 
 
+@bp.route("/collations/<cid>/container/", methods=["GET"])
+def get_container(cid: str) -> Response:
+    """The links as a Web Annotation Protocol container (LDP paging, ``Prefer``, ETag), filtered to
+    one canvas with ``?target=<canvas IRI>`` (``container``)."""
+    args = ContainerQuerySchema().load(request.args.to_dict())
+    view, applied = requested_view(args, request.headers.get("Prefer"))
+    state = service_state()
+    page_size = state.runtime.settings.page_size
+    doc = layers.container(state.runtime.store, state.documents, cid, base_url(), view, page_size)
+    return negotiation.container_response(doc, preference_applied=applied)
+
+
+@bp.route("/collations/<cid>/links/<link>", methods=["GET"])
+def get_link(cid: str, link: str) -> Response:
+    """One link annotation at its IRI, with the Web Annotation Protocol's headers (``negotiation``)."""
+    state = service_state()
+    doc = layers.link_annotation(state.runtime.store, state.documents, cid, base_url(), link)
+    return negotiation.annotation_response(doc, negotiation.WEB_ANNOTATION_PROFILE)
+
+
 @bp.route("/collations/<cid>/manifests/<int:m>", methods=["GET"])
 def get_manifest(cid: str, m: int) -> Response:
     state = service_state()
@@ -237,6 +265,32 @@ def get_manifest(cid: str, m: int) -> Response:
 def get_canvas_page(cid: str, m: int, canvas_number: int) -> Response:
     state = service_state()
     return jsonld(layers.canvas_page(state.runtime.store, state.documents, cid, m, canvas_number, base_url()))
+
+
+@bp.route("/collations/<cid>/lists/<int:m>/<int:canvas_number>", methods=["GET"])
+def get_annotation_list(cid: str, m: int, canvas_number: int) -> Response:
+    """The same annotations as ``pages``, as a Presentation 2.1 AnnotationList for ``otherContent``."""
+    state = service_state()
+    doc = layers.canvas_page(state.runtime.store, state.documents, cid, m, canvas_number, base_url(), version=2)
+    return jsonld(doc)
+
+
+@bp.route("/activity", methods=["GET"])
+def get_activity() -> Response:
+    """IIIF Change Discovery: the Create, Update and Delete activities of the published documents."""
+    query = ActivityQuerySchema().load(request.args.to_dict())
+    state = service_state()
+    runtime = state.runtime
+    doc = activity_feed.feed(
+        runtime.store,
+        state.records,
+        base_url(),
+        query["page"],
+        runtime.settings.page_size,
+        caller_hash(),
+        bool(runtime.settings.api_tokens),
+    )
+    return jsonld(doc, DISCOVERY_CONTEXT)
 
 
 @bp.route("/inspect", methods=["GET"])

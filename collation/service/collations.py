@@ -33,7 +33,7 @@ from collation.service.results import (
     top_candidates,
 )
 from collation.store import writable
-from collation.store.datastore import DataStore
+from collation.store.datastore import CollationNotFound, DataStore
 from collation.store.records import CollationRecord, CollationRequest, collation_id, new_record, now
 from collation.store.stepnames import Step
 from collation.store.stored import Assessment, StoredRegion, ordered
@@ -146,8 +146,15 @@ def cancel(runtime: Runtime, cid: str) -> None:
         Unavailable: no Redis is configured (503); ``RedisError`` when it is not reachable.
     """
     check_id(cid)
+    try:
+        before = runtime.store.load_record(cid)
+    except CollationNotFound:
+        before = None
     if not scheduler(runtime).cancel(cid):
         runtime.store.load_record(cid)  # raises the 404 problem
+    elif before is not None and before.status == CollationStatus.FINISHED:  # it had published documents
+        note = {"id": cid, "deleted": now(), "usable": before.usable, "owners": before.owners}
+        runtime.store.record_deletion(cid, note)  # the Change Discovery feed's Delete (service.activity_feed)
 
 
 def status_document(store: DataStore, cid: str, base: str, redis: Redis | None = None) -> dict[str, Any]:
@@ -213,7 +220,13 @@ def _region(region: StoredRegion) -> dict[str, Any]:
 
 
 def correspondences(
-    store: DataStore, cid: str, pair: tuple[int, int], score: str, top: int, min_score: float | None = None
+    store: DataStore,
+    cid: str,
+    pair: tuple[int, int],
+    score: str,
+    top: int,
+    min_score: float | None = None,
+    base: str | None = None,
 ) -> dict[str, Any]:
     """``GET /collations/{id}/correspondences``: for each region of ``pair[0]``, its best ``top``
     candidates in ``pair[1]`` by the chosen score, those below ``min_score`` left out (a region
@@ -234,12 +247,23 @@ def correspondences(
             if min_score is None or matrix[r, c] >= min_score
         ]
         items.append({"source": _region(region), "candidates": [_candidate(c, res, assessed) for c in found]})
+    if base is not None:
+        _add_share_links(items, base, cid, a, b)
     doc = {"id": cid, "pair": [a, b], "score": score, "top": top, "weak_below": record.options.floor, "items": items}
     if res.transposition_names is not None:
         doc["transposition_names"] = res.transposition_names
     if min_score is not None:
         doc["min_score"] = min_score
     return doc
+
+
+def _add_share_links(items: list[dict[str, Any]], base: str, cid: str, a: int, b: int) -> None:
+    """Gives each candidate the IIIF Content State link of its pair of regions (``urls.share_links``)."""
+    for item in items:
+        source = item["source"]
+        for candidate in item["candidates"]:
+            ends = [(a, source["canvas"], source["xywh"]), (b, candidate["canvas"], candidate["xywh"])]
+            candidate.update(urls.share_links(base, cid, ends))
 
 
 def _candidate(c: Correspondence, res: PairView, assessed: dict[tuple[int, int], Assessment]) -> dict[str, Any]:

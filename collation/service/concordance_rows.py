@@ -20,17 +20,19 @@ import numpy as np
 from collation.core.vocabulary import CATEGORY_LABELS
 from collation.engine.concordance import (
     CELL_FIELDS,
+    SHARE_COLUMN,
     Group,
     PairEvidence,
     build_groups,
     concordance_csv,
     concordance_table,
     sort_groups,
+    with_share_column,
 )
 from collation.iiif.manifests import Manifest, parse_manifest
 from collation.service.images import FULL_WIDTH, region_image_url, stored_region_url
 from collation.service.results import assessment_categories, check_id, finished_record, pair_results
-from collation.service.urls import collation_url, manifest_url
+from collation.service.urls import collation_url, manifest_url, share_links
 from collation.store.datastore import DataStore
 from collation.store.records import CollationRecord
 
@@ -163,10 +165,16 @@ def _row(
     return {
         "id": f"{first.manuscript}-{regions[first.manuscript][first.position].index}",
         "size": len(group.members),
+        **_share(cells, base, cid),
         "confidence": group.confidence,
         "weak": group.weak,
         "cells": cells,
     }
+
+
+def _share(cells: list[dict[str, Any] | None], base: str, cid: str) -> dict[str, str]:
+    """The row's IIIF Content State link (``urls.share_links``): every witness's region, in witness order."""
+    return share_links(base, cid, [(c["manuscript"], c["canvas"], c["xywh"]) for c in cells if c])
 
 
 def _view_url(group: Group, member: Any, regions: dict, evidence: dict, cid: str, base: str) -> str | None:
@@ -224,7 +232,9 @@ def concordance_workbook(doc: dict[str, Any], exported: datetime | None = None) 
     link = book.get_default_url_format()
     numbers = number_columns(len(doc["witnesses"]))
     links = image_columns(len(doc["witnesses"]))
-    table = concordance_table(doc["rows"], witness_names(doc))
+    table = with_share_column(concordance_table(doc["rows"], witness_names(doc)), doc["rows"])
+    if table[0][-1] == SHARE_COLUMN:  # each row's Content State link, a link like the images
+        links.add(len(table[0]) - 1)
     for r, line in enumerate(table):
         for c, value in enumerate(line):
             number = _finite_number(value) if r and c in numbers else None
@@ -236,6 +246,8 @@ def concordance_workbook(doc: dict[str, Any], exported: datetime | None = None) 
                 sheet.write_string(r, c, str(value), bold if r == 0 else None)
     for c, width in enumerate(column_widths(len(doc["witnesses"]))):
         sheet.set_column(c, c, width)
+    if table[0][-1] == SHARE_COLUMN:
+        sheet.set_column(len(table[0]) - 1, len(table[0]) - 1, 48)
     sheet.freeze_panes(1, 0)
     sheet.autofilter(0, 0, len(table) - 1, len(table[0]) - 1)
     _about_sheet(book, doc, exported or datetime.now(UTC), bold, link)

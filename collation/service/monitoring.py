@@ -24,11 +24,17 @@ from collections.abc import Iterator
 from typing import Any
 
 from flask import Flask, Response, current_app, g, request
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 from redis.exceptions import RedisError
 from rq import Worker
-from rq.registry import DeferredJobRegistry, FailedJobRegistry, ScheduledJobRegistry, StartedJobRegistry
+from rq.registry import (
+    DeferredJobRegistry,
+    FailedJobRegistry,
+    FinishedJobRegistry,
+    ScheduledJobRegistry,
+    StartedJobRegistry,
+)
 
 from collation.core.logs import pop_context, push_context
 from collation.core.metrics import Metrics
@@ -68,7 +74,7 @@ def init_app(app: Flask) -> None:
     registered: its ``after_request`` then runs last and logs the status the client gets."""
     state = service_state(app)
     if state.runtime.metrics is None:  # a runtime built by the caller without metrics: the API counts anyway
-        state.runtime.metrics = Metrics(state.runtime.settings.metrics_hosts)
+        state.runtime.metrics = Metrics(state.runtime.settings.metrics_hosts, role="api")
     state.runtime.metrics.registry.register(ServiceCollector(state))
     app.extensions[SCRAPES] = Scrapes(state.runtime.metrics)
     for path in METRICS_PATHS:
@@ -174,6 +180,7 @@ class ServiceCollector:
 
     def collect(self) -> Iterator[Metric]:
         yield from queue_families(self.state.runtime)
+        yield from rq_exporter_families(self.state.runtime)
         counts = self.collation_counts()
         if counts is not None:
             family = GaugeMetricFamily("collation_collations", "Collations in the store, by status", labels=["status"])
@@ -225,3 +232,38 @@ def queue_families(runtime: Runtime) -> list[Metric]:
         return [up]
     up.add_metric([], 1)
     return [up, jobs, workers]
+
+
+RQ_STATUSES = {"finished": FinishedJobRegistry, **REGISTRIES}
+"""``rq_jobs``'s statuses besides ``queued``, and the RQ registry of each (rq-exporter's names)."""
+
+
+def rq_exporter_families(runtime: Runtime) -> list[Metric]:
+    """The families of rq-exporter (mdawar/rq-exporter), read from the same Redis, so that its Grafana
+    dashboard (12196) and alerts work as they are: ``rq_jobs{queue,status}``, ``rq_workers{name,queues,state}``
+    (1 per worker) and each worker's ``rq_workers_success_total``, ``rq_workers_failed_total`` and
+    ``rq_workers_working_time_total``. Nothing when Redis does not answer (``collation_redis_up`` says so)."""
+    if runtime.redis is None:
+        return []
+    jobs = GaugeMetricFamily("rq_jobs", "RQ jobs by queue and status", labels=["queue", "status"])
+    workers = GaugeMetricFamily("rq_workers", "RQ workers", labels=["name", "queues", "state"])
+    labels = ["name", "queues"]
+    success = CounterMetricFamily("rq_workers_success", "Successful job count by worker", labels=labels)
+    failed = CounterMetricFamily("rq_workers_failed", "Failed job count by worker", labels=labels)
+    working = CounterMetricFamily("rq_workers_working_time", "Total working time in seconds by worker", labels=labels)
+    try:
+        for kind in ("io", "compute"):
+            queue = runtime.queue(kind)
+            jobs.add_metric([queue.name, "queued"], queue.count)
+            for status, registry in RQ_STATUSES.items():
+                jobs.add_metric([queue.name, status], registry(queue=queue).get_job_count(cleanup=False))
+        for worker in Worker.all(connection=runtime.redis):
+            names = [worker.name, ",".join(worker.queue_names())]
+            state = worker.get_state()
+            workers.add_metric([*names, str(getattr(state, "value", state))], 1)  # busy, idle, suspended...
+            success.add_metric(names, getattr(worker, "successful_job_count", 0) or 0)
+            failed.add_metric(names, getattr(worker, "failed_job_count", 0) or 0)
+            working.add_metric(names, getattr(worker, "total_working_time", 0) or 0)
+    except RedisError:
+        return []
+    return [jobs, workers, success, failed, working]

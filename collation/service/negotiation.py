@@ -112,3 +112,26 @@ def annotation_response(doc: dict[str, Any], profile: str) -> Response:
     response.headers["Link"] = LDP_RESOURCE
     response.add_etag()  # of the body: the forms differ, so do their tags
     return response.make_conditional(request)
+
+
+LDP_CONTAINER = (
+    '<http://www.w3.org/ns/ldp#BasicContainer>; rel="type", '
+    '<http://www.w3.org/TR/annotation-protocol/>; rel="http://www.w3.org/ns/ldp#constrainedBy"'
+)
+
+
+def container_response(doc: dict[str, Any], *, preference_applied: bool) -> Response:
+    """A document of the Web Annotation Protocol container (``collation.publish.container``) with the
+    protocol's headers: its media type, ``Vary: Accept, Prefer``, ``Allow``, the container's type and
+    constraint links (a page: ``ldp:Resource``), ``Content-Location`` (the representation's own IRI,
+    its ``id``), ``Preference-Applied`` when a ``Prefer`` was honoured, and an ETag (304 on a match)."""
+    response = jsonify(doc)
+    response.headers["Content-Type"] = f'{JSONLD}; profile="{WEB_ANNOTATION_PROFILE}"'
+    response.vary.update(("Accept", "Prefer"))
+    response.headers["Allow"] = ALLOW
+    response.headers["Link"] = LDP_RESOURCE if doc["type"] == "AnnotationPage" else LDP_CONTAINER
+    response.headers["Content-Location"] = doc["id"]
+    if preference_applied:
+        response.headers["Preference-Applied"] = "return=representation"
+    response.add_etag()
+    return response.make_conditional(request)

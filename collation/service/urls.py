@@ -7,10 +7,13 @@ always ending in ``/api/v1``); the other functions are pure functions of that ba
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from flask import request
 
+from collation.publish.container import ContainerView, view_url
+from collation.publish.content_state import build_content_state, encode, view_link
 from collation.publish.parts import UrlScheme
 from collation.service.state import current_runtime
 
@@ -40,6 +43,25 @@ def correspondences_url(base: str, cid: str, a: int, b: int, top: int | None = N
     return f"{url}&top={top}" if top is not None else url
 
 
+def container_url(base: str, cid: str) -> str:
+    """The collation's Web Annotation Protocol container (its IRI ends in ``/``, as the protocol asks)."""
+    return f"{collation_url(base, cid)}/container/"
+
+
+def canvas_links_url(base: str, cid: str, canvas: str) -> str:
+    """The container filtered to the links that touch ``canvas`` (a canvas IRI), in full."""
+    return view_url(container_url(base, cid), ContainerView(target=canvas))
+
+
+def share_links(base: str, cid: str, ends: Sequence[tuple[int, str, Sequence[int]]]) -> dict[str, str]:
+    """``{"share", "iiif_content"}`` of a view of these (manuscript, canvas id, xywh) regions: the IIIF
+    Content State (``collation.publish.content_state``) of their canvases and regions in the derived
+    manifests, encoded (``iiif_content``, for any viewer that reads it), and the service's own view
+    opening it (``share``)."""
+    state = build_content_state([(canvas, xywh, manifest_url(base, cid, m)) for m, canvas, xywh in ends])
+    return {"share": view_link(f"{collation_url(base, cid)}/view", state), "iiif_content": encode(state)}
+
+
 def assessment_url(base: str, cid: str, item_id: str) -> str:
     """One assessment, as a fragment of the collation's assessment list."""
     return f"{collation_url(base, cid)}/assessments#{item_id}"
@@ -52,6 +74,7 @@ def status_links(base: str, cid: str, usable: list[int]) -> dict[str, Any]:
         "self": root,
         "correspondences": correspondences_url(base, cid, 0, 1, top=5),
         "annotations": f"{root}/annotations",
+        "container": container_url(base, cid),
         "assessments": f"{root}/assessments",
         "manifests": [manifest_url(base, cid, m) for m in usable],
         "view": f"{root}/view",
@@ -72,6 +95,7 @@ def url_scheme(cid: str, base: str) -> UrlScheme:
         base=collation_url(base, cid),
         context=context_url(base),
         viewer="{base}/view?link={link}&side={side}",
+        canvas_links=lambda canvas, **_: canvas_links_url(base, cid, canvas),
         software=service_root(base),
     )
 

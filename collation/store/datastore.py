@@ -17,6 +17,7 @@ DATA_DIR/
 ├── images/<ab>/<digest>.png           region images by content
 ├── features/<key>.pt                  MultiScaleFeatures by backbone + image content + parameters
 │   features/<key>.<option>.pt         the same images under every transposition of an option (mirror, all)
+├── changes/deleted/<id>.json          a deleted published collation (the Change Discovery feed's Delete)
 └── scores/<key>.npy                   pair score matrices by the two feature keys + similarity + seed + kernel
     scores/<key>.T.npy                 with transpositions: the int8 winners T of the matrix, written before it
     scores/<key>.pairs.npy             candidate pairs (P, 2) of a pruned pair while its matrix is computed
@@ -82,6 +83,10 @@ from collation.store.stored import Assessment, PairResults, PreparedManuscript, 
 
 if TYPE_CHECKING:
     from collation.engine.features import MultiScaleFeatures
+
+
+DELETIONS = "changes/deleted/"
+"""Where ``record_deletion`` keeps its notes."""
 
 
 class CollationNotFound(CollationError):
@@ -483,6 +488,20 @@ class DataStore(abc.ABC):
                 raise StoreFormatError(f"{key}: a pair's results without {', '.join(sorted(missing))}", found=None)
             stored = PairResults.from_arrays(lo, hi, {name: arrays[name] for name in arrays.files})
         return stored.oriented(a, b)
+
+    def record_deletion(self, cid: str, doc: dict[str, Any]) -> None:
+        """Keeps a note that a published collation was deleted (``doc``: its id, when, what it had
+        published), for the Change Discovery feed's ``Delete`` activities (``service.activity_feed``)."""
+        self.write(f"{DELETIONS}{cid}.json", json_bytes(stamped(doc)))
+
+    def load_deletions(self) -> list[dict[str, Any]]:
+        """The notes of ``record_deletion``, by collation id."""
+        out = []
+        for key in sorted(self.versions(DELETIONS)):
+            doc = parse_json(self.read(key))
+            if isinstance(doc, dict):
+                out.append(unstamped(doc, key))
+        return out
 
     def load_assessments(self, cid: str) -> list[Assessment]:
         """The verdicts, oldest first, each one's format checked (format 1 items have none)."""

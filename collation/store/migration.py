@@ -47,6 +47,7 @@ KINDS: dict[str, re.Pattern[str]] = {
     "features": re.compile(r"features/(?P<key>[\w.]+)\.pt"),
     "array": re.compile(r"scores/.+\.npy"),
     "image": re.compile(r"images/\w\w/\w+\.png"),
+    "deletion": re.compile(r"changes/deleted/(?P<cid>\w+)\.json"),
 }
 """What each key of the store is (``collation.store.datastore``'s tree), by its path."""
 
@@ -289,5 +290,9 @@ def rewrite(store: DataStore, key: str, kind: str) -> None:
         doc = store.read_item(key)
         if doc is not None:
             store.write_in_collation(cid, key.removeprefix(store.collation_prefix(cid)), json_bytes(stamped(doc)))
+    elif kind == "deletion":
+        doc = store.read_item(key)
+        if doc is not None:
+            store.write(key, json_bytes(stamped(doc)))
     else:
         raise CollationError(f"{key}: no migration for objects of kind {kind}")

@@ -14,9 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from collation.core.errors import InputError
 from collation.core.vocabulary import MATCH_CATEGORIES
 from collation.engine.evaluation import parse_ground_truth
 from collation.iiif.manifests import Canvas, parse_manifest
+from collation.publish.content_state import decode, read_targets
 from collation.service.images import THUMBNAIL_WIDTH, region_image_url, stored_region_url
 from collation.service.results import assessment_categories, check_id, finished_record, pair_results
 from collation.service.urls import manifest_url
@@ -123,3 +125,43 @@ def matrix_data(store: DataStore, cid: str, pair: tuple[int, int], score: str) -
         ground_truth=positions(truth) if truth is not None else None,
     )
     return matrix, marks
+
+
+def _overlap(a: Sequence[float], b: Sequence[float]) -> float:
+    """Intersection over union of two (x, y, w, h) boxes."""
+    w = max(0.0, min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0]))
+    h = max(0.0, min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1]))
+    union = a[2] * a[3] + b[2] * b[3] - w * h
+    return w * h / union if union > 0 else 0.0
+
+
+def content_state_focus(store: DataStore, cid: str, base: str, encoded: str) -> tuple[list[int], list[int]]:
+    """The pair and the match (``[a, b]``, ``[i, j]`` region indices) a IIIF Content State names
+    (``?iiif-content=`` of the pair view; ``collation.publish.content_state``): its first two targets,
+    each a region of a canvas of one of this collation's manuscripts, found by its manifest (the
+    derived one, its viewer variant or the library's) and its canvas, then the region of that canvas
+    that overlaps the target's ``xywh`` most. ``InputError`` (field ``iiif-content``) otherwise."""
+    record = finished_record(store, check_id(cid))
+    targets = read_targets(decode(encoded))
+    if len(targets) < 2:
+        raise InputError("names one canvas; the pair view opens two", field="iiif-content")
+    found: list[tuple[int, int]] = []
+    for target in targets[:2]:
+        best: tuple[float, int, int] | None = None
+        for m in record.usable:
+            known = {manifest_url(base, cid, m), viewer_manifest_url(base, cid, m), record.request.manifests[m]}
+            if target.manifest is not None and target.manifest not in known:
+                continue
+            for region in (store.load_manuscript(cid, m) or {"regions": []})["regions"]:
+                if region["canvas_id"] != target.canvas:
+                    continue
+                score = _overlap(region["xywh"], target.xywh) if target.xywh else 0.0
+                if best is None or score > best[0]:
+                    best = (score, m, region["index"])
+        if best is None:
+            raise InputError(f"no region of this collation is on canvas {target.canvas}", field="iiif-content")
+        found.append(best[1:])
+    (a, i), (b, j) = found
+    if a == b:
+        raise InputError("names two canvases of one manuscript; the pair view opens two", field="iiif-content")
+    return [a, b], [i, j]

@@ -19,7 +19,7 @@ from collation.service.schemas import SCORES, PairParam
 from collation.service.state import current_runtime, service_state
 from collation.service.urls import base_url
 from collation.viewer.browser import page_config
-from collation.viewer.data import matrix_data, pair_view
+from collation.viewer.data import content_state_focus, matrix_data, pair_view
 from collation.viewer.imagespace import SCALES_BY_IMAGE, viewer_manifest, viewer_page
 from collation.viewer.matrix import MAX_SIDE, render_matrix_png
 
@@ -48,6 +48,8 @@ class ViewQuerySchema(Schema):
     )
     side = fields.String(validate=validate.OneOf(("a", "b")))
     mirador = fields.String(load_default="4", validate=validate.OneOf(tuple(MIRADOR_VERSIONS)))
+    # a IIIF Content State (content-state-encoded) naming the two regions to open: data.content_state_focus
+    iiif_content = fields.String(data_key="iiif-content", validate=validate.Length(min=1, max=20_000))
 
     @validates_schema
     def _link_names_two_manuscripts(self, data: dict, **kwargs: object) -> None:
@@ -87,6 +89,8 @@ def view(cid: str) -> Response:
     if "link" in query:
         a, b, i, j = (int(v) for v in query["link"].split("-"))
         pair, focus = [a, b], [i, j]
+    if "iiif_content" in query:
+        pair, focus = content_state_focus(runtime.store, cid, base_url(), query["iiif_content"])
     config = page_config(
         cid,
         pair=pair,

@@ -190,6 +190,25 @@ def test_derived_manifest_presentation_3(schema: Any) -> None:
     assert data[0][0].raw["id"] == f"{A}/manifest.json", "the input manifest is not modified"
 
 
+def test_derived_manifests_name_each_canvas_s_filtered_container_in_see_also(schema: Any) -> None:
+    urls = UrlScheme(base=BASE, canvas_links=lambda canvas, **_: f"{BASE}/container/?target={canvas}")
+    data = manuscripts()
+    v3 = build_derived_manifest(0, data, CORRESPONDENCES, urls=urls)
+    valid(schema, v3)
+    assert v3["items"][0]["seeAlso"] == [
+        {
+            "id": f"{BASE}/container/?target={A}/canvas/p0",
+            "type": "Dataset",
+            "format": "application/ld+json",
+            "profile": "http://www.w3.org/ns/anno.jsonld",
+            "label": {"en": ["Image collation: the links that touch this canvas"]},
+        }
+    ]
+    assert "seeAlso" not in v3["items"][1]  # no correspondence there
+    v2 = build_derived_manifest(1, data, CORRESPONDENCES, urls=urls)
+    assert v2["sequences"][0]["canvases"][1]["seeAlso"][0]["@id"] == f"{BASE}/container/?target={B}/canvas/f1v"
+
+
 def test_derived_manifest_presentation_2() -> None:
     data = manuscripts()
     doc = build_derived_manifest(1, data, CORRESPONDENCES, urls=URLS, label_suffix=" [collated]")

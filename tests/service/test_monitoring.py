@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from redis import Redis
 from service_helpers import ONE_THREAD, WorkerProcesses, service_settings, wait_for
 
+from collation import __version__
 from collation.app import create_app
 from collation.cli.private_servers import free_port
 from collation.core.logs import ContextFilter, formatter
 from collation.core.settings import Settings
+from collation.jobs.worker import STEP_KINDS
 from collation.service.state import service_state
 
 API = "/api/v1"
@@ -242,3 +245,139 @@ def test_openmetrics_when_the_scraper_asks_for_it(tmp_path: Path) -> None:
     plain = client.get("/metrics").get_data(as_text=True)
     assert value(plain, "collation_http_requests_total", method="GET", route=f"{API}/healthz", status="200") == 1
     service_state(app).close()
+
+
+# --------------------------------------------------------------------------------------------------
+# Dashboards that work as they are (issue 40, item 6)
+
+DASHBOARD = Path(__file__).parents[2] / "docs" / "grafana" / "collation-dashboard.json"
+
+
+def families(text: str) -> set[str]:
+    return {family.name for family in text_string_to_metric_families(text)}
+
+
+def test_failure_series_start_at_zero_and_each_process_exposes_what_it_fills(observed: Observed) -> None:
+    during, api = observed.worker_during, observed.api_after
+    for step in STEP_KINDS:  # every step's failure series, at 0 until a job of that step fails
+        for outcome in ("ok", "retried", "failed"):
+            assert value(during, "collation_jobs_total", step=step, outcome=outcome) is not None, (step, outcome)
+    assert value(observed.worker_after, "collation_jobs_total", step="plan", outcome="failed") == 0
+    for text in (during, api):
+        build = [labels for name, labels in samples(text) if name == "collation_build_info"]
+        assert len(build) == 1 and ("version", __version__) in build[0]
+    worker_only = {"collation_jobs", "collation_job_duration_seconds", "collation_feature_cache_lookups"}
+    api_only = {"collation_http_requests", "collation_http_request_duration_seconds", "rq_jobs", "rq_workers"}
+    assert worker_only <= families(observed.worker_after) and not worker_only & families(api)
+    assert api_only <= families(api) and not api_only & families(observed.worker_after)
+
+
+def test_the_api_exposes_rq_exporter_s_names_beside_its_own(observed: Observed) -> None:
+    for text in (observed.api_during, observed.api_after):
+        for queue in (observed.settings.queue_io, observed.settings.queue_compute):
+            statuses = {
+                dict(labels)["status"]
+                for name, labels in samples(text)
+                if name == "rq_jobs" and dict(labels)["queue"] == queue
+            }
+            assert statuses == {"queued", "started", "finished", "failed", "deferred", "scheduled"}
+            for state in ("queued", "failed"):
+                assert value(text, "rq_jobs", queue=queue, status=state) == value(
+                    text, "collation_queue_jobs", queue=queue, state=state
+                )
+        workers = [dict(labels) for name, labels in samples(text) if name == "rq_workers"]
+        assert len(workers) == 1 and workers[0]["state"] in ("busy", "idle")
+        assert set(workers[0]["queues"].split(",")) == {observed.settings.queue_io, observed.settings.queue_compute}
+    assert total(observed.api_after, "rq_jobs", status="finished") >= 1
+    assert total(observed.api_after, "rq_workers_success_total") >= 1
+
+
+def prometheus_binary() -> str:
+    import os
+    import shutil
+
+    found = os.environ.get("COLLATION_PROMETHEUS") or shutil.which("prometheus")
+    if not found:
+        pytest.skip("no prometheus binary (Debian's `prometheus`, installed by scripts/setup.sh)")
+    return found
+
+
+def test_every_dashboard_query_answers_on_a_real_prometheus(observed: Observed, tmp_path: Path) -> None:
+    """A real Prometheus scrapes the collation's API and worker scrapes (replayed from a loopback server:
+    those taken while it ran, then those after) and evaluates every query of the Grafana dashboard
+    shipped in docs/grafana: each one is valid and returns series."""
+    import subprocess
+
+    from builders import serving
+
+    binary = prometheus_binary()
+    scrapes = {
+        "api": [observed.api_during, observed.api_after],
+        "worker": [observed.worker_during, observed.worker_after],
+    }
+    served: dict[str, int] = {"api": 0, "worker": 0}
+
+    class Replay(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            kind = self.path.strip("/").split("/")[0]
+            texts = scrapes[kind]
+            body = texts[min(served[kind] // 3, len(texts) - 1)].encode()  # three scrapes of each
+            served[kind] += 1
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    with serving(Replay) as replay:
+        target = f"127.0.0.1:{replay.server_address[1]}"
+        jobs = [
+            {
+                "job_name": kind,
+                "scrape_interval": "1s",
+                "metrics_path": f"/{kind}/metrics",
+                "static_configs": [{"targets": [target]}],
+            }
+            for kind in scrapes
+        ]
+        config = tmp_path / "prometheus.yml"
+        config.write_text(json.dumps({"global": {"scrape_interval": "1s"}, "scrape_configs": jobs}))
+        port = free_port()
+        process = subprocess.Popen(
+            [
+                binary,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            api = f"http://127.0.0.1:{port}/api/v1/query"
+
+            def query(expr: str) -> dict[str, Any] | None:
+                try:
+                    return requests.get(api, params={"query": expr}, timeout=5).json()
+                except (requests.ConnectionError, ValueError):
+                    return None
+
+            def scraped_enough() -> bool:  # both kinds of scrape, twice each, in the store
+                answer = query("min(count_over_time(collation_build_info[1m]))")
+                result = (answer or {}).get("data", {}).get("result", [])
+                return bool(result) and float(result[0]["value"][1]) >= 5 and min(served.values()) >= 6
+
+            wait_for(scraped_enough, 60, "Prometheus to scrape the replayed metrics", interval=0.5)
+            dashboard = json.loads(DASHBOARD.read_text())
+            exprs = [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
+            assert len(exprs) >= 15
+            for expr in exprs:
+                answer = query(expr)
+                assert answer is not None and answer["status"] == "success", (expr, answer)
+                assert answer["data"]["result"], f"no series for {expr!r}"
+        finally:
+            process.terminate()
+            process.wait(10)

@@ -72,6 +72,10 @@ def test_concordance_page_lists_groups_sorts_and_takes_row_verdicts(page: Any, u
     thumb = page.get_attribute('td.member[data-manuscript="2"][data-index="0"] img', "src")
     assert thumb == "http://images.test/iiif/2-0/100,100,400,300/160,/0/default.jpg"
     assert "5 groups, 0 illustrations alone" in page.inner_text("#status")
+    # each group's IIIF Content State link, as the concordance JSON gives it
+    shares = page.evaluate("() => window.collationConcordance.doc.rows.map(r => r.share)")
+    links = page.eval_on_selector_all("#concordance tbody tr.group-row a.share", "as => as.map(a => a.href)")
+    assert links == shares and all("/view?iiif-content=" in link for link in links)
 
     page.select_option("#sort", "2")  # C's order: the group without C goes last
     page.wait_for_function(

@@ -428,8 +428,9 @@ def test_three_witnesses_concordance_and_verdict_categories(
     assert rows(run.api.get(f"{root}/concordance?sort=2").get_json()) == expected[3:] + expected[:3]
 
     table = list(csv.reader(io.StringIO(run.api.get(f"{root}/concordance.csv").get_data(as_text=True))))
-    assert len(table) == 1 + K and len(table[0]) == 3 + 3 * 7 + 1  # the last column: weak
-    assert table[4][3:5] == ["3", doc["rows"][3]["cells"][0]["label"]] and table[4][-4] == cell["image"]
+    assert len(table) == 1 + K and len(table[0]) == 3 + 3 * 7 + 2  # then weak, then the Content State link
+    assert table[4][3:5] == ["3", doc["rows"][3]["cells"][0]["label"]] and table[4][-5] == cell["image"]
+    assert table[4][-1] == doc["rows"][3]["share"]
 
     def p_s(i: int, j: int) -> dict[str, Any]:
         items = run.api.get(f"{root}/correspondences?pair=0,1&top={K}").get_json()["items"]

@@ -28,12 +28,14 @@ from typing import Any
 import numpy as np
 import pytest
 import requests
+from builders import v2_canvas, v2_manifest
 from PIL import Image
 from redis import Redis
 from service_helpers import drain, physiologus_v2, physiologus_v3, served_app
 
 from collation.app import create_app
 from collation.core.settings import Settings
+from collation.publish.content_state import build_content_state, decode, encode, read_targets
 from collation.viewer import pages as viewer_routes
 from collation.viewer.matrix import COLORS, layout
 
@@ -384,6 +386,136 @@ def test_mirador3_shows_the_match_too(collation: Served, page: Any, screenshots:
     )
     assert_selected(page, link)
     page.screenshot(path=str(screenshots / "viewer-mirador3-link.png"))
+
+
+def test_a_content_state_link_opens_both_regions_in_mirador4(collation: Served, page: Any, screenshots: Path) -> None:
+    """The IIIF Content State link of a correspondence (its ``share``, as the JSON gives it), opened in
+    the service's own Mirador 4 page: both windows on the two canvases, both regions listed, drawn and
+    selected; the page's "Share this view" gives the same link back."""
+    need_mirador("4.0.0")
+    k = 5
+    doc = requests.get(f"{collation.url}/collations/{collation.cid}/correspondences?pair=0,1&top=3", timeout=30).json()
+    candidate = next(c for c in doc["items"][k]["candidates"] if c["index"] == k)
+    share = candidate["share"]
+    assert share == f"{collation.url}/collations/{collation.cid}/view?iiif-content={candidate['iiif_content']}"
+    targets = read_targets(decode(candidate["iiif_content"]))
+    assert [(t.canvas, list(t.xywh or ())) for t in targets] == [
+        (collation.regions[m][k]["canvas"], [int(v) for v in collation.regions[m][k]["xywh"]]) for m in (0, 1)
+    ]
+    page.goto(share)
+    page.locator('#status[data-status="finished"]').wait_for(timeout=TIMEOUT_MS)
+    page.wait_for_function("() => window.collationViewer.selected !== null", timeout=TIMEOUT_MS)
+    assert page.evaluate("() => window.collationViewer.selected") == {"source": k, "target": k}
+    link = f"0-1-{k}-{k}"
+    for window_id, m, side, scale in (("collation-a", 0, "a", CANVAS_SCALE), ("collation-b", 1, "b", 1)):
+        label = region_label(collation, 1 - m, k)
+        shown = check_annotation_shown(
+            page,
+            window_id,
+            collation.regions[m][k]["canvas"],
+            link,
+            side,
+            collation.regions[m][k]["xywh"],
+            re.compile(rf"{re.escape(label)}.*\(illustration {k}\)"),
+            scale,
+        )
+        assert shown["box"] >= 0.9, shown
+    assert_selected(page, link)
+    page.screenshot(path=str(screenshots / "viewer-mirador4-content-state.png"))
+
+    page.get_by_role("button", name="Share this view").click()
+    assert page.locator("#share-link").input_value() == share
+    assert not page.errors, page.errors
+    one = requests.get(
+        share.split("iiif-content=")[0] + "iiif-content=" + encode(targets_json(targets[:1])), timeout=30
+    )
+    assert one.status_code == 400 and one.json()["field"] == "iiif-content"
+
+
+def targets_json(targets: list[Any]) -> dict[str, Any]:
+    """The content state of these ``RegionTarget`` values (one target: not a comparison view)."""
+    return build_content_state([(t.canvas, t.xywh, t.manifest) for t in targets])
+
+
+def presentation_2_of(manifest: dict[str, Any], manifest_id: str, lists: str) -> dict[str, Any]:
+    """A Presentation 2.1 manifest of the same canvases as a 3.0 ``manifest`` (as libraries that serve
+    both versions publish), each canvas's ``otherContent`` the service's AnnotationList (``lists/{n}``)."""
+    canvases = []
+    for n, canvas in enumerate(manifest["items"], start=1):
+        body = canvas["items"][0]["items"][0]["body"]
+        service = body["service"][0] if isinstance(body.get("service"), list) else body.get("service")
+        other = [{"@id": f"{lists}/{n}", "@type": "sc:AnnotationList"}]
+        canvases.append(
+            v2_canvas(
+                canvas["id"],
+                (canvas["width"], canvas["height"]),
+                service=service,
+                image_url=body["id"],
+                other_content=other,
+                label=f"canvas {n}",
+            )
+        )
+    return v2_manifest(manifest_id, canvases, "P3 (Presentation 2.1)")
+
+
+def test_mirador3_shows_the_presentation_2_lists_as_it_shows_the_pages(
+    collation: Served, site: Any, page: Any, screenshots: Path
+) -> None:
+    """Mirador 3.4.3 on a 2.1 manifest of P3's canvases whose ``otherContent`` is the service's
+    AnnotationLists (``lists/1/{n}``): the list of the canvas is fetched, its annotation listed in the
+    window's panel and its box drawn, as the 3.0 page's is in the collation's own window."""
+    need_mirador("3.4.3")
+    k, shown = 7, 2  # the page opens on match k; the 2.1 window shows match `shown`, on another canvas
+    canvas = collation.regions[1][shown]["canvas"]
+    assert canvas != collation.regions[1][k]["canvas"]  # so that only the list brings its annotations
+    base = f"{collation.url}/collations/{collation.cid}"
+    derived = requests.get(f"{base}/manifests/1", timeout=30).json()
+    path = "/physiologus/P3/manifest-2.1.json"
+    url = f"{site.url}{path}"
+    body = json.dumps(presentation_2_of(derived, url, f"{base}/lists/1")).encode()
+    cors = {"Content-Type": "application/json", "Access-Control-Allow-Origin": "*"}  # read by the page's Mirador
+    site.routes[path] = lambda _handler: (200, cors, body)
+    number = next(n for n, c in enumerate(derived["items"], start=1) if c["id"] == canvas)
+    listed = requests.get(f"{base}/lists/1/{number}", timeout=30).json()
+    v3 = requests.get(f"{base}/pages/1/{number}", timeout=30).json()
+    assert [a["@id"] for a in listed["resources"]] == [a["id"] for a in v3["items"]]
+
+    page.goto(f"{base}/view?link=0-1-{k}-{k}&mirador=3")
+    page.locator('#status[data-status="finished"]').wait_for(timeout=TIMEOUT_MS)
+    page.wait_for_function("() => !!window.viewer", timeout=TIMEOUT_MS)
+    page.evaluate(
+        "([m, c]) => window.viewer.store.dispatch(window.Mirador.actions.addWindow("
+        "{id: 'p2-lists', manifestId: m, canvasId: c}))",
+        [url, canvas],
+    )
+    try:
+        page.wait_for_function(
+            "([c, l]) => { const a = window.viewer.store.getState().annotations[c] || {};"
+            " return !!a[l] && !!a[l].json; }",
+            arg=[canvas, listed["@id"]],
+            timeout=TIMEOUT_MS,
+        )
+    except Exception as exc:
+        state = page.evaluate(
+            "() => { const s = window.viewer.store.getState(); return {w: s.windows['p2-lists'],"
+            " m: Object.fromEntries(Object.entries(s.manifests).map(([k, v]) => [k, v.error || !!v.json])),"
+            " a: Object.fromEntries(Object.entries(s.annotations).map(([k, v]) => [k, Object.keys(v)]))}; }"
+        )
+        raise AssertionError(f"the list was not loaded: {state}; errors {page.errors}") from exc
+    label = region_label(collation, 0, shown)
+    result = check_annotation_shown(
+        page,
+        "p2-lists",
+        canvas,
+        f"0-1-{shown}-{shown}",
+        "b",
+        collation.regions[1][shown]["xywh"],
+        re.compile(rf"{re.escape(label)}.*\(illustration {shown}\)"),
+    )
+    pages = page.evaluate("([c]) => Object.keys(window.viewer.store.getState().annotations[c] || {})", [canvas])
+    assert pages == [listed["@id"]]  # what the window shows came from the 2.1 list alone
+    page.screenshot(path=str(screenshots / "viewer-mirador3-p2-lists.png"))
+    assert result["box"] >= 0.9 and not page.errors, (result, page.errors)
 
 
 def test_a_mirrored_match_is_marked(

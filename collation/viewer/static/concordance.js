@@ -68,6 +68,12 @@
     return el('td', { className: 'actions' }, [menu, button]);
   }
 
+  // The row's IIIF Content State link (its `share`): its regions side by side in the pair view.
+  function shareLink(row) {
+    return el('div', {}, [el('a', { className: 'share', href: row.share, text: 'open together',
+      title: 'A link (IIIF Content State) that opens these illustrations side by side' })]);
+  }
+
   function render(doc) {
     state.doc = doc;
     var head = $('concordance').querySelector('thead');
@@ -87,6 +93,7 @@
           title: 'Its mutual best match has a raw S under ' + fmt(doc.weak_below) +
                  ' (no true copy scored so low) or a blank region: it joins no group' }));
       }
+      if (row.share && row.size > 1) lines.push(shareLink(row));
       var first = el('td', { className: 'group' }, lines);
       body.appendChild(el('tr', { className: 'group-row' + (row.size > 1 ? '' : ' alone') + (row.weak ? ' weak' : ''),
                                   'data-group': row.id, 'data-size': row.size, 'data-weak': row.weak ? 'true' : 'false' },
