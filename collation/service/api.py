@@ -18,7 +18,14 @@ from collation.publish.canonical import web_annotation_form
 from collation.service import annotations as layers
 from collation.service import collations, inspection, listing, negotiation
 from collation.service.auth import caller_hash, require_creator
-from collation.service.concordance_rows import concordance, concordance_text, concordance_workbook
+from collation.service.concordance_rows import concordance
+from collation.service.exports import (
+    concordance_text,
+    concordance_workbook,
+    download_name,
+    export_document,
+    stored_thumbnail,
+)
 from collation.service.health import readiness
 from collation.service.problems import problem
 from collation.service.results import check_id
@@ -151,10 +158,14 @@ def get_concordance(cid: str) -> Response:
 
 
 CONCORDANCE_FILES = {
-    "csv": ("text/csv", concordance_text),
-    "xlsx": ("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", concordance_workbook),
+    "csv": ("text/csv", lambda doc, _thumbnail: concordance_text(doc)),
+    "xlsx": (
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        lambda doc, thumbnail: concordance_workbook(doc, thumbnail=thumbnail),
+    ),
 }
-"""The concordance's downloads: extension -> (media type, how the concordance document is written)."""
+"""The concordance's downloads: extension -> (media type, how the document and the stored region images
+(``collation.service.exports.stored_thumbnail``) are written)."""
 
 
 @bp.route("/collations/<cid>/concordance.csv", methods=["GET"])
@@ -171,8 +182,10 @@ def concordance_file(cid: str, extension: str) -> Response:
     """The concordance as a download of ``CONCORDANCE_FILES[extension]``, with the JSON's query."""
     query = ConcordanceQuerySchema().load(request.args.to_dict())
     mimetype, write = CONCORDANCE_FILES[extension]
-    response = Response(write(concordance(current_runtime().store, cid, base_url(), **query)), mimetype=mimetype)
-    response.headers["Content-Disposition"] = f'attachment; filename="concordance-{cid}.{extension}"'
+    store = current_runtime().store
+    doc = export_document(store, cid, base_url(), **query)
+    response = Response(write(doc, stored_thumbnail(store, cid)), mimetype=mimetype)
+    response.headers["Content-Disposition"] = download_name(doc["name"], extension)
     return response
 
 

@@ -49,7 +49,7 @@ def test_a_collation_that_counted_nothing_yet_shows_words_and_a_moving_bar(page:
         "Witness 2 (from x): waiting",
     ]
     assert page.locator("#witnesses li").first.get_attribute("title") == "https://x/0.json"
-    assert page.locator("#cancel").inner_text() == "Cancel and delete this collation"
+    assert page.locator("#delete").inner_text() == "Delete this collation"  # the same button in every state
     assert page.errors == []
 
 
@@ -57,8 +57,8 @@ def test_a_failed_collation_shows_no_full_bar_and_offers_to_delete_it(page: Any,
     page.goto(f"{root}/collations/{FAILED}")
     page.locator("#state", has_text="Failed.").wait_for()
     assert not page.locator("#progress").is_visible()
-    assert page.locator("#cancel").is_visible()
-    assert page.locator("#cancel").inner_text() == "Delete this collation"
+    assert page.locator("#delete").is_visible()
+    assert page.locator("#delete").inner_text() == "Delete this collation"
     # named by its witnesses' labels, not "Collation fedcba9876543210"
     assert page.locator("#title").inner_text() == "P2 Ott.gr.354 \u00b7 P3 Marc.gr.IV.35"
     assert page.title() == "P2 Ott.gr.354 \u00b7 P3 Marc.gr.IV.35 \u2014 Image collation"

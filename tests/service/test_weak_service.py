@@ -88,7 +88,7 @@ def test_weak_links_and_blank_pages_join_no_group(api: Any) -> None:
     assert [row["weak"] for row in doc["rows"]] == [False, False, True, True, True, True, True]
     assert (doc["matched"], doc["unmatched"], doc["weak"]) == (2, 5, 5)
     table = list(csv.reader(io.StringIO(api.get(f"{API}/concordance.csv").get_data(as_text=True), newline="")))
-    assert table[0][-1] == "weak" and [row[-1] for row in table[1:]] == ["", ""] + ["weak"] * 5
+    assert table[0][-1] == "Weak match left out" and [row[-1] for row in table[1:]] == ["", ""] + ["weak"] * 5
 
 
 def test_correspondences_say_which_candidates_are_weak(api: Any) -> None:

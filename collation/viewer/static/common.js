@@ -25,7 +25,7 @@
     Object.keys(attrs || {}).forEach(function (key) {
       if (key === 'text') node.textContent = attrs[key];
       else if (key === 'className') node.className = attrs[key];
-      else if (key.slice(0, 5) === 'data-') node.setAttribute(key, attrs[key]);
+      else if (key.slice(0, 5) === 'data-' || key.slice(0, 5) === 'aria-' || key === 'role') node.setAttribute(key, attrs[key]);
       else node[key] = attrs[key];
     });
     (children || []).forEach(function (child) { if (child) node.appendChild(child); });

@@ -35,6 +35,8 @@
   page.onTokenChange(function () { if (config.view === 'home') home(1); });
 
   // -- Home ----------------------------------------------------------------------------------------
+  // Every row offers the same buttons in every state (Rename, Delete; Retry when it failed), so that a
+  // button never changes meaning under the pointer when the list is redrawn.
   function home(number) {
     var status = $('filter').value;
     var query = links.collations + '?limit=20&page=' + number + (status ? '&status=' + status : '');
@@ -42,13 +44,8 @@
       var body = document.querySelector('#collations tbody');
       body.textContent = '';
       doc.items.forEach(function (item) {
-        var open = el('td', {}, [el('a', { href: page.fill(links.follow, { id: item.id }), text: 'Follow' })]);
-        if (item.status === STATUS.failed) {
-          open.appendChild(el('button', { type: 'button', className: 'retry', text: 'Retry',
-            onclick: function () { retry(item.links.status).then(function () { home(number); }).catch(fail); } }));
-          open.appendChild(el('button', { type: 'button', className: 'delete', text: 'Delete',
-            onclick: function () { deleteCollation(item.links.status, 'Delete ' + item.name).then(function () { home(number); }); } }));
-        }
+        var again = function () { home(number); };
+        var open = el('td', { className: 'open' }, [el('a', { href: page.fill(links.follow, { id: item.id }), text: 'Follow' })]);
         if (item.status === STATUS.finished) {
           open.appendChild(document.createTextNode(' · '));
           open.appendChild(el('a', { href: item.links.view, text: 'Pairs' }));
@@ -57,9 +54,21 @@
             open.appendChild(el('a', { href: item.links.concordance_view, text: 'Concordance' }));
           }
         }
-        body.appendChild(el('tr', { className: 'collation' }, [
-          el('td', { text: when(item.created) }), el('td', { text: item.name }),
-          el('td', { text: item.status + ' ' + (item.status === STATUS.running ? percent(item.progress) : '') }), open,
+        var name = el('td', { className: 'name' }, [el('span', { className: 'name-text', text: item.name })]);
+        var actions = el('td', { className: 'row-actions' });
+        if (item.status === STATUS.failed) {
+          actions.appendChild(el('button', { type: 'button', className: 'retry', text: 'Retry',
+            onclick: function () { retry(item.links.status).then(again).catch(fail); } }));
+        }
+        actions.appendChild(el('button', { type: 'button', className: 'rename', text: 'Rename',
+          'aria-label': 'Rename ' + item.name,
+          onclick: function () { renameInline(name, item.links.status, item.name, again); } }));
+        actions.appendChild(el('button', { type: 'button', className: 'delete', text: 'Delete',
+          'aria-label': 'Delete ' + item.name,
+          onclick: function () { deleteCollation(item.links.status, item.name, item.status).then(again); } }));
+        body.appendChild(el('tr', { className: 'collation', 'data-id': item.id }, [
+          el('td', { text: when(item.created) }), name,
+          el('td', { text: statusWords(item) }), open, actions,
         ]));
       });
       var empty = doc.items.length === 0;
@@ -72,6 +81,38 @@
       $('prev').onclick = function () { home(number - 1); };
       $('next').onclick = function () { home(number + 1); };
     }).catch(fail);
+  }
+  var STATUS_WORDS = { queued: 'waiting', running: 'running', finished: 'finished', failed: 'failed',
+    cancelled: 'cancelled' };
+  function statusWords(item) {
+    return (STATUS_WORDS[item.status] || item.status) + (item.status === STATUS.running ? ' ' + percent(item.progress) : '');
+  }
+
+  // Rename in place: the name becomes a field with Save and Cancel (Enter saves, Escape cancels); the
+  // server trims and checks it (a 400 naming `name` is shown in words). `done(doc)` after a rename.
+  function renameInline(holder, url, current, done) {
+    if (holder.querySelector('form')) return;
+    var shown = Array.prototype.slice.call(holder.childNodes);
+    var field = el('input', { type: 'text', className: 'rename-field', value: current, maxLength: 200,
+      'aria-label': 'New name of the collation' });
+    var form = el('form', { className: 'rename-form' }, [field,
+      el('button', { type: 'submit', text: 'Save' }),
+      el('button', { type: 'button', className: 'rename-cancel', text: 'Cancel' })]);
+    function close() { form.remove(); shown.forEach(function (n) { n.hidden = false; }); }
+    shown.forEach(function (n) { n.hidden = true; });
+    holder.appendChild(form);
+    field.focus();
+    field.select();
+    form.querySelector('.rename-cancel').addEventListener('click', close);
+    field.addEventListener('keydown', function (event) { if (event.key === 'Escape') close(); });
+    form.addEventListener('submit', function (event) {
+      event.preventDefault();
+      api(url, { method: 'PATCH', body: JSON.stringify({ name: field.value }) }).then(function (doc) {
+        message('');
+        close();
+        done(doc);
+      }).catch(function (error) { fail(error); field.focus(); });
+    });
   }
 
   // -- New collation -------------------------------------------------------------------------------
@@ -290,6 +331,7 @@
     urls.forEach(function (u, m) { if (corrected[u]) regions[String(m)] = corrected[u]; });
     var body = { manifests: urls, options: options() };
     if (Object.keys(regions).length) body.regions = regions;
+    rememberLabels(urls);
     api(links.collations, { method: 'POST', body: JSON.stringify(body) })
       .then(function (doc) { window.location.href = page.fill(links.follow, { id: doc.id }); })
       .catch(function (error) { $('start').disabled = false; fail(error); });
@@ -318,14 +360,51 @@
     try { host = new URL(m.manifest).host; } catch (e) { host = ''; }
     return 'Witness ' + (m.index + 1) + (host ? ' (from ' + host + ')' : '');
   }
+  // The service's failures, in words that say what to do, naming the witness (the problem's own text
+  // names a manifest by its address): a known message is rewritten, any other one kept after the name.
+  function inWords(text, name) {
+    text = text || '';
+    var http = /^manifest \S+: (?:unexpected )?HTTP (\d{3})/.exec(text);
+    if (http) {
+      var code = Number(http[1]);
+      return 'The library\u2019s server ' + (HTTP_WORDS[code] || (code >= 500 ? 'had a problem answering' :
+        'did not give the manifest')) + ' for ' + name + ' (HTTP ' + code + '). Check its address in the ' +
+        'library\u2019s catalogue; once the library answers again, Retry. Or start a new collation without it.';
+    }
+    if (/^manifest \S+: no illustration regions found/.test(text)) {
+      return 'No illustration was found on the pages of ' + name + '. Start a new collation and draw its ' +
+        'illustrations with \u201cReview the regions on the pages\u201d, or leave it out.';
+    }
+    var few = /^fewer than two manuscripts could be read \((\d+) of (\d+)\)/.exec(text);
+    if (few) {
+      return 'Only ' + few[1] + ' of the ' + few[2] + ' witnesses could be read, and a comparison needs two. ' +
+        'See what went wrong with each witness above, then Retry, or start a new collation with other witnesses.';
+    }
+    return name + ': ' + sentence(text.replace(/^(manifest|image service) \S+:\s*/, ''));
+  }
+  // What the New page learnt of a witness (its label) before the collation read it: kept in this browser
+  var LABELS_KEY = 'collation.labels';
+  function knownLabels() {
+    try { return JSON.parse(window.localStorage.getItem(LABELS_KEY) || '{}') || {}; } catch (e) { return {}; }
+  }
+  function rememberLabels(urls) {
+    var known = knownLabels();
+    urls.forEach(function (u) {
+      var r = inspected[u];
+      if (r && !r.error && r.manifest && r.manifest.label) known[u] = r.manifest.label;
+    });
+    try { window.localStorage.setItem(LABELS_KEY, JSON.stringify(known)); } catch (e) { /* private mode */ }
+  }
+  var followed = null; // the last status document: its name, for the confirmation of Delete
   function follow() {
     api(links.status).then(function (doc) {
+      followed = doc;
       var p = doc.progress || {};
       var done = page.isTerminal(doc.status);
       var words = STAGES[p.stage] || capital(p.stage || doc.status);
       // nothing counted yet in a long step: say what is done, without a bar stuck at 0%
       var counted = p.total && p.done ? ' \u2014 ' + p.done + ' of ' + p.total + ' (' + percent(p) + ')' : '\u2026';
-      $('state').textContent = done ? capital(doc.status) + '.' : words + counted;
+      $('state').textContent = done ? capital(STATUS_WORDS[doc.status] || doc.status) + '.' : words + counted;
       $('state').className = 'status ' + doc.status;
       var bar = $('progress');
       bar.hidden = done; // a failed or cancelled collation shows no bar, a finished one its results
@@ -334,21 +413,21 @@
       var left = done ? null : secondsLeft(p, Date.now());
       $('eta').textContent = left === null ? '' : 'About ' + left + ' s left in this step.';
       // its name: the one given, or its witnesses' labels (the server's default)
-      $('title').textContent = doc.name;
+      if (!$('name-box').querySelector('form')) $('title').textContent = doc.name;
       document.title = doc.name + ' \u2014 Image collation';
       var list = $('witnesses');
       list.textContent = '';
+      var labels = knownLabels();
       doc.manuscripts.forEach(function (m) {
-        var item = el('li', { text: witnessName(m) + ': ' + (WITNESS_STATES[m.status] || m.status) +
+        var name = m.label || labels[m.manifest] || witnessName(m);
+        var item = el('li', { text: name + ': ' + (WITNESS_STATES[m.status] || m.status) +
           (m.regions ? ', ' + plural(m.regions, 'illustration') : '') });
         if (!m.label) item.title = m.manifest;
-        m.errors.forEach(function (e) { item.appendChild(el('div', { className: 'problem', text: e.message })); });
+        m.errors.forEach(function (e) { item.appendChild(el('div', { className: 'problem', text: inWords(e.message, name) })); });
         list.appendChild(item);
       });
-      doc.errors.forEach(function (e) { list.appendChild(el('li', { className: 'problem', text: e.message })); });
-      $('cancel').hidden = doc.status === STATUS.finished;
+      doc.errors.forEach(function (e) { list.appendChild(el('li', { className: 'problem', text: inWords(e.message, 'The collation') })); });
       $('retry').hidden = doc.status !== STATUS.failed;
-      $('cancel').textContent = done ? 'Delete this collation' : 'Cancel and delete this collation';
       if (doc.status === STATUS.finished) {
         $('finish').hidden = false;
         $('eta').textContent = '';
@@ -366,27 +445,23 @@
         });
       }
       if (!done) setTimeout(follow, 1000);
-    }).catch(function (error) { fail(error); setTimeout(follow, 5000); });
+    }).catch(function (error) {
+      if (error.status === 404) { message('This collation has been deleted.', true); return; }
+      fail(error);
+      setTimeout(follow, 5000);
+    });
   }
-  function cancel() {
-    deleteCollation(links.status, $('cancel').textContent).then(function (done) { if (done) window.location.href = links.home; });
-  }
-  // DELETE after the reader confirms `question`; resolves to whether it was deleted
-  function deleteCollation(url, question) {
-    if (!window.confirm(question + '?')) return Promise.resolve(false);
+  // DELETE once the reader confirms, in a question naming the collation (and saying that a running one
+  // stops); resolves to whether it was deleted
+  function deleteCollation(url, name, status) {
+    var running = !page.isTerminal(status);
+    var question = 'Delete the collation \u201c' + name + '\u201d?' + (running ? ' It is still running: it stops.' : '') +
+      ' Its results and verdicts are removed for everyone who has its address. This cannot be undone.';
+    if (!window.confirm(question)) return Promise.resolve(false);
     return api(url, { method: 'DELETE' }).then(function () { return true; }).catch(function (e) { fail(e); return false; });
   }
   // A failed collation runs again under its id (POST .../retry): what was computed is reused
   function retry(url) { return api(url + '/retry', { method: 'POST' }); }
-  function rename() {
-    var name = window.prompt('Name of this collation', $('title').textContent);
-    if (name === null) return;
-    api(links.status, { method: 'PATCH', body: JSON.stringify({ name: name }) }).then(function (doc) {
-      message('');
-      $('title').textContent = doc.name;
-      document.title = doc.name + ' \u2014 Image collation';
-    }).catch(fail);
-  }
 
   if (config.view === 'home') { $('filter').addEventListener('change', function () { home(1); }); home(1); }
   if (config.view === 'new') {
@@ -394,8 +469,17 @@
     $('new-form').addEventListener('submit', start);
   }
   if (config.view === 'follow') {
-    $('cancel').addEventListener('click', cancel);
-    $('rename').addEventListener('click', rename);
+    $('delete').addEventListener('click', function () {
+      var doc = followed || {};
+      deleteCollation(links.status, doc.name || $('title').textContent, doc.status)
+        .then(function (done) { if (done) window.location.href = links.home; });
+    });
+    $('rename').addEventListener('click', function () {
+      renameInline($('name-box'), links.status, $('title').textContent, function (doc) {
+        $('title').textContent = doc.name;
+        document.title = doc.name + ' \u2014 Image collation';
+      });
+    });
     $('retry').addEventListener('click', function () {
       retry(links.status).then(function () { seen = null; message(''); follow(); }).catch(fail);
     });
