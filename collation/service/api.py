@@ -16,7 +16,7 @@ from marshmallow import ValidationError
 
 from collation.publish.canonical import web_annotation_form
 from collation.service import annotations as layers
-from collation.service import collations, inspection, listing, negotiation
+from collation.service import collations, drafts, inspection, listing, negotiation
 from collation.service.auth import caller_hash, require_creator
 from collation.service.concordance_rows import concordance
 from collation.service.exports import (
@@ -256,6 +256,27 @@ def get_inspection() -> Response:
     query = inspection.InspectQuerySchema().load(request.args.to_dict())
     work = partial(inspection.inspect, current_runtime(), query)
     return jsonify(service_state().inspections.run(request.remote_addr or "unknown", work))
+
+
+@bp.route("/drafts", methods=["POST"])
+def post_draft() -> Response:
+    """A draft of a collation-to-be (the New collation page's work), kept for whoever has its address."""
+    doc = drafts.create(current_runtime().store, drafts.DraftSchema().load(json_body()))
+    response = jsonify(doc)
+    response.status_code = 201
+    response.headers["Location"] = f"{base_url()}/drafts/{doc['id']}"
+    return response
+
+
+@bp.route("/drafts/<did>", methods=["GET"])
+def get_draft(did: str) -> Response:
+    return jsonify(drafts.load(current_runtime().store, did))
+
+
+@bp.route("/drafts/<did>", methods=["PUT"])
+def put_draft(did: str) -> Response:
+    body = drafts.DraftSchema().load(json_body())
+    return jsonify(drafts.replace(current_runtime().store, did, body))
 
 
 @bp.route("/ns/imcol/1/context.json", methods=["GET"])

@@ -91,6 +91,7 @@ def workspace_links(base: str) -> dict[str, str]:
     return {
         "collations": f"{base}/collations",
         "inspect": f"{base}/inspect",
+        "drafts": f"{base}/drafts",
         "home": url_for("workspace.home"),
         "follow": url_for("workspace.follow", cid="ID").removesuffix("ID") + "{id}",
     }

@@ -73,11 +73,15 @@
   function readDraft(url) {
     try { return JSON.parse(window.localStorage.getItem(DRAFT_KEY + url) || 'null'); } catch (e) { return null; }
   }
-  function writeDraft(url, regions) {
+  // state: {regions, history, at} (the boxes as the request's regions, the undo snapshots, the one shown),
+  // or null; the page that opened the editor hears of each change (workspace.js keeps it on the server)
+  var listeners = [];
+  function writeDraft(url, state) {
     try {
-      if (regions) window.localStorage.setItem(DRAFT_KEY + url, JSON.stringify({ regions: regions }));
+      if (state) window.localStorage.setItem(DRAFT_KEY + url, JSON.stringify(state));
       else window.localStorage.removeItem(DRAFT_KEY + url);
     } catch (e) { /* private mode: the draft lasts as long as the page */ }
+    listeners.forEach(function (listener) { listener(url); });
   }
 
   // report: the inspection (regions [{canvas_index, xywh}]) -> the editor, in `container`;
@@ -100,6 +104,14 @@
     var boxes = draft ? draft.regions.filter(function (r) { return r.canvas in indexOf; })
       .map(function (r) { return box(indexOf[r.canvas], r.xywh); }) : initial;
     var history = [JSON.stringify(boxes)], at = 0; // snapshots of `boxes`; `at` is the one shown
+    if (draft && draft.history && draft.history.length && draft.at < draft.history.length) {
+      history = draft.history.slice(); // undo survives a reload: the snapshots come back with the draft
+      at = draft.at;
+      boxes = JSON.parse(history[at]);
+      history.forEach(function (snapshot) { // new boxes get ids no snapshot uses
+        JSON.parse(snapshot).forEach(function (b) { var n = /^box-(\d+)$/.exec(b.id); if (n) nextId = Math.max(nextId, Number(n[1])); });
+      });
+    }
     var selected = []; // box ids
     var splitting = null; // 'across' or 'down' while waiting for the click that places the cut
     var annotators = {}; // canvas index -> {anno, scale}
@@ -268,7 +280,7 @@
     }
     function saveDraft() { // the draft is what differs from the regions given: undone back to them, none
       var now = regions();
-      writeDraft(url, JSON.stringify(now) === given ? null : now);
+      writeDraft(url, JSON.stringify(now) === given && at === 0 ? null : { regions: now, history: history, at: at });
     }
     function regions() {
       return boxes.map(function (b) { return { canvas: report.canvases[b.canvas].id, xywh: b.xywh.map(Math.round) }; });
@@ -319,5 +331,6 @@
   }
 
   loadStylesheet(); // now, so that the boxes are in place when the editor opens
-  window.collationReview = { open: open, boundingBox: boundingBox, splitAt: splitAt };
+  window.collationReview = { open: open, boundingBox: boundingBox, splitAt: splitAt, readDraft: readDraft,
+    writeDraft: writeDraft, onChange: function (listener) { listeners.push(listener); } };
 })();

@@ -157,6 +157,7 @@
       delete corrected[url];
       card.remove();
       estimate();
+      keepDraft();
       $('manifests').focus();
     });
     var card = el('article', { className: 'witness' + (report.error ? ' problem' : '') });
@@ -181,7 +182,13 @@
     describe();
     card.appendChild(summary);
     var thumbs = el('div', { className: 'thumbs' });
-    report.regions.slice(0, 6).forEach(function (r) { var t = regionThumb(report, r); if (t) thumbs.appendChild(t); });
+    // the first six of the regions used: the reviewed ones once the historian chose them (a box deleted in
+    // the editor is gone from here too), else those the manifest or the detector gave
+    function drawThumbs() {
+      thumbs.textContent = '';
+      reviewedRegions(report, url).slice(0, 6).forEach(function (r) { var t = regionThumb(report, r); if (t) thumbs.appendChild(t); });
+    }
+    drawThumbs();
     card.appendChild(thumbs);
     if (report.problems.length) {
       var list = el('ul', { className: 'problems' });
@@ -193,15 +200,14 @@
     var review = el('button', { type: 'button', className: 'review-open', text: 'Review the regions on the pages' });
     review.addEventListener('click', function () {
       review.hidden = true;
-      var shown = corrected[url] ? Object.assign({}, report, { regions: corrected[url].map(function (r) {
-        var index = report.canvases.findIndex(function (c) { return c.id === r.canvas; });
-        return { canvas_index: index, canvas_id: r.canvas, xywh: r.xywh };
-      }) }) : report;
+      var shown = Object.assign({}, report, { regions: reviewedRegions(report, url) });
       window.collationReview.open(editor, shown, function (regions) {
         review.hidden = false;
         if (regions) corrected[url] = regions;
         describe();
+        drawThumbs();
         estimate();
+        keepDraft();
         review.focus();
       });
     });
@@ -210,6 +216,65 @@
     card.appendChild(remove);
     return card;
   }
+  // The regions a witness is collated with: the reviewed ones ({canvas, xywh}) as the inspection's
+  // regions ({index, canvas_index, canvas_id, xywh}), or the inspection's own
+  function reviewedRegions(report, url) {
+    if (!corrected[url]) return report.regions;
+    return corrected[url].map(function (r, k) {
+      var index = report.canvases.findIndex(function (c) { return c.id === r.canvas; });
+      return { index: k, canvas_index: index, canvas_id: r.canvas, xywh: r.xywh };
+    }).filter(function (r) { return r.canvas_index >= 0; });
+  }
+
+  // -- the draft on the server (/drafts): a reload, another browser or a colleague with the page's
+  // address (/new?draft=<id>) finds the same addresses, chosen regions and region editors, undo included.
+  // Each change is sent a moment later (PUT; the first one creates it, POST, and puts its id in the address).
+  var draftId = new URLSearchParams(window.location.search).get('draft');
+  var draftTimer = null, draftBusy = null;
+  function keepDraft() {
+    if (config.view !== 'new') return;
+    clearTimeout(draftTimer);
+    draftTimer = setTimeout(sendDraft, 500);
+  }
+  function sendDraft() {
+    if (draftBusy) { draftBusy.then(keepDraft); return; } // one at a time: the last state is sent last
+    var urls = lines(), editors = {};
+    urls.forEach(function (u) { editors[u] = window.collationReview ? window.collationReview.readDraft(u) : null; });
+    var regions = {};
+    urls.forEach(function (u) { if (corrected[u]) regions[u] = corrected[u]; });
+    var body = JSON.stringify({ text: $('manifests').value, regions: regions, editors: editors });
+    var request = draftId ? api(links.drafts + '/' + draftId, { method: 'PUT', body: body })
+      : api(links.drafts, { method: 'POST', body: body });
+    draftBusy = request.then(function (doc) {
+      if (!draftId) {
+        draftId = doc.id;
+        var params = new URLSearchParams(window.location.search);
+        params.set('draft', doc.id);
+        window.history.replaceState(null, '', window.location.pathname + '?' + params.toString());
+      }
+      $('draft-status').textContent = 'Kept on the server: a reload, another browser or a colleague with this ' +
+        'page\u2019s address finds the same work.';
+      $('draft-status').setAttribute('data-saved', doc.updated);
+    }).catch(function (error) {
+      $('draft-status').textContent = 'Not kept on the server (' + error.message + '): it stays in this page only.';
+    }).then(function () { draftBusy = null; });
+  }
+  // Opening /new?draft=<id>: its addresses, chosen regions and editors come back, then each witness is
+  // looked at again (the editors open from the restored state, as after a reload)
+  function restoreDraft() {
+    return api(links.drafts + '/' + draftId).then(function (doc) {
+      $('manifests').value = doc.text || '';
+      Object.keys(doc.regions || {}).forEach(function (u) { corrected[u] = doc.regions[u]; });
+      Object.keys(doc.editors || {}).forEach(function (u) {
+        if (window.collationReview) window.collationReview.writeDraft(u, doc.editors[u]);
+      });
+      if (lines().length) inspectAll(newLook());
+    }).catch(function (error) {
+      draftId = null;
+      message('The saved work could not be read (' + error.message + '); start again here.', true);
+    });
+  }
+
   // One look at the list (a click on "Look at these manifests") is bounded, whatever the collections in
   // it say: each collection is opened once (one that lists itself, or two that list each other, would be
   // opened again without end), MAX_COLLECTIONS at most (a chain of collections listed as manifests), and
@@ -466,6 +531,9 @@
   if (config.view === 'home') { $('filter').addEventListener('change', function () { home(1); }); home(1); }
   if (config.view === 'new') {
     $('inspect').addEventListener('click', function () { message(''); inspectAll(newLook()); });
+    $('manifests').addEventListener('input', keepDraft);
+    if (window.collationReview) window.collationReview.onChange(keepDraft);
+    if (draftId) restoreDraft();
     $('new-form').addEventListener('submit', start);
   }
   if (config.view === 'follow') {
