@@ -14,6 +14,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request
 from marshmallow import ValidationError
 
+from collation.jobs import review
 from collation.publish.canonical import web_annotation_form
 from collation.service import annotations as layers
 from collation.service import collations, drafts, inspection, listing, negotiation
@@ -36,6 +37,7 @@ from collation.service.schemas import (
     CollationRequestSchema,
     ConcordanceQuerySchema,
     CorrespondenceQuerySchema,
+    DetectionSchema,
     PageQuerySchema,
     RenameSchema,
     check_json_tree,
@@ -256,6 +258,23 @@ def get_inspection() -> Response:
     query = inspection.InspectQuerySchema().load(request.args.to_dict())
     work = partial(inspection.inspect, current_runtime(), query)
     return jsonify(service_state().inspections.run(request.remote_addr or "unknown", work))
+
+
+@bp.route("/detections", methods=["POST"])
+def post_detection() -> Response:
+    """Detection for review on the workers, page by page (``collation.jobs.review``)."""
+    body = DetectionSchema().load(json_body())
+    collations.scheduler(current_runtime())  # a 503 without Redis, before anything is stored
+    doc = review.start(current_runtime(), body["manifest"])
+    response = jsonify(doc)
+    response.status_code = 202
+    response.headers["Location"] = f"{base_url()}/detections/{doc['id']}"
+    return response
+
+
+@bp.route("/detections/<did>", methods=["GET"])
+def get_detection(did: str) -> Response:
+    return jsonify(review.load(current_runtime().store, did))
 
 
 @bp.route("/drafts", methods=["POST"])

@@ -196,6 +196,11 @@
       card.appendChild(el('p', { text: report.problems.length + ' problem(s); the collation goes on without what they concern:' }));
       card.appendChild(list);
     }
+    if (needsDetection(report)) card.appendChild(detectionProgress(url, report, function () {
+      describe();
+      drawThumbs();
+      estimate();
+    }));
     var editor = el('div', { className: 'review' });
     var review = el('button', { type: 'button', className: 'review-open', text: 'Review the regions on the pages' });
     review.addEventListener('click', function () {
@@ -216,6 +221,52 @@
     card.appendChild(remove);
     return card;
   }
+  // -- detection for review (POST /detections): a manifest without region annotations is searched on the
+  // workers, page by page; its card shows the pages done and the illustrations found so far, and the
+  // report's regions grow as they come (the editor opens on what is found). Once finished, its regions
+  // go with the request (the collation does not detect again).
+  function needsDetection(report) {
+    return !report.regions.length && report.regions_source === 'annotations' && report.summary.canvases_with_image > 0;
+  }
+  function detectionProgress(url, report, changed) {
+    var line = el('p', { className: 'detecting', role: 'status', text: 'Finding the illustrations on the pages\u2026' });
+    var bar = el('progress', { className: 'detecting-bar', 'aria-label': 'Pages searched for illustrations' });
+    var box = el('div', { className: 'detection' }, [line, bar]);
+    function show(doc) {
+      report.regions = doc.regions;
+      report.regions_source = 'detected';
+      report.summary.regions = doc.regions.length;
+      report.detection = doc;
+      var done = doc.status === STATUS.finished, failed = doc.status === STATUS.failed;
+      report.regions_note = plural(doc.done, 'page') + ' of ' + (doc.total === null ? '?' : doc.total) + ' searched' +
+        (done ? '' : ' so far');
+      if (doc.total) { bar.max = doc.total; bar.value = doc.done; }
+      line.textContent = failed ? 'The illustrations could not be found: ' + sentence(doc.error) :
+        done ? 'All ' + plural(doc.total, 'page') + ' searched: ' + plural(doc.regions.length, 'illustration') + ' found.' :
+        'Finding the illustrations on the pages: ' + doc.done + ' of ' + (doc.total === null ? '?' : doc.total) +
+          ' pages searched, ' + plural(doc.regions.length, 'illustration') + ' found so far. You can review them now.';
+      bar.hidden = done || failed;
+      changed();
+      if (!done && !failed && box.isConnected) setTimeout(poll, 1000);
+    }
+    function poll() { api(links.detections + '/' + report.detection.id).then(show).catch(retryLater); }
+    function retryLater(error) { line.textContent = 'Finding the illustrations: ' + error.message; setTimeout(poll, 3000); }
+    api(links.detections, { method: 'POST', body: JSON.stringify({ manifest: url }) }).then(function (doc) {
+      report.detection = doc;
+      show(doc);
+    }).catch(function (error) {
+      line.textContent = 'The illustrations will be found when the collation starts (' + error.message + ').';
+      bar.hidden = true;
+    });
+    return box;
+  }
+  function detectedRegions(url) {
+    var report = inspected[url];
+    var doc = report && report.detection;
+    if (!doc || doc.status !== STATUS.finished || !doc.regions.length) return null;
+    return doc.regions.map(function (r) { return { canvas: r.canvas_id, xywh: r.xywh }; });
+  }
+
   // The regions a witness is collated with: the reviewed ones ({canvas, xywh}) as the inspection's
   // regions ({index, canvas_index, canvas_id, xywh}), or the inspection's own
   function reviewedRegions(report, url) {
@@ -296,7 +347,10 @@
       return slot;
     });
     function inspectOne(url, attempt) {
-      return api(links.inspect + '?manifest=' + encodeURIComponent(url)).catch(function (error) {
+      // a manuscript of more than config.detect_in_inspection pages without annotations is not searched by
+      // the inspection (its time limit) but on the workers, page by page (POST /detections, below)
+      return api(links.inspect + '?detect_up_to=' + config.detect_in_inspection + '&manifest=' +
+        encodeURIComponent(url)).catch(function (error) {
         if ((error.status === 429 || error.status === 503) && attempt < 5) {
           return new Promise(function (resolve) { setTimeout(resolve, 1000 * (attempt + 1)); })
             .then(function () { return inspectOne(url, attempt + 1); });
@@ -313,7 +367,7 @@
     urls.reduce(function (previous, url, k) {
       return previous.then(function () {
         if (stopped) return null;
-        var known = inspected[url];
+        var known = inspected[url] && !inspected[url].error ? inspected[url] : null; // a failure is asked again
         if (!known && look.looks >= lookLimit()) {
           stop(k, 'The page stopped after looking at ' + look.looks + ' addresses (a collation takes at most ' +
             config.max_manifests + ' manifests). Remove some, or paste the manifests you want, and look again.');
@@ -331,7 +385,10 @@
           }
           stopped = true;
           expandCollection(url, report, look);
-        }, function (error) { inspected[url] = { error: error.message }; }).then(function () {
+        }, function (error) {
+          inspected[url] = { error: error.status === 504 ? 'The library took too long to answer. Try again in a ' +
+            'moment with \u201cLook at these manifests\u201d.' : error.message };
+        }).then(function () {
           if (stopped) return;
           slots[k].replaceWith(witnessCard(url, inspected[url]));
           estimate();
@@ -393,7 +450,10 @@
     if (urls.length < 2) { message('A collation needs two or more manifests.', true); return; }
     $('start').disabled = true;
     var regions = {};
-    urls.forEach(function (u, m) { if (corrected[u]) regions[String(m)] = corrected[u]; });
+    urls.forEach(function (u, m) {
+      var chosen = corrected[u] || detectedRegions(u);
+      if (chosen) regions[String(m)] = chosen;
+    });
     var body = { manifests: urls, options: options() };
     if (Object.keys(regions).length) body.regions = regions;
     rememberLabels(urls);
