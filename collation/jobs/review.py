@@ -32,7 +32,8 @@ log = logging.getLogger("collation.jobs")
 
 DETECT_TASK = "collation.jobs.review.detect_for_review"
 BATCH = 4
-"""Pages searched at once (in threads: fetching overlaps the detector) between two writes of the document."""
+"""Pages searched at once (in threads: fetching overlaps the detector) between two writes of the document
+(the first page alone)."""
 DETECTION_ID = re.compile(r"^[0-9a-f]{16}$")
 
 
@@ -99,9 +100,11 @@ def run(runtime: Runtime, did: str) -> str:
     doc.update(status=CollationStatus.RUNNING.value, total=len(pages), label=manifest.label)
     _save(store, doc)
     limit = runtime.settings.max_regions
+    # the first page alone, so that the New page shows one as soon as it can; then BATCH at a time
+    starts = [0, *range(1, len(pages), BATCH)] if pages else []
     with ThreadPoolExecutor(max_workers=BATCH) as pool:
-        for start_at in range(0, len(pages), BATCH):
-            batch = pages[start_at : start_at + BATCH]
+        for start_at, end in zip(starts, [*starts[1:], len(pages)], strict=True):
+            batch = pages[start_at:end]
             outcomes = pool.map(lambda c: search_canvas(c, None, DETECT_LONG_SIDE, fetcher), batch)
             for canvas, outcome in zip(batch, outcomes, strict=True):
                 if isinstance(outcome, CollationError):

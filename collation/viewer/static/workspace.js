@@ -467,6 +467,7 @@
   var STAGES = { queued: 'Waiting for a free worker', preparing: 'Reading the manifests and finding the illustrations',
     features: 'Looking at each illustration', scoring: 'Comparing the illustrations with each other',
     finalizing: 'Putting the results together', running: 'Working' };
+  var STEP_ORDER = ['preparing', 'features', 'scoring', 'finalizing']; // the stages of jobs.planning, in order
   var WITNESS_STATES = { pending: 'waiting', ready: 'ready', failed: 'cannot be used' };
   var seen = null; // where the current stage started: {stage, done, t}, and the last time left shown
   // Seconds left in the stage from its average rate since it started; never more than last shown,
@@ -527,15 +528,20 @@
       var p = doc.progress || {};
       var done = page.isTerminal(doc.status);
       var words = STAGES[p.stage] || capital(p.stage || doc.status);
-      // nothing counted yet in a long step: say what is done, without a bar stuck at 0%
-      var counted = p.total && p.done ? ' \u2014 ' + p.done + ' of ' + p.total + ' (' + percent(p) + ')' : '\u2026';
-      $('state').textContent = done ? capital(STATUS_WORDS[doc.status] || doc.status) + '.' : words + counted;
+      var left = done ? null : secondsLeft(p, Date.now());
+      // every step counted ("Step 3 of 4"), the finishing one included; nothing counted yet in a long
+      // step: how long it has run, without a bar stuck at 0%
+      var k = STEP_ORDER.indexOf(p.stage);
+      var counted = p.total && p.done ? ' \u2014 ' + p.done + ' of ' + p.total + ' (' + percent(p) + ')' :
+        seen && seen.stage === p.stage && k >= 0 ? '\u2026 (' + Math.round((Date.now() - seen.t) / 1000) + ' s so far)' : '\u2026';
+      var stepWords = k >= 0 ? 'Step ' + (k + 1) + ' of ' + STEP_ORDER.length + ': ' : '';
+      $('state').textContent = done ? capital(STATUS_WORDS[doc.status] || doc.status) +
+        '.' + (doc.status === STATUS.finished ? ' All ' + STEP_ORDER.length + ' steps done.' : '') : stepWords + words + counted;
       $('state').className = 'status ' + doc.status;
       var bar = $('progress');
       bar.hidden = done; // a failed or cancelled collation shows no bar, a finished one its results
       bar.max = p.total || 1;
       if (p.done) bar.value = p.done; else bar.removeAttribute('value'); // indeterminate: it moves
-      var left = done ? null : secondsLeft(p, Date.now());
       $('eta').textContent = left === null ? '' : 'About ' + left + ' s left in this step.';
       // its name: the one given, or its witnesses' labels (the server's default)
       if (!$('name-box').querySelector('form')) $('title').textContent = doc.name;
