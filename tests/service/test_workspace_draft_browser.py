@@ -2,7 +2,7 @@
 looked at, a detected box of B deleted in the region editor; after a reload the addresses, the preview
 and the editor's boxes are back and Undo brings the box back (undo survives a reload); a colleague in
 another browser (here: another page, local storage emptied) with the page's address finds the same boxes
-and addresses."""
+and addresses. The box is selected with the keyboard alone (``]``, issue 39, item 11)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,9 @@ def test_a_reload_or_a_colleague_finds_the_addresses_the_boxes_and_the_undo(
     card = editor_test.open_editor(page, root, synthetic)
     editor_test.wait_boxes(page, 4)
     detected = editor_test.shown(page)
-    editor_test.click_box(page, 1, detected[1][1])
+    page.keyboard.press("]")  # keyboard only (issue 39, item 11): the first box, then the second
+    page.keyboard.press("]")
+    assert "4 illustration(s), 1 selected" in card.locator(".review-status").inner_text()
     page.keyboard.press("Delete")
     editor_test.wait_boxes(page, 3)
     saved(page)

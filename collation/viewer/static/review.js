@@ -14,7 +14,8 @@
   var PAGES_AT_ONCE = 40; // pages shown at a time (the ones with regions first), then "Show more pages"
   var DRAFT_KEY = 'collation.regions-draft:'; // + the manifest URL
   var active = null; // the container of the editor that the keys go to: the last one opened or pressed on
-  var HINT = 'Click a box to select it (Shift+click adds one), drag it to move it, drag a corner to resize ' +
+  var HINT = 'Click a box to select it (Shift+click adds one), or select the boxes one after the other with ] and [ ' +
+    '("Next box", "Previous box"); drag a box to move it, drag a corner to resize ' +
     'it; Delete removes the selection. "Draw a box", then drag on the page. To split a box, select it, ' +
     'choose "Split across" (a horizontal cut) or "Split down" (a vertical cut), then click on the box where ' +
     'the cut goes. Ctrl+Z undoes, Ctrl+Shift+Z or Ctrl+Y redoes. Your corrections are kept in this browser ' +
@@ -132,6 +133,8 @@
       merge: button('Merge selected', mergeSelected),
       across: button('Split across', function () { startSplit('across'); }),
       down: button('Split down', function () { startSplit('down'); }),
+      previous: button('Previous box', function () { cycle(-1); }),
+      next: button('Next box', function () { cycle(1); }),
       undo: button('Undo', function () { step(-1); }),
       redo: button('Redo', function () { step(1); }),
     };
@@ -239,6 +242,21 @@
       if (wanted.length !== ids.length) annotators[i].anno.setSelected(wanted);
       describe();
     }
+    // keyboard selection (issue 39, item 11): "Next box" / "Previous box" or ] and [ select the boxes one
+    // after the other, in page order, showing each one's page
+    function cycle(by) {
+      if (!boxes.length) return;
+      var at = selected.length ? boxes.findIndex(function (b) { return b.id === selected[selected.length - 1]; }) : -1;
+      var next = boxes[at < 0 ? (by > 0 ? 0 : boxes.length - 1) : (at + by + boxes.length) % boxes.length];
+      var a = annotators[next.canvas];
+      eachAnnotator(function (other, k) { if (k !== next.canvas) other.anno.cancelSelected(); });
+      selected = [next.id];
+      pointer = { canvas: next.canvas, shift: false };
+      if (a) a.anno.setSelected(next.id);
+      var frame = pages.querySelector('.review-page[data-canvas="' + next.canvas + '"]');
+      if (frame) frame.scrollIntoView({ block: 'nearest' });
+      describe();
+    }
     function chosen() { return boxes.filter(function (b) { return selected.indexOf(b.id) >= 0; }); }
     function removeSelected() {
       apply(boxes.filter(function (b) { return selected.indexOf(b.id) < 0; }));
@@ -308,6 +326,7 @@
       var action = ctrl && key === 'z' ? (event.shiftKey ? 1 : -1) : ctrl && key === 'y' ? 1 : 0;
       if (action) step(action);
       else if ((key === 'delete' || key === 'backspace') && selected.length) removeSelected();
+      else if (key === ']' || key === '[') cycle(key === ']' ? 1 : -1);
       else return;
       event.preventDefault();
       event.stopPropagation();
