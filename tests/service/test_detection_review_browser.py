@@ -7,6 +7,7 @@ and the estimate; the collation then starts with the regions found (the workers 
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -27,6 +28,12 @@ pytestmark = pytest.mark.slow
 
 FOLIOS = 30
 TIMEOUT_MS = 60_000
+
+
+def shot(page: Any, name: str) -> None:
+    folder = os.environ.get("COLLATION_SCREENSHOT_DIR")
+    if folder:
+        page.screenshot(path=str(Path(folder) / f"round3-{name}.png"), full_page=True)
 
 
 def generated_manuscript(site: Any, name: str, folios: int) -> str:
@@ -86,6 +93,8 @@ def test_the_new_page_shows_the_pages_as_the_workers_search_them(
             found = re.search(r"(\d+) of 30 pages searched", text)
             if found and (not seen or seen[-1] != int(found.group(1))):
                 seen.append(int(found.group(1)))
+                if 0 < seen[-1] < FOLIOS and len(seen) == 2:
+                    shot(page, "new-detecting-1280")
             if text.startswith("All 30 pages searched"):
                 break
             page.wait_for_timeout(150)
@@ -97,6 +106,9 @@ def test_the_new_page_shows_the_pages_as_the_workers_search_them(
         assert card.locator(".thumbs > *").count() == 6
         assert f"30 pages, {n} illustrations (detected on the page images)" in card.locator(".summary").inner_text()
         assert f"2 witnesses, {n + synthetic.n} illustrations" in page.locator("#estimate").inner_text()
+        shot(page, "new-detected-1280")
+        page.set_viewport_size({"width": 820, "height": 1180})
+        shot(page, "new-detected-820")
         page.get_by_role("button", name="Start the collation").click()
         page.wait_for_url(re.compile(r"/collations/[0-9a-f]+$"))
         cid = page.url.rsplit("/", 1)[1]

@@ -198,6 +198,8 @@ def test_the_pair_page_counts_from_1_speaks_words_and_shows_five_rows_beside_mir
     assert covered == 0
     shot(page, "pairs-verdict-1280")
     page.set_viewport_size({"width": 820, "height": 1180})
+    page.reload()  # on a portrait screen: Mirador above the list, its windows stacked
+    page.locator('[id="collation-a"] li[annotationid]').first.wait_for()
     shot(page, "pairs-820")
     assert page.errors == []
 
@@ -222,6 +224,10 @@ def test_every_collation_is_deleted_after_a_question_naming_it_and_renamed_in_pl
     page.goto(f"{root}/")
     page.locator("tr.collation").nth(1).wait_for()
     shot(page, "home-1280")
+    page.set_viewport_size({"width": 820, "height": 1180})
+    shot(page, "home-820")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 820
+    page.set_viewport_size({"width": 1280, "height": 800})
     finished = page.locator(f'tr.collation[data-id="{FINISHED}"]')
     assert finished.locator("button").all_inner_texts() == ["Rename", "Delete"]  # a finished one too
     finished.get_by_role("button", name="Rename").click()  # item 11: in place, on Home
@@ -247,6 +253,9 @@ def test_every_collation_is_deleted_after_a_question_naming_it_and_renamed_in_pl
     page.goto(f"{root}/collations/{FINISHED}")
     page.locator("#state", has_text="Finished.").wait_for()
     shot(page, "follow-finished-1280")
+    page.set_viewport_size({"width": 820, "height": 1180})
+    shot(page, "follow-finished-820")
+    page.set_viewport_size({"width": 1280, "height": 800})
     asked: list[str] = []
 
     def answer(dialog: Any) -> None:

@@ -190,10 +190,13 @@
     }
     drawThumbs();
     card.appendChild(thumbs);
-    if (report.problems.length) {
+    // a manuscript searched on the workers: that it has no annotations is no problem, the search says so
+    var problems = needsDetection(report) ? report.problems.filter(function (p) {
+      return !/links no annotations/.test(p.message); }) : report.problems;
+    if (problems.length) {
       var list = el('ul', { className: 'problems' });
-      report.problems.slice(0, 5).forEach(function (p) { list.appendChild(el('li', { text: p.message })); });
-      card.appendChild(el('p', { text: report.problems.length + ' problem(s); the collation goes on without what they concern:' }));
+      problems.slice(0, 5).forEach(function (p) { list.appendChild(el('li', { text: p.message })); });
+      card.appendChild(el('p', { text: problems.length + ' problem(s); the collation goes on without what they concern:' }));
       card.appendChild(list);
     }
     if (needsDetection(report)) card.appendChild(detectionProgress(url, report, function () {
