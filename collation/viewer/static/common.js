@@ -76,6 +76,15 @@
     });
   }
 
+  // What a page keeps in this browser besides the token (the workspace's labels of witnesses it looked at):
+  // JSON under `key`, nothing in private mode
+  function remember(key, value) {
+    try { window.localStorage.setItem(key, JSON.stringify(value)); } catch (e) { /* private mode: not kept */ }
+  }
+  function recall(key) {
+    try { return JSON.parse(window.localStorage.getItem(key) || 'null'); } catch (e) { return null; }
+  }
+
   // -- requests --------------------------------------------------------------------------------
 
   // fetch, then the JSON body; an error's message is the problem's detail (or title), its status the HTTP one
@@ -141,6 +150,7 @@
   window.collationPage = {
     $: $, el: el, message: message, fill: fill, config: config, rules: rules,
     token: token, onTokenChange: onTokenChange, request: request, api: api, failure: failure,
+    remember: remember, recall: recall,
     isTerminal: isTerminal, category: category, isMatch: isMatch, verdictOf: verdictOf
   };
 })();

@@ -246,8 +246,8 @@
     // after the other, in page order, showing each one's page
     function cycle(by) {
       if (!boxes.length) return;
-      var at = selected.length ? boxes.findIndex(function (b) { return b.id === selected[selected.length - 1]; }) : -1;
-      var next = boxes[at < 0 ? (by > 0 ? 0 : boxes.length - 1) : (at + by + boxes.length) % boxes.length];
+      var last = selected.length ? boxes.findIndex(function (b) { return b.id === selected[selected.length - 1]; }) : -1;
+      var next = boxes[last < 0 ? (by > 0 ? 0 : boxes.length - 1) : (last + by + boxes.length) % boxes.length];
       var a = annotators[next.canvas];
       eachAnnotator(function (other, k) { if (k !== next.canvas) other.anno.cancelSelected(); });
       selected = [next.id];

@@ -82,8 +82,8 @@
       $('next').onclick = function () { home(number + 1); };
     }).catch(fail);
   }
-  var STATUS_WORDS = { queued: 'waiting', running: 'running', finished: 'finished', failed: 'failed',
-    cancelled: 'cancelled' };
+  var STATUS_WORDS = {}; // the status in words: "queued" reads "waiting"
+  STATUS_WORDS[STATUS.queued] = 'waiting';
   function statusWords(item) {
     return (STATUS_WORDS[item.status] || item.status) + (item.status === STATUS.running ? ' ' + percent(item.progress) : '');
   }
@@ -513,16 +513,14 @@
   }
   // What the New page learnt of a witness (its label) before the collation read it: kept in this browser
   var LABELS_KEY = 'collation.labels';
-  function knownLabels() {
-    try { return JSON.parse(window.localStorage.getItem(LABELS_KEY) || '{}') || {}; } catch (e) { return {}; }
-  }
+  function knownLabels() { return page.recall(LABELS_KEY) || {}; }
   function rememberLabels(urls) {
     var known = knownLabels();
     urls.forEach(function (u) {
       var r = inspected[u];
       if (r && !r.error && r.manifest && r.manifest.label) known[u] = r.manifest.label;
     });
-    try { window.localStorage.setItem(LABELS_KEY, JSON.stringify(known)); } catch (e) { /* private mode */ }
+    page.remember(LABELS_KEY, known);
   }
   var followed = null; // the last status document: its name, for the confirmation of Delete
   function follow() {
