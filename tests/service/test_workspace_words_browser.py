@@ -7,7 +7,8 @@ witness answered 404):
 - the pair page counts illustrations from 1 and shows no statistic outside "details", Mirador's annotation
   panel included; the verdict's confirmation speaks words (items 4 and 5);
 - at 1280 x 800 the pair page shows Mirador beside at least five rows of the list with their verdict
-  buttons, the confirmation covering none (item 3); the concordance fits 820 px (item 10);
+  buttons, the confirmation covering none, and a grid of one illustration's candidates with thumbnails
+  (item 3); the concordance fits 820 px (item 10);
 - a failure says what to do and names the witness by its label (item 7).
 
 Screenshots go to ``$COLLATION_SCREENSHOT_DIR`` when it is set.
@@ -197,6 +198,19 @@ def test_the_pair_page_counts_from_1_speaks_words_and_shows_five_rows_beside_mir
     }""")
     assert covered == 0
     shot(page, "pairs-verdict-1280")
+    # a grid of one illustration's candidates, as AIKON shows a query's, with the same verdict buttons
+    page.locator('tr.row[data-source="1"]').get_by_role("button", name="All candidates").click()
+    grid = page.locator("#grid")
+    grid.locator(".candidate").nth(N - 1).wait_for()
+    assert grid.locator(".candidate").count() == N  # all 8 of P3, not the list's 3
+    assert grid.locator("h2").inner_text() == "All candidates of No. 2 · f. 2r in P3 Marc.gr.IV.35"
+    assert grid.locator(".candidate").first.locator("img.thumb, .nothumb").count() == 1
+    assert statistics_shown(page, "#grid") == []
+    target = int(grid.locator(".candidate").nth(3).get_attribute("data-target"))
+    grid.locator(".candidate").nth(3).get_by_role("button", name="Reject").click()
+    grid.locator(f'.candidate[data-target="{target}"][data-category="none"]').wait_for()
+    assert message.inner_text().startswith(f"No match: No. 2 of P2 Ott.gr.354 ↔ No. {target + 1} of P3")
+    shot(page, "pairs-grid-1280")
     page.set_viewport_size({"width": 820, "height": 1180})
     page.reload()  # on a portrait screen: Mirador above the list, its windows stacked
     page.locator('[id="collation-a"] li[annotationid]').first.wait_for()

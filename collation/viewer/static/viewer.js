@@ -219,9 +219,12 @@
     body.textContent = '';
     state.items.forEach(function (item) {
       var source = item.source;
+      var all = el('button', { type: 'button', className: 'grid-open', text: 'All candidates',
+        'aria-label': 'All candidates of ' + where(state.pair[0], source.index) });
+      all.addEventListener('click', function (event) { event.stopPropagation(); openGrid(source.index); });
       var row = el('tr', { className: 'row', 'data-source': source.index }, [
         el('td', { className: 'source' }, [thumb(state.pair[0], source.index),
-          el('div', { text: where(state.pair[0], source.index) })]),
+          el('div', { text: where(state.pair[0], source.index) }), all]),
         el('td', {}, [el('div', { className: 'candidates' }, item.candidates.map(function (c) {
           return candidateNode(source, c);
         }))])
@@ -233,6 +236,29 @@
     });
     countReviewed();
     highlight();
+  }
+
+  // -- the grid of one illustration's candidates (as AIKON shows a query's): its GRID_TOP best in the other
+  // witness, thumbnails in a grid above the list, each with the verdict buttons of the list's candidates
+  var GRID_TOP = 24;
+  function openGrid(source) {
+    var url = links.correspondences + '?pair=' + pairParam() + '&score=' + state.score + '&top=' + GRID_TOP;
+    return api(url).then(function (doc) {
+      var item = (doc.items || []).find(function (i) { return i.source.index === source; });
+      var box = $('grid');
+      box.textContent = '';
+      var close = el('button', { type: 'button', className: 'grid-close', text: 'Close the grid' });
+      close.addEventListener('click', function () { box.hidden = true; box.textContent = ''; });
+      box.appendChild(el('div', { className: 'grid-head' }, [thumb(state.pair[0], source),
+        el('h2', { text: 'All candidates of ' + where(state.pair[0], source) + ' in ' + witnessLabel(state.pair[1]) }), close]));
+      box.appendChild(el('div', { className: 'grid-cards' }, ((item && item.candidates) || []).map(function (c) {
+        return candidateNode({ index: source }, c);
+      })));
+      box.hidden = false;
+      box.setAttribute('data-source', source);
+      box.scrollIntoView({ block: 'start' });
+      highlight();
+    }).catch(page.failure('The candidates could not be read: '));
   }
 
   // "4 of 15 illustrations reviewed": an illustration is reviewed once any of its candidates has a verdict
@@ -257,7 +283,7 @@
     document.querySelectorAll('#correspondences tr.row').forEach(function (row) {
       row.classList.toggle('selected', !!sel && row.getAttribute('data-source') === String(sel.source));
     });
-    document.querySelectorAll('#correspondences .candidate').forEach(function (node) {
+    document.querySelectorAll('#correspondences .candidate, #grid .candidate').forEach(function (node) {
       node.classList.toggle('selected', !!sel && node.getAttribute('data-source') === String(sel.source) &&
         node.getAttribute('data-target') === String(sel.target));
     });
@@ -461,7 +487,12 @@
         message(capital(verdictWords(verdict)) + ': ' + between(source, target) + '. Ranking updated.');
         return refreshList();
       })
-      .then(function () { refreshAnnotations(); nextIllustration(source); })
+      .then(function () {
+        refreshAnnotations();
+        if (!$('grid').hidden) return openGrid(Number($('grid').getAttribute('data-source')));
+        nextIllustration(source);
+        return null;
+      })
       .catch(page.failure('The assessment was not stored: '));
   }
 
