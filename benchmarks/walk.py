@@ -13,11 +13,21 @@ stop every component::
     COLLATION_TEST_DATA=/work/shared/data/physiologus PYTHONPATH=/tmp/pyx .venv/bin/python benchmarks/walk.py
 
 The table goes to standard output (and the pytest summary after it).
+
+``--folios 400`` walks instead with a generated manuscript of 400 folios without region annotations
+(``test_detection_review_browser.generated_manuscript``: plain JPEGs, one drawing a folio) beside P2
+(issue 39, item 1): the inspection does not search its pages; two worker processes (``python -m
+collation worker``, one thread each, started before the page as on a server) search them page by page
+(``POST /detections``) while the page shows them; the table adds the seconds from "Look" to the first
+page shown and to the last, then the collation runs with the regions found::
+
+    COLLATION_TEST_DATA=/work/shared/data/physiologus .venv/bin/python benchmarks/walk.py --folios 400
 """
 
 from __future__ import annotations
 
 import io
+import os
 import re
 import sys
 import time
@@ -30,6 +40,7 @@ sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "service")]
 
 import pytest  # noqa: E402
 import test_viewer_browser as viewer_test  # noqa: E402
+from test_detection_review_browser import generated_manuscript  # noqa: E402
 from test_workspace_browser import manifests  # noqa: E402, F401  (a fixture)
 
 served, page = viewer_test.served, viewer_test.page  # fixtures
@@ -104,7 +115,7 @@ def test_walk(served: Any, manifests: list[str], page: Any) -> None:  # noqa: F8
 
     def verdict() -> None:
         page.keyboard.press("1")  # exact copy, on the selected match
-        page.locator("#message", has_text="Confirmed").wait_for()
+        page.locator("#message", has_text="Exact copy").wait_for()
 
     def open_concordance() -> None:
         page.goto(f"{served.url}/collations/{state['cid']}/concordance/view")
@@ -130,9 +141,82 @@ def test_walk(served: Any, manifests: list[str], page: Any) -> None:  # noqa: F8
     print(f"\ncollation {state['cid']}: workbook rows {rows} (read with {reader})\n\n{step.table()}\n")
 
 
-if __name__ == "__main__":
-    sys.exit(
-        pytest.main(
-            [__file__, "-p", "conftest", "-n", "0", "-q", "-s", "-p", "no:cacheprovider", "--rootdir", str(REPO)]
-        )
+def test_walk_with_a_long_manuscript(served: Any, manifests: list[str], page: Any, site: Any, tmp_path: Path) -> None:  # noqa: F811
+    """Blank page to workbook with a generated manuscript of ``WALK_FOLIOS`` folios beside P2."""
+    from redis import Redis
+    from service_helpers import WorkerProcesses
+
+    folios = int(os.environ.get("WALK_FOLIOS", "0"))
+    if not folios:
+        pytest.skip("WALK_FOLIOS is not set (benchmarks/walk.py --folios N)")
+    Redis.from_url(served.settings.redis_url).flushdb()
+    root = served.url.removesuffix("/api/v1")
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.set_default_timeout(TIMEOUT_MS * 4)
+    step, state = Steps(), {}
+    generated = step(
+        f"generate {folios} folios (not timed work)", lambda: generated_manuscript(site, f"long-{folios}", folios)
     )
+    workers = WorkerProcesses(served.settings, tmp_path)
+    for _ in range(2):
+        workers.start(threads=1)
+    try:
+        page.goto(f"{root}/new")  # warm the page's files
+        page.wait_for_timeout(8000)  # the workers have imported torch and loaded the detector by now
+
+        def open_new() -> None:
+            page.goto(f"{root}/new")
+            page.get_by_label("Manifest addresses").wait_for()
+
+        def look() -> None:
+            page.get_by_label("Manifest addresses").fill("\n".join([generated, manifests[0]]))
+            state["look"] = time.perf_counter()
+            page.get_by_role("button", name="Look at these manifests").click()
+            page.wait_for_function("() => document.querySelectorAll('#preview .witness h3').length === 2")
+
+        def first_page() -> None:
+            page.locator(".witness .detecting", has_text=re.compile(r"[1-9]\d* of \d+ pages searched")).wait_for()
+            state["first"] = time.perf_counter() - state["look"]
+
+        def last_page() -> None:
+            page.locator(".witness .detecting", has_text="pages searched:").wait_for()
+            state["last"] = time.perf_counter() - state["look"]
+            state["found"] = page.locator(".witness .detecting").inner_text()
+
+        def start() -> None:
+            page.get_by_role("button", name="Start the collation").click()
+            page.wait_for_url(re.compile(r"/collations/[0-9a-f]+$"))
+            state["cid"] = page.url.rsplit("/", 1)[1]
+
+        def follow() -> None:
+            page.locator("#state", has_text="Finished.").wait_for()
+
+        def workbook() -> tuple[int, str]:
+            with page.expect_download() as download:
+                page.get_by_role("link", name="Concordance (Excel workbook)").click()
+            return workbook_rows(Path(download.value.path()).read_bytes())
+
+        step("open New", open_new)
+        step("paste, look (inspect both)", look)
+        step("until the first detected page shows", first_page)
+        step(f"until all {folios} pages are searched", last_page)
+        step("start", start)
+        step("follow to finished (2 workers)", follow)
+        rows, reader = step("download the workbook, read it", workbook)
+    finally:
+        workers.stop_all()
+    assert rows > 0 and page.errors == [], page.errors
+    print(
+        f"\ncollation {state['cid']}: {state['found']} first detected page shown {state['first']:.1f} s after Look,"
+        f" the last {state['last']:.1f} s after; workbook rows {rows} (read with {reader})\n\n{step.table()}\n"
+    )
+
+
+if __name__ == "__main__":
+    arguments = [__file__, "-p", "conftest", "-n", "0", "-q", "-s", "-p", "no:cacheprovider", "--rootdir", str(REPO)]
+    if "--folios" in sys.argv:
+        os.environ["WALK_FOLIOS"] = sys.argv[sys.argv.index("--folios") + 1]
+        arguments += ["-k", "long_manuscript"]
+    else:
+        arguments += ["-k", "not long_manuscript"]
+    sys.exit(pytest.main(arguments))

@@ -78,7 +78,7 @@ def to_canvas(
     return x0, y0, x1 - x0, y1 - y0
 
 
-def _search(
+def search_canvas(
     canvas: Canvas, detector: Detector | None, long_side: int, fetcher: Fetcher
 ) -> list[tuple[tuple[int, int, int, int], Detection]] | CollationError:
     """(canvas box, detection) of one canvas, or the error that kept its image from loading."""
@@ -123,7 +123,7 @@ def detect_regions(
         else:
             usable.append(canvas)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        outcomes = list(pool.map(lambda c: _search(c, detector, long_side, fetcher), usable))
+        outcomes = list(pool.map(lambda c: search_canvas(c, detector, long_side, fetcher), usable))
     found: list[tuple[Canvas, tuple[int, int, int, int], Detection]] = []
     for canvas, outcome in zip(usable, outcomes, strict=True):
         if isinstance(outcome, CollationError):

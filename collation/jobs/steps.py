@@ -97,6 +97,11 @@ def check_budget(
 # io queue
 
 
+def _label(doc: PreparedManuscript | None) -> str | None:
+    """A manuscript's label for the default name; None if not read, or unreadable (a retry reads it again)."""
+    return None if doc is None else doc.label or ("" if doc.regions else None)
+
+
 def prepare_manuscript(runtime: Runtime, cid: str, m: int) -> str:
     """Reads manifest ``m``, finds its regions, fetches their images into the store.
 
@@ -129,7 +134,7 @@ def prepare_manuscript(runtime: Runtime, cid: str, m: int) -> str:
     store.save_manuscript(cid, doc, manifest)
     docs = [store.load_manuscript(cid, i) for i in range(n)]
     check_budget(runtime, record, docs)
-    name_by_labels(store, cid, [None if d is None else d.label or "" for d in docs])
+    name_by_labels(store, cid, [_label(d) for d in docs])
     set_progress(store, cid, "preparing", _count_prepared(store, cid, n), n)
     return f"{len(doc.regions)} regions, {len(doc.errors)} errors"
 

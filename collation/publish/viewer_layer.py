@@ -2,11 +2,11 @@
 and draws, and the derived manifests whose canvases point to them.
 
 Each correspondence gives two display annotations, one on each side's region, with an HTML body
-naming the counterpart, the scores and links; pages are AnnotationPages (Presentation 3) or
-AnnotationLists (2.1), in the version of the manuscript's own manifest. Regions found by an
-illustration detector (``Region.score``) also get one annotation each ("Illustration found by
-detection, score 0.87", ``imcol:detectionScore``), with or without a correspondence, so that a
-historian sees in the viewer what was found.
+naming the counterpart in words and links (the scores are its ``imcol:`` properties); pages are
+AnnotationPages (Presentation 3) or AnnotationLists (2.1), in the version of the manuscript's own manifest.
+Regions found by an illustration detector (``Region.score``) also get one annotation each ("Illustration
+found by detection (illustration 3, the detector is confident)", the score in ``imcol:detectionScore``),
+with or without a correspondence, so that a historian sees in the viewer what was found.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from collation.publish.parts import (
     End,
     Link,
     UrlScheme,
-    finite_number,
     manifest_label,
     manuscript_manifest,
     read_links,
@@ -66,24 +65,24 @@ def _region_image_url(end: End) -> str | None:
 
 
 def _summary_html(link: Link, mine: End, other: End, urls: UrlScheme) -> str:
+    """The annotation's text in a historian's words (issue 39, item 4): the counterpart, whether each is the
+    other's best match, the transposition, the status and the expert's verdict. The scores are not in the
+    text (Mirador shows no "details" toggle): they are the annotation's ``imcol:`` properties. Illustrations
+    are counted from 1, as on the pages."""
     c = link.correspondence
     head = f"Match {c.rank}" if isinstance(c.rank, int) and not isinstance(c.rank, bool) else "Match"
     where = (
         f"{html.escape(manifest_label(other.manifest, other.manuscript))}, "
-        f"{html.escape(other.canvas.label)} (illustration {other.region.index})"
+        f"{html.escape(other.canvas.label)} (illustration {other.region.index + 1})"
     )
-    numbers = []
-    for score, name, digits in ((c.S, "score", 3), (c.N_S, "normalized", 2), (c.P_S, "propagated", 2)):
-        value = finite_number(score)
-        if value is not None:
-            numbers.append(f"{name} {value:.{digits}f}")
+    words = []
     if c.cycle_consistent is True:
-        numbers.append("mutual best")
+        words.append("each other’s best match")
     if transposition_label(c):
-        numbers.append(transposition_label(c))
-    numbers.append(html.escape(str(c.status)))
+        words.append(transposition_label(c))
+    words.append(html.escape(str(c.status)))  # proposed, confirmed or rejected
     if c.verdict in CATEGORY_LABELS:
-        numbers.append(f"expert: {CATEGORY_LABELS[c.verdict]}")
+        words.append(f"judged: {CATEGORY_LABELS[c.verdict]}")
     links = []
     image_url = _region_image_url(other)
     if image_url:
@@ -91,7 +90,7 @@ def _summary_html(link: Link, mine: End, other: End, urls: UrlScheme) -> str:
     if urls.viewer is not None:
         viewer = urls.render("viewer", link=link.key, side="a" if mine is link.a else "b")
         links.append(f'<a href="{html.escape(viewer)}">compare in Mirador</a>')
-    parts = [f"<p><b>{head}</b> → {where}</p>", f"<p>{' · '.join(numbers)}</p>"]
+    parts = [f"<p><b>{head}</b> → {where}</p>", f"<p>{' · '.join(words)}</p>"]
     if links:
         parts.append(f"<p>{' · '.join(links)}</p>")
     return "".join(parts)
@@ -186,11 +185,18 @@ def _page_document(
     }
 
 
+def _certainty(score: float) -> str:
+    """The detector's score in words (the number is ``imcol:detectionScore``)."""
+    if score >= 0.8:
+        return "the detector is confident"
+    return "the detector is fairly confident" if score >= 0.5 else "the detector is unsure"
+
+
 def _detected(end: End, urls: UrlScheme, created: str | None, version: int | None = None) -> dict[str, Any]:
     """The annotation of a region found by detection, on its canvas (Mirador lists and draws it)."""
     score = float(end.region.score or 0.0)
     page = urls.render("page", manuscript=end.manuscript, canvas_number=end.canvas.index + 1)
-    text = f"<p><b>Illustration found by detection</b> (illustration {end.region.index}, score {score:.2f})</p>"
+    text = f"<p><b>Illustration found by detection</b> (illustration {end.region.index + 1}, {_certainty(score)})</p>"
     if (version or end.manifest.version) == 2:
         annotation: dict[str, Any] = {
             "@id": f"{page}#detected-{end.region.index}",

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from collation.core.vocabulary import CollationStatus
 from collation.publish.discovery import Activity, build_activity_pages
 from collation.service.documents import DocumentCache
 from collation.service.listing import current_records, visible
 from collation.service.urls import collation_url, manifest_url
 from collation.store.datastore import CollationNotFound, DataStore
-from collation.store.records import CollationStatus
 
 
 def published(base: str, cid: str, usable: list[int]) -> list[tuple[str, str]]:
@@ -36,7 +36,7 @@ def activities(store: DataStore, cache: DocumentCache, base: str, owner: str | N
             continue
         objects = published(base, record.id, record.usable)
         out += [Activity("Create", oid, kind, record.ended) for oid, kind in objects]
-        stamps = [item["created"] for item in store.load_assessments(record.id) if item.get("created")]
+        stamps = [item.created for item in store.load_assessments(record.id) if item.created]
         if stamps and max(stamps) > record.ended:
             out += [Activity("Update", oid, kind, max(stamps)) for oid, kind in objects]
     for note in store.load_deletions():

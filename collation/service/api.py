@@ -14,13 +14,21 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request
 from marshmallow import ValidationError
 
+from collation.jobs import review
 from collation.publish.canonical import web_annotation_form
 from collation.publish.discovery import DISCOVERY_CONTEXT
-from collation.service import activity_feed, collations, inspection, listing, negotiation, quotas
+from collation.service import activity_feed, collations, drafts, inspection, listing, negotiation, quotas
 from collation.service import annotations as layers
 from collation.service.auth import caller_hash, require_creator
-from collation.service.concordance_rows import concordance, concordance_text, concordance_workbook
+from collation.service.concordance_rows import concordance
 from collation.service.container_query import ActivityQuerySchema, ContainerQuerySchema, requested_view
+from collation.service.exports import (
+    concordance_text,
+    concordance_workbook,
+    download_name,
+    export_document,
+    stored_thumbnail,
+)
 from collation.service.health import readiness
 from collation.service.problems import problem
 from collation.service.results import check_id
@@ -31,6 +39,7 @@ from collation.service.schemas import (
     CollationRequestSchema,
     ConcordanceQuerySchema,
     CorrespondenceQuerySchema,
+    DetectionSchema,
     PageQuerySchema,
     RenameSchema,
     check_json_tree,
@@ -161,10 +170,14 @@ def get_concordance(cid: str) -> Response:
 
 
 CONCORDANCE_FILES = {
-    "csv": ("text/csv", concordance_text),
-    "xlsx": ("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", concordance_workbook),
+    "csv": ("text/csv", lambda doc, _thumbnail: concordance_text(doc)),
+    "xlsx": (
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        lambda doc, thumbnail: concordance_workbook(doc, thumbnail=thumbnail),
+    ),
 }
-"""The concordance's downloads: extension -> (media type, how the concordance document is written)."""
+"""The concordance's downloads: extension -> (media type, how the document and the stored region images
+(``collation.service.exports.stored_thumbnail``) are written)."""
 
 
 @bp.route("/collations/<cid>/concordance.csv", methods=["GET"])
@@ -181,8 +194,10 @@ def concordance_file(cid: str, extension: str) -> Response:
     """The concordance as a download of ``CONCORDANCE_FILES[extension]``, with the JSON's query."""
     query = ConcordanceQuerySchema().load(request.args.to_dict())
     mimetype, write = CONCORDANCE_FILES[extension]
-    response = Response(write(concordance(current_runtime().store, cid, base_url(), **query)), mimetype=mimetype)
-    response.headers["Content-Disposition"] = f'attachment; filename="concordance-{cid}.{extension}"'
+    store = current_runtime().store
+    doc = export_document(store, cid, base_url(), **query)
+    response = Response(write(doc, stored_thumbnail(store, cid)), mimetype=mimetype)
+    response.headers["Content-Disposition"] = download_name(doc["name"], extension)
     return response
 
 
@@ -299,6 +314,44 @@ def get_inspection() -> Response:
     query = inspection.InspectQuerySchema().load(request.args.to_dict())
     work = partial(inspection.inspect, current_runtime(), query)
     return jsonify(service_state().inspections.run(request.remote_addr or "unknown", work))
+
+
+@bp.route("/detections", methods=["POST"])
+def post_detection() -> Response:
+    """Detection for review on the workers, page by page (``collation.jobs.review``)."""
+    body = DetectionSchema().load(json_body())
+    collations.scheduler(current_runtime())  # a 503 without Redis, before anything is stored
+    doc = review.start(current_runtime(), body["manifest"])
+    response = jsonify(doc)
+    response.status_code = 202
+    response.headers["Location"] = f"{base_url()}/detections/{doc['id']}"
+    return response
+
+
+@bp.route("/detections/<did>", methods=["GET"])
+def get_detection(did: str) -> Response:
+    return jsonify(review.load(current_runtime().store, did))
+
+
+@bp.route("/drafts", methods=["POST"])
+def post_draft() -> Response:
+    """A draft of a collation-to-be (the New collation page's work), kept for whoever has its address."""
+    doc = drafts.create(current_runtime().store, drafts.DraftSchema().load(json_body()))
+    response = jsonify(doc)
+    response.status_code = 201
+    response.headers["Location"] = f"{base_url()}/drafts/{doc['id']}"
+    return response
+
+
+@bp.route("/drafts/<did>", methods=["GET"])
+def get_draft(did: str) -> Response:
+    return jsonify(drafts.load(current_runtime().store, did))
+
+
+@bp.route("/drafts/<did>", methods=["PUT"])
+def put_draft(did: str) -> Response:
+    body = drafts.DraftSchema().load(json_body())
+    return jsonify(drafts.replace(current_runtime().store, did, body))
 
 
 @bp.route("/ns/imcol/1/context.json", methods=["GET"])

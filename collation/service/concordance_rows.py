@@ -9,26 +9,13 @@ region and of a thumbnail, and the viewer's Mirador compare view opened on it.
 
 from __future__ import annotations
 
-import io
-import math
-from datetime import UTC, datetime
 from itertools import combinations
 from typing import Any
 
 import numpy as np
 
 from collation.core.vocabulary import CATEGORY_LABELS
-from collation.engine.concordance import (
-    CELL_FIELDS,
-    SHARE_COLUMN,
-    Group,
-    PairEvidence,
-    build_groups,
-    concordance_csv,
-    concordance_table,
-    sort_groups,
-    with_share_column,
-)
+from collation.engine.concordance import Group, PairEvidence, build_groups, sort_groups
 from collation.iiif.manifests import Manifest, parse_manifest
 from collation.service.images import FULL_WIDTH, region_image_url, stored_region_url
 from collation.service.results import assessment_categories, check_id, finished_record, pair_results
@@ -198,119 +185,3 @@ def _view_url(group: Group, member: Any, regions: dict, evidence: dict, cid: str
     _score, n, j = max(partners, key=lambda t: (t[0], -t[1]))
     link = f"{m}-{n}-{regions[m][i].index}-{regions[n][j].index}"
     return f"{collation_url(base, cid)}/view?link={link}"
-
-
-def concordance_text(doc: dict[str, Any]) -> str:
-    """The concordance document as CSV (``collation.engine.concordance.concordance_csv``), witnesses named by label."""
-    return concordance_csv(doc["rows"], witness_names(doc))
-
-
-def witness_names(doc: dict[str, Any]) -> list[str]:
-    return [f"{w['index']}:{w['label']}" for w in doc["witnesses"]]
-
-
-WIDTHS = {"index": 7, "label": 18, "canvas": 34, "xywh": 18, "image": 48, "confidence": 11, "verdict": 12}
-"""Column widths (in characters) of each witness's fields; group, size and confidence come first."""
-MAX_URL = 2079
-"""Excel's longest hyperlink: a longer image address is written as plain text."""
-
-
-def concordance_workbook(doc: dict[str, Any], exported: datetime | None = None) -> bytes:
-    """The CSV's cells as an Excel workbook (``.xlsx``, through XlsxWriter) a historian can work in:
-    a frozen header with a filter on every column, widths that fit, each region's image as a link;
-    and a second sheet, "About", naming the manifests, the options and the date it was ``exported``.
-
-    The number columns are numbers (size, confidence, each witness's index and confidence) and every
-    other cell is text, whatever it looks like: a canvas labelled "0012", "1e3" or "NaN" is that
-    text, and text is never run as a formula. A number that is not finite is written as text."""
-    import xlsxwriter
-
-    out = io.BytesIO()
-    book = xlsxwriter.Workbook(out, {"in_memory": True, "strings_to_numbers": False, "strings_to_urls": False})
-    sheet = book.add_worksheet("Concordance")
-    bold = book.add_format({"bold": True, "bottom": 1})
-    link = book.get_default_url_format()
-    numbers = number_columns(len(doc["witnesses"]))
-    links = image_columns(len(doc["witnesses"]))
-    table = with_share_column(concordance_table(doc["rows"], witness_names(doc)), doc["rows"])
-    if table[0][-1] == SHARE_COLUMN:  # each row's Content State link, a link like the images
-        links.add(len(table[0]) - 1)
-    for r, line in enumerate(table):
-        for c, value in enumerate(line):
-            number = _finite_number(value) if r and c in numbers else None
-            if number is not None:
-                sheet.write_number(r, c, number)
-            elif r and c in links and _web_link(value):
-                sheet.write_url(r, c, str(value), link, str(value))
-            else:
-                sheet.write_string(r, c, str(value), bold if r == 0 else None)
-    for c, width in enumerate(column_widths(len(doc["witnesses"]))):
-        sheet.set_column(c, c, width)
-    if table[0][-1] == SHARE_COLUMN:
-        sheet.set_column(len(table[0]) - 1, len(table[0]) - 1, 48)
-    sheet.freeze_panes(1, 0)
-    sheet.autofilter(0, 0, len(table) - 1, len(table[0]) - 1)
-    _about_sheet(book, doc, exported or datetime.now(UTC), bold, link)
-    book.close()
-    return out.getvalue()
-
-
-def _about_sheet(book: Any, doc: dict[str, Any], exported: datetime, bold: Any, link: Any) -> None:
-    """Which collation, manifests and options produced the concordance, and when it was exported."""
-    sheet = book.add_worksheet("About")
-    lines = [
-        ("Collation", doc.get("id") or ""),
-        ("Exported (UTC)", exported.strftime("%Y-%m-%d %H:%M")),
-        ("Links ranked by the score", doc.get("score") or ""),
-        ("Minimum score", "" if doc.get("min_score") is None else str(doc["min_score"])),
-        ("Weak below (raw score)", "" if doc.get("weak_below") is None else str(doc["weak_below"])),
-        ("Rows in the order of witness", "" if doc.get("sort") is None else str(doc["sort"])),
-    ]
-    for r, (name, value) in enumerate(lines):
-        sheet.write_string(r, 0, name, bold)
-        sheet.write_string(r, 1, value)
-    top = len(lines) + 1
-    for c, name in enumerate(("Witness", "Label", "Manifest")):
-        sheet.write_string(top, c, name, bold)
-    for r, witness in enumerate(doc["witnesses"], start=top + 1):
-        sheet.write_number(r, 0, witness["index"])
-        sheet.write_string(r, 1, str(witness.get("label") or ""))
-        manifest = str(witness.get("manifest") or "")
-        if _web_link(manifest):
-            sheet.write_url(r, 2, manifest, link, manifest)
-        else:
-            sheet.write_string(r, 2, manifest)
-    sheet.set_column(0, 0, 28)
-    sheet.set_column(1, 1, 30)
-    sheet.set_column(2, 2, 70)
-
-
-def column_widths(witnesses: int) -> list[int]:
-    """The width of each column of ``concordance_table``: group, size, confidence, the witnesses' fields, weak."""
-    return [10, 6, 11, *[WIDTHS[name] for _ in range(witnesses) for name in CELL_FIELDS], 7]
-
-
-def image_columns(witnesses: int) -> set[int]:
-    """Columns of ``concordance_table`` that hold each witness's region image address."""
-    return {3 + w * len(CELL_FIELDS) + CELL_FIELDS.index("image") for w in range(witnesses)}
-
-
-def _web_link(value: Any) -> bool:
-    """Only http(s) addresses become links (never file:, javascript: or anything Excel would open)."""
-    text = str(value)
-    return text.startswith(("http://", "https://")) and len(text) <= MAX_URL and not any(c.isspace() for c in text)
-
-
-def number_columns(witnesses: int) -> set[int]:
-    """Columns of ``concordance_table`` that hold numbers: size and confidence, then each witness's
-    index and confidence (``CELL_FIELDS`` per witness after the first three columns)."""
-    per_witness = [CELL_FIELDS.index("index"), CELL_FIELDS.index("confidence")]
-    return {1, 2} | {3 + w * len(CELL_FIELDS) + k for w in range(witnesses) for k in per_witness}
-
-
-def _finite_number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None

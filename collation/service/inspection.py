@@ -31,7 +31,7 @@ from collation.core.errors import CollationError, ManifestError
 from collation.core.settings import Settings
 from collation.iiif.collections import collection_members
 from collation.iiif.dryrun import inspect_manifest
-from collation.iiif.manifests import parse_manifest
+from collation.iiif.manifests import load_manifest, parse_manifest
 from collation.iiif.regions import RegionSelector
 from collation.jobs.runtime import Runtime
 from collation.net.http import Fetcher
@@ -119,6 +119,8 @@ class InspectQuerySchema(Schema):
     selector = fields.String(validate=validate.Length(min=1, max=500))
     whole_canvases = fields.Boolean(load_default=False)
     max_info = fields.Integer(load_default=20, validate=validate.Range(min=0, max=100))
+    detect = fields.Boolean(load_default=None)
+    detect_up_to = fields.Integer(validate=validate.Range(min=0, max=100_000))
 
     @validates("selector")
     def _parses(self, value: str, **kwargs: Any) -> None:
@@ -168,6 +170,10 @@ def inspect(runtime: Runtime, query: dict[str, Any], fetcher: Fetcher | None = N
         collection = read_collection(query["manifest"], fetcher)
         if collection is not None:
             return collection
+        detect = query.get("detect")
+        if detect is None and "detect_up_to" in query:  # a long manuscript: detected on the workers instead
+            pages = load_manifest(query["manifest"], fetcher=fetcher).canvases  # the fetch is in its cache
+            detect = None if len(pages) <= query["detect_up_to"] else False
         return inspect_manifest(
             query["manifest"],
             fetcher=fetcher,
@@ -176,6 +182,7 @@ def inspect(runtime: Runtime, query: dict[str, Any], fetcher: Fetcher | None = N
             max_regions=runtime.settings.max_regions,
             max_info=query["max_info"],
             info_deadline=time.monotonic() + runtime.settings.inspect_timeout / 2,
+            detect=detect,
         )
     except ManifestError as exc:
         raise UnusableManifest(exc.message, field="manifest") from exc

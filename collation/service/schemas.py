@@ -195,6 +195,12 @@ class CollationName(fields.String):
         return name
 
 
+class DetectionSchema(Schema):
+    """Body of ``POST /detections``: the manifest whose pages are searched."""
+
+    manifest = HttpUrl(required=True)
+
+
 class RenameSchema(Schema):
     """Body of ``PATCH /collations/{id}``: its new name."""
 

@@ -96,6 +96,8 @@ def workspace_links(base: str) -> dict[str, str]:
     return {
         "collations": f"{base}/collations",
         "inspect": f"{base}/inspect",
+        "drafts": f"{base}/drafts",
+        "detections": f"{base}/detections",
         "home": url_for("workspace.home"),
         "follow": url_for("workspace.follow", cid="ID").removesuffix("ID") + "{id}",
     }

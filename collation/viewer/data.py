@@ -152,12 +152,13 @@ def content_state_focus(store: DataStore, cid: str, base: str, encoded: str) -> 
             known = {manifest_url(base, cid, m), viewer_manifest_url(base, cid, m), record.request.manifests[m]}
             if target.manifest is not None and target.manifest not in known:
                 continue
-            for region in (store.load_manuscript(cid, m) or {"regions": []})["regions"]:
-                if region["canvas_id"] != target.canvas:
+            doc = store.load_manuscript(cid, m)
+            for region in doc.regions if doc else ():
+                if region.canvas_id != target.canvas:
                     continue
-                score = _overlap(region["xywh"], target.xywh) if target.xywh else 0.0
+                score = _overlap(region.xywh, target.xywh) if target.xywh else 0.0
                 if best is None or score > best[0]:
-                    best = (score, m, region["index"])
+                    best = (score, m, region.index)
         if best is None:
             raise InputError(f"no region of this collation is on canvas {target.canvas}", field="iiif-content")
         found.append(best[1:])

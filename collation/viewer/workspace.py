@@ -18,12 +18,17 @@ bp = Blueprint("workspace", __name__, template_folder="templates")
 # the region editor (review.js) draws with Annotorious, installed in vendor/ by scripts/setup.sh; without
 # it (no npm at setup) the page leaves it out rather than asking for a missing file, and the editor says so
 WORKSPACE_SCRIPTS = ("common.js", "vendor/annotorious-3.8.10.js", "review.js", "workspace.js")
+DETECT_IN_INSPECTION = 24
+"""Pages of a manifest without region annotations that ``GET /inspect`` searches itself (within its time limit,
+about 0.2 s a page); a longer one is searched on the workers, page by page (``POST /detections``), while the
+New page shows what is found (issue 39, item 1: at 59 pages the inspection took 13-16 s of its 15)."""
 
 
 def page(template: str, view: str, cid: str | None = None) -> Response:
     """A workspace page with what every page's script needs (``collation.viewer.browser.page_config``:
     the API root, whether tokens are asked, the rules and links) and how many manifests a collation takes."""
-    config = page_config(cid, view=view, max_manifests=current_runtime().settings.max_manifests)
+    most = current_runtime().settings.max_manifests
+    config = page_config(cid, view=view, max_manifests=most, detect_in_inspection=DETECT_IN_INSPECTION)
     html = render_template(
         f"workspace/{template}",
         config=config,

@@ -135,8 +135,9 @@ def test_viewer_layer_presentation_3(schema: Any) -> None:
     assert first["imcol:rank"] == 1 and first["imcol:mutualBest"] is True and first["imcol:status"] == "proposed"
     html = first["body"][0]["value"]
     assert first["body"][0]["format"] == "text/html"
-    assert "MS B, f. 1v (illustration 1)" in html and "score 0.870 · normalized 1.91 · propagated 2.34" in html
-    assert "mutual best" in html and f'href="{BASE}/view/0"' in html
+    # in words, counted from 1; the scores are the imcol: properties above, not the text (issue 39, item 4)
+    assert "MS B, f. 1v (illustration 2)" in html and "0.87" not in html and "normalized" not in html
+    assert "each other’s best match · proposed" in html and f'href="{BASE}/view/0"' in html
     # B's region on a canvas twice its image: the Image API link is in image pixels
     assert 'href="https://img.example.org/iiif2/b1/50,50,400,300/400,/0/default.jpg"' in html
     # the NaN score is left out, not written as invalid JSON

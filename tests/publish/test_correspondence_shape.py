@@ -177,9 +177,9 @@ def test_annotations_from_the_shape() -> None:
     )
     display = build_annotation_pages(0, publish_manuscripts(), [c], urls=URLS)[2]["items"][0]
     html = display["body"][0]["value"]
-    assert "(illustration 3)" in html  # the counterpart by its region index, not its position
-    assert "<p><b>Match 2</b>" in html and "score 0.500 · normalized 1.25 · mutual best · turned copy" in html
-    assert "confirmed · expert: partial copy" in html
+    assert "(illustration 4)" in html  # the counterpart by its region index (from 1), not its position
+    assert "<p><b>Match 2</b>" in html and "<p>each other’s best match · turned copy" in html
+    assert "confirmed · judged: partial copy" in html and "score" not in html
 
 
 # -- the service ---------------------------------------------------------------------------------------

@@ -99,9 +99,18 @@ def test_concordance_csv(finished_api: Any) -> None:
     r = finished_api.get(f"{API}/concordance.csv?sort=1")
     assert r.mimetype == "text/csv" and "attachment" in r.headers["Content-Disposition"]
     table = list(csv.reader(io.StringIO(r.get_data(as_text=True))))
-    assert table[0][:4] == ["group", "size", "confidence", "0:Codex A index"] and len(table) == 6
-    assert table[1][:2] == ["0-0", "2"] and table[2][1] == "3"
-    assert table[2][3 + 7 * 2 + 3] == "100,100,400,300"  # C's xywh
+    # headers in words, each witness by its label; illustrations counted from 1 (issue 39, items 5 and 9)
+    assert table[0][:6] == [
+        "Group",
+        "Witnesses",
+        "Confidence (0 to 1)",
+        "Codex A — No.",
+        "Codex A — folio",
+        "Codex A — region",
+    ]
+    assert table[0][-3:] == ["Reviewers", "Notes", "Weak match left out"] and len(table) == 6
+    assert table[1][:2] == ["1", "2"] and table[2][1] == "3"
+    assert table[2][3 + 6 * 2 + 2] == "100,100,400,300"  # C's region
 
 
 def test_concordance_xlsx_holds_the_cells_of_the_csv(finished_api: Any) -> None:
@@ -111,7 +120,8 @@ def test_concordance_xlsx_holds_the_cells_of_the_csv(finished_api: Any) -> None:
     import zipfile
 
     r = finished_api.get(f"{API}/concordance.xlsx?sort=1")
-    assert r.mimetype.endswith("spreadsheetml.sheet") and "concordance-" in r.headers["Content-Disposition"]
+    assert r.mimetype.endswith("spreadsheetml.sheet")
+    assert 'filename="Concordance of Codex A Codex B Codex C.xlsx"' in r.headers["Content-Disposition"]
     ns = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main"}
     with zipfile.ZipFile(io.BytesIO(r.get_data())) as book:
         strings = [t.text or "" for t in ET.fromstring(book.read("xl/sharedStrings.xml")).iter(f"{{{ns['m']}}}t")]
@@ -126,13 +136,19 @@ def test_concordance_xlsx_holds_the_cells_of_the_csv(finished_api: Any) -> None:
         rows.append(line)
     table = list(csv.reader(io.StringIO(finished_api.get(f"{API}/concordance.csv?sort=1").get_data(as_text=True))))
     assert len(rows) == len(table) == 6
-    letters = [chr(ord("A") + k) if k < 26 else "A" + chr(ord("A") + k - 26) for k in range(len(table[0]))]
-    for line, cells in zip(rows, table, strict=True):
-        got = [line.get(letter, ("", "s")) for letter in letters]
-        assert [str(v) if t == "s" else v for v, t in got] == [
-            float(c) if t == "n" else c for c, (_, t) in zip(cells, got, strict=True)
-        ]
-    assert rows[1]["B"] == (2.0, "n") and rows[1]["A"] == ("0-0", "s")  # sizes are numbers, ids text
+    # the workbook's columns are the CSV's, by header, plus a picture column before each witness's
+    header = {letter: name for letter, (name, _) in rows[0].items()}
+    assert [name for name in header.values() if name.endswith("— picture")] == [
+        "Codex A — picture",
+        "Codex B — picture",
+        "Codex C — picture",
+    ]
+    for line, cells in zip(rows[1:], table[1:], strict=True):
+        by_name = {header[letter]: value for letter, value in line.items()}
+        for name, cell in zip(table[0], cells, strict=True):
+            value, kind = by_name.get(name, ("", "s"))
+            assert (float(cell) if kind == "n" else cell) == value, name
+    assert rows[1]["B"] == (2.0, "n") and rows[1]["A"] == (1.0, "n")  # sizes and group numbers are numbers
 
 
 def test_correspondences_min_score(finished_api: Any) -> None:

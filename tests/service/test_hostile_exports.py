@@ -35,7 +35,7 @@ from service_helpers import REPO, OpenAPIClient
 
 from collation.app import create_app
 from collation.core.settings import Settings
-from collation.service.concordance_rows import concordance_workbook
+from collation.service.exports import concordance_workbook
 from collation.service.state import service_state
 from collation.store.folder import FolderStore
 
@@ -152,7 +152,7 @@ def test_concordance_csv_writes_no_cell_a_spreadsheet_runs(finished_api: Any) ->
     assert labels == [f"'{' '.join(label.split())}" for label in FORMULAS]
     risky = [cell for row in table for cell in row if cell[:1] in ("=", "+", "-", "@", "\t", "\r")]
     assert risky == []
-    assert table[0][3] == "0:=cmd|' /C calc'!A0 index"  # a header cell that starts with a digit is left as is
+    assert table[0][3] == "'=cmd|' /C calc'!A0 — No."  # a header is a cell too: quoted
 
 
 def test_every_csv_goes_through_one_writer() -> None:
@@ -190,11 +190,12 @@ def test_workbook_writes_number_like_labels_as_text(finished_api: Any) -> None:
     r = finished_api.get(f"{API}/concordance.xlsx")
     assert r.status_code == 200
     rows = workbook_rows(r.get_data())
-    # columns: A group, B size, C confidence, then 7 per witness; witness 1's index is K, its label L
-    assert [row["L"] for row in rows[1:]] == [(label, "s") for label in NUMBER_LIKE]
-    assert [row["E"] for row in rows[1:]] == [(" ".join(label.split()), "s") for label in FORMULAS]  # never a formula
-    assert [row["B"] for row in rows[1:]] == [(2.0, "n")] * 6  # sizes, confidences, indices: numbers
-    assert [row["K"] for row in rows[1:]] == [(float(k), "n") for k in range(6)]
+    # columns: A group, B size, C confidence, then 7 per witness (picture, No., folio, ...); witness 1's
+    # No. is L, its folio M
+    assert [row["M"] for row in rows[1:]] == [(label, "s") for label in NUMBER_LIKE]
+    assert [row["F"] for row in rows[1:]] == [(" ".join(label.split()), "s") for label in FORMULAS]  # never a formula
+    assert [row["B"] for row in rows[1:]] == [(2.0, "n")] * 6  # sizes, confidences, numbers: numbers
+    assert [row["L"] for row in rows[1:]] == [(float(k), "n") for k in range(1, 7)]  # counted from 1
     assert all(row["C"][1] == "n" and 0 < row["C"][0] <= 1 for row in rows[1:])
 
 
@@ -207,13 +208,9 @@ def test_workbook_writes_a_non_finite_score_as_text() -> None:
         ],
     }
     rows = workbook_rows(concordance_workbook(doc))
-    assert rows[0]["D"] == ("0:inf index", "s")
-    assert (rows[1]["C"], rows[1]["D"], rows[1]["E"], rows[1]["I"]) == (
-        ("nan", "s"),
-        (3.0, "n"),
-        ("0012", "s"),
-        ("inf", "s"),
-    )
+    assert rows[0]["D"] == ("inf — picture", "s")
+    assert (rows[1]["E"], rows[1]["F"]) == ((4.0, "n"), ("0012", "s"))
+    assert "C" not in rows[1]  # a confidence that is not a number is left empty
 
 
 # -- 6. Republished manifests keep only http(s) links -----------------------------------------------

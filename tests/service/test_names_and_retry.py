@@ -136,3 +136,22 @@ def test_a_failed_collation_is_retried_under_its_id(
     r = api.post(f"{API}/collations/{cid}/retry")
     assert r.status_code == 409 and "finished" in r.get_json()["detail"]
     assert api.post(f"{API}/collations/{'0' * 16}/retry").status_code == 404
+
+
+def test_an_unnamed_collation_takes_the_label_of_a_witness_read_on_retry(
+    api: Any, synthetic: Any, run_jobs: Any, late_manifest: tuple[str, Any], settings: Settings
+) -> None:
+    """Issue 39, item 7: the witness that could not be read does not freeze the name with the end of its
+    address; after a successful retry the name is the witnesses' labels."""
+    url, publish = late_manifest
+    cid = start(api, [url, synthetic.c])["id"]
+    run_jobs()
+    assert status(api, cid)["status"] == "failed"
+    assert status(api, cid)["name"] == "late/manifest.json · Manuscript C"
+    assert "name" not in stored_record(settings, cid)  # not frozen: the witness was not read
+    publish()
+    assert api.post(f"{API}/collations/{cid}/retry").status_code == 202
+    run_jobs()
+    doc = status(api, cid)
+    assert doc["status"] == "finished" and doc["name"] == "Manuscript A · Manuscript C"
+    assert stored_record(settings, cid)["name"] == "Manuscript A · Manuscript C"

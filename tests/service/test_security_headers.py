@@ -20,7 +20,15 @@ from collation.service.headers import DOCUMENT_POLICY, PAGE_POLICY
 from collation.service.state import service_state
 
 COMMON = {"X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer"}
-VALUES = {"cid": RECORD_ID, "m": "0", "region": "0", "canvas_number": "1", "filename": "common.js", "link": "0-1-0-0"}
+VALUES = {
+    "cid": RECORD_ID,
+    "did": "0" * 16,
+    "m": "0",
+    "region": "0",
+    "canvas_number": "1",
+    "filename": "common.js",
+    "link": "0-1-0-0",
+}
 PAGES = {"/", "/new", f"/collations/{RECORD_ID}", f"/api/v1/collations/{RECORD_ID}/view"}
 PAGES |= {f"/api/v1/collations/{RECORD_ID}/view?mirador=3", f"/api/v1/collations/{RECORD_ID}/concordance/view"}
 

@@ -56,7 +56,7 @@ def test_weak_links_and_blank_pages_join_no_group(finished_api: Any) -> None:
     assert [row["weak"] for row in doc["rows"]] == [False, False, True, True, True, True, True]
     assert (doc["matched"], doc["unmatched"], doc["weak"]) == (2, 5, 5)
     table = list(csv.reader(io.StringIO(finished_api.get(f"{API}/concordance.csv").get_data(as_text=True), newline="")))
-    w = table[0].index("weak")  # after the witnesses' columns (then the rows' Content State links)
+    w = table[0].index("Weak match left out")  # after the witnesses' columns (then the rows' Content State links)
     assert w == len(table[0]) - 2 and [row[w] for row in table[1:]] == ["", ""] + ["weak"] * 5
 
 

@@ -4,6 +4,7 @@ their place and host rather than their raw addresses; a failed one shows no bar 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,13 +16,14 @@ from service_helpers import served_app
 from collation.app import create_app
 from collation.core.settings import Settings
 from collation.service.state import service_state
+from collation.store.records import Progress
 from collation.store.stored import PreparedManuscript
 
 pytestmark = pytest.mark.slow
 
 page = viewer_test.page  # the viewer test's page fixture (conftest's Chromium, page errors collected)
 
-WAITING, FAILED = "0123456789abcdef", "fedcba9876543210"
+WAITING, FAILED, COMPARING = "0123456789abcdef", "fedcba9876543210", "00aa00aa00aa00aa"
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +35,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     app = create_app(settings, TESTING=True)
     store = service_state(app).runtime.store
     store.create_collation(record(status="queued", cid=WAITING))
+    store.create_collation(record(status="running", cid=COMPARING, progress=Progress("scoring", 0, 12)))
     store.create_collation(record(status="failed", cid=FAILED, errors=[{"message": "The worker stopped."}]))
     for m, label in enumerate(("P2 Ott.gr.354", "P3 Marc.gr.IV.35")):
         store.save_manuscript(FAILED, PreparedManuscript(m, f"https://x/{m}.json", label=label))
@@ -50,7 +53,7 @@ def test_a_collation_that_counted_nothing_yet_shows_words_and_a_moving_bar(page:
         "Witness 2 (from x): waiting",
     ]
     assert page.locator("#witnesses li").first.get_attribute("title") == "https://x/0.json"
-    assert page.locator("#cancel").inner_text() == "Cancel and delete this collation"
+    assert page.locator("#delete").inner_text() == "Delete this collation"  # the same button in every state
     assert page.errors == []
 
 
@@ -58,8 +61,8 @@ def test_a_failed_collation_shows_no_full_bar_and_offers_to_delete_it(page: Any,
     page.goto(f"{root}/collations/{FAILED}")
     page.locator("#state", has_text="Failed.").wait_for()
     assert not page.locator("#progress").is_visible()
-    assert page.locator("#cancel").is_visible()
-    assert page.locator("#cancel").inner_text() == "Delete this collation"
+    assert page.locator("#delete").is_visible()
+    assert page.locator("#delete").inner_text() == "Delete this collation"
     # named by its witnesses' labels, not "Collation fedcba9876543210"
     assert page.locator("#title").inner_text() == "P2 Ott.gr.354 \u00b7 P3 Marc.gr.IV.35"
     assert page.title() == "P2 Ott.gr.354 \u00b7 P3 Marc.gr.IV.35 \u2014 Image collation"
@@ -99,4 +102,16 @@ def test_a_witness_without_image_service_shows_its_thumbnails_before_starting(pa
     assert thumb.evaluate("i => [i.style.width, i.style.left, i.style.top]") == ["480px", "-120px", "-60px"]
     assert "1 witness, 1 illustration" in page.locator("#estimate").inner_text()
     assert failed == []
+    assert page.errors == []
+
+
+def test_every_step_is_counted_and_a_step_without_a_count_says_how_long_it_has_run(page: Any, root: str) -> None:
+    """Issue 39, item 8: "Step 3 of 4" (preparing, features, scoring, finalizing), and while nothing is
+    counted yet, the seconds the step has run (it read "Comparing…" for 22 s)."""
+    page.goto(f"{root}/collations/{COMPARING}")
+    page.locator("#state", has_text="s so far").wait_for()
+    assert re.fullmatch(
+        r"Step 3 of 4: Comparing the illustrations with each other\u2026 \(\d+ s so far\)",
+        page.locator("#state").inner_text(),
+    )
     assert page.errors == []

@@ -26,7 +26,8 @@ STATUS_JS = """
     for (const a of json.items || json.resources || []) {
       if ((a.id || a['@id'] || '').endsWith(suffix)) {
         const text = JSON.stringify(a.body || a.resource || {});
-        return ['confirmed', 'rejected', 'proposed'].find(word => text.includes('\\u00b7 ' + word)) || 'none';
+        return ['confirmed', 'rejected', 'proposed'].find(
+          word => text.includes('\\u00b7 ' + word) || text.includes('<p>' + word)) || 'none';
       }
     }
   }

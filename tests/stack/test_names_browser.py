@@ -48,11 +48,11 @@ def test_home_lists_names_and_offers_retry_and_delete_on_a_failed_collation(page
     rows = {row.locator("td").nth(1).inner_text(): row for row in page.locator("tr.collation").all()}
     assert set(rows) == {"P2 Ott.gr.354 \u00b7 P3 Marc.gr.IV.35", "Bestiaries of Venice"}
     failed = rows["P2 Ott.gr.354 \u00b7 P3 Marc.gr.IV.35"]
-    assert failed.locator("button").all_inner_texts() == ["Retry", "Delete"]
-    assert rows["Bestiaries of Venice"].locator("button").count() == 0
+    assert failed.locator("button").all_inner_texts() == ["Retry", "Rename", "Delete"]
+    assert rows["Bestiaries of Venice"].locator("button").all_inner_texts() == ["Rename", "Delete"]
     failed.locator("button.retry").click()
-    page.locator("tr.collation", has_text="queued").nth(1).wait_for()  # both queued now, the list redrawn
-    assert page.locator("tr.collation button").count() == 0
+    page.locator("tr.collation", has_text="waiting").nth(1).wait_for()  # both queued now, the list redrawn
+    assert page.locator("tr.collation button.retry").count() == 0
     assert page.errors == []
 
 
@@ -60,14 +60,17 @@ def test_follow_is_titled_by_the_name_renames_and_retries(page: Any, root: str) 
     page.goto(f"{root}/collations/{FAILED}")
     page.locator("#state", has_text="Failed.").wait_for()
     assert page.locator("#title").inner_text() == "P2 Ott.gr.354 \u00b7 P3 Marc.gr.IV.35"
-    assert page.locator("#retry").is_visible() and page.locator("#cancel").inner_text() == "Delete this collation"
-    page.once("dialog", lambda dialog: dialog.accept("  Physiologus, two witnesses "))
-    page.locator("#rename").click()
+    assert page.locator("#retry").is_visible() and page.locator("#delete").inner_text() == "Delete this collation"
+    page.locator("#rename").click()  # renamed in place (issue 39, item 11), no prompt
+    page.get_by_label("New name of the collation").fill("  Physiologus, two witnesses ")
+    page.get_by_label("New name of the collation").press("Enter")
     page.locator("#title", has_text="Physiologus, two witnesses").wait_for()
     assert page.title() == "Physiologus, two witnesses \u2014 Image collation"
-    page.once("dialog", lambda dialog: dialog.accept("   "))  # a blank name: the problem, in words
     page.locator("#rename").click()
+    page.get_by_label("New name of the collation").fill("   ")  # a blank name: the problem, in words
+    page.get_by_role("button", name="Save").click()
     page.locator("#message.error", has_text="name").wait_for()
+    page.get_by_label("New name of the collation").press("Escape")
     assert page.locator("#title").inner_text() == "Physiologus, two witnesses"
     page.locator("#retry").click()
     page.locator("#state", has_text="Waiting for a free worker").wait_for()

@@ -190,10 +190,11 @@ def test_regions_are_moved_resized_merged_split_kept_and_sent(
     assert abs(upper[1] + upper[3] - cut) <= SLACK and lower[1] == upper[1] + upper[3]
     assert upper[3] + lower[3] == fourth[3] and upper[1] == fourth[1]
 
-    # the draft survives a reload (the address box is empty again: the historian pastes it again)
+    # the draft is kept in this browser too: a fresh New page (no ?draft= address, the addresses pasted
+    # again) finds it (test_workspace_draft_browser: the same page's address finds it on the server)
     before = boxes(page, synthetic.b, detected)
     assert len(before) == 4  # 4 detected - 1 deleted + 1 drawn - 1 merged + 1 split
-    page.reload()
+    page.wait_for_timeout(700)  # the draft's own request to the server is sent before the page is left
     card = open_editor(page, root, synthetic)
     wait_boxes(page, 4)
     assert card.locator(".review-draft").is_visible() and "Draft restored" in card.locator(".review-draft").inner_text()

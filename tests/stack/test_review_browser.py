@@ -73,7 +73,9 @@ def test_review_flow_on_the_pair_page(collation: Served, page: Any) -> None:
     )
     assert reviewed(page) == (done + 1, total)
     assert page.locator("#note").input_value() == ""  # a note goes with one verdict only
-    assert page.locator("#message").is_visible() and page.locator("#message").inner_text().startswith("Confirmed")
+    assert page.locator("#message").is_visible() and page.locator("#message").inner_text().startswith(
+        f"Exact copy: No. {ROW + 1} of "
+    )
 
     items = requests.get(f"{collation.url}/collations/{collation.cid}/assessments", timeout=30).json()["items"]
     last = items[-1]

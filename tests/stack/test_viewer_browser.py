@@ -348,7 +348,7 @@ def test_mirador4_shows_the_match_in_both_windows_and_confirm_stores_an_assessme
         "target": PICK,
         "verdict": "confirmed",
     }
-    assert page.locator("#message").inner_text().startswith("Confirmed")
+    assert page.locator("#message").inner_text().startswith("Exact copy: No. ")
     page.screenshot(path=str(screenshots / "viewer-mirador4-confirmed.png"))
     assert not page.errors, page.errors
     assert shown_a["box"] >= 0.9 and shown_b["box"] >= 0.9

@@ -136,7 +136,7 @@ def test_a_historian_goes_the_whole_way(
     source, target = selected.get_attribute("data-source"), selected.get_attribute("data-target")
     assert (source, target) == first
     page.keyboard.press("1")  # exact copy
-    page.locator("#message", has_text="Confirmed").wait_for()
+    page.locator("#message", has_text="Exact copy: No. ").wait_for()
     shot(page, screenshots, "5-verdict")
     items = requests.get(f"{served.url}/collations/{cid}/assessments", timeout=30).json()["items"]
     assert [(i["source"], i["target"], i["verdict"]) for i in items] == [(int(source), int(target), "confirmed")]

@@ -25,7 +25,7 @@
     Object.keys(attrs || {}).forEach(function (key) {
       if (key === 'text') node.textContent = attrs[key];
       else if (key === 'className') node.className = attrs[key];
-      else if (key.slice(0, 5) === 'data-') node.setAttribute(key, attrs[key]);
+      else if (key.slice(0, 5) === 'data-' || key.slice(0, 5) === 'aria-' || key === 'role') node.setAttribute(key, attrs[key]);
       else node[key] = attrs[key];
     });
     (children || []).forEach(function (child) { if (child) node.appendChild(child); });
@@ -74,6 +74,15 @@
       try { window.localStorage.setItem(TOKEN_KEY, token()); } catch (e) { /* private mode: this page only */ }
       tokenListeners.forEach(function (listener) { listener(token()); });
     });
+  }
+
+  // What a page keeps in this browser besides the token (the workspace's labels of witnesses it looked at):
+  // JSON under `key`, nothing in private mode
+  function remember(key, value) {
+    try { window.localStorage.setItem(key, JSON.stringify(value)); } catch (e) { /* private mode: not kept */ }
+  }
+  function recall(key) {
+    try { return JSON.parse(window.localStorage.getItem(key) || 'null'); } catch (e) { return null; }
   }
 
   // -- requests --------------------------------------------------------------------------------
@@ -141,6 +150,7 @@
   window.collationPage = {
     $: $, el: el, message: message, fill: fill, config: config, rules: rules,
     token: token, onTokenChange: onTokenChange, request: request, api: api, failure: failure,
+    remember: remember, recall: recall,
     isTerminal: isTerminal, category: category, isMatch: isMatch, verdictOf: verdictOf
   };
 })();

@@ -33,16 +33,19 @@
   function cellNode(cell) {
     if (!cell) return el('td', { className: 'member empty', text: '—' });
     var image = cell.thumbnail
-      ? el('img', { className: 'thumb', src: cell.thumbnail, alt: 'No. ' + cell.index, loading: 'lazy' })
+      ? el('img', { className: 'thumb', src: cell.thumbnail, alt: 'No. ' + (cell.index + 1), loading: 'lazy' })
       : el('span', { className: 'nothumb', text: 'no image service' });
     var link = el('a', { href: cell.view || '#', title: 'Open Mirador on it' }, [image]);
-    var lines = [link, el('div', { text: 'No. ' + cell.index + (cell.label ? ' · ' + cell.label : '') })];
-    var notes = [];
-    if (cell.confidence !== null) notes.push('confidence ' + fmt(cell.confidence));
-    if (notes.length) lines.push(el('div', { className: 'scores', text: notes.join(' · ') }));
+    // counted from 1, as on every page; the confidence (a statistic) behind "details" with its scale
+    var lines = [link, el('div', { text: 'No. ' + (cell.index + 1) + (cell.label ? ' · ' + cell.label : '') })];
+    if (cell.confidence !== null) lines.push(details('confidence ' + fmt(cell.confidence) + ' of 1'));
     // the expert's verdict stands out: it is what a reader trusts most
     if (cell.verdict) lines.push(el('div', { className: 'verdict-shown', text: 'Judged: ' + verdictWords(cell.verdict) }));
     return el('td', { className: 'member', 'data-manuscript': cell.manuscript, 'data-index': cell.index }, lines);
+  }
+
+  function details(text) {
+    return el('details', { className: 'scores' }, [el('summary', { text: 'details' }), el('div', { text: text })]);
   }
 
   function verdictWords(verdict) {
@@ -85,13 +88,15 @@
     body.textContent = '';
     doc.rows.forEach(function (row) {
       var lines = [
-        el('div', { text: row.size > 1 ? row.size + ' witnesses' : 'alone' }),
-        el('div', { className: 'scores', text: row.confidence !== null ? 'confidence ' + fmt(row.confidence) : '' })
+        el('div', { text: row.size > 1 ? row.size + ' witnesses' : 'alone' })
       ];
+      if (row.confidence !== null && row.size > 1) {
+        lines.push(details('confidence ' + fmt(row.confidence) + ' of 1 (1: each is the other\u2019s best candidate, ' +
+          'or an expert said so)'));
+      }
       if (row.weak) {
         lines.push(el('div', { className: 'weak', text: 'weak match left out: it scores as low as unrelated images',
-          title: 'Its mutual best match has a raw S under ' + fmt(doc.weak_below) +
-                 ' (no true copy scored so low) or a blank region: it joins no group' }));
+          title: 'Its best match is as little alike as unrelated images, or a blank region: it joins no group' }));
       }
       if (row.share && row.size > 1) lines.push(shareLink(row));
       var first = el('td', { className: 'group' }, lines);
@@ -100,7 +105,7 @@
         [first].concat(row.cells.map(cellNode)).concat([verdictNode(row)])));
     });
     $('status').textContent = doc.matched + ' groups, ' + doc.unmatched + ' illustrations alone' +
-      (doc.weak ? ' (' + doc.weak + ' of them with only a weak match, raw S under ' + fmt(doc.weak_below) + ')' : '');
+      (doc.weak ? ' (' + doc.weak + ' of them with only a weak match, as little alike as unrelated images)' : '');
     $('csv').href = links.concordance_csv + '?' + query();
     state.loaded = true;
   }

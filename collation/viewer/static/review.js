@@ -14,7 +14,8 @@
   var PAGES_AT_ONCE = 40; // pages shown at a time (the ones with regions first), then "Show more pages"
   var DRAFT_KEY = 'collation.regions-draft:'; // + the manifest URL
   var active = null; // the container of the editor that the keys go to: the last one opened or pressed on
-  var HINT = 'Click a box to select it (Shift+click adds one), drag it to move it, drag a corner to resize ' +
+  var HINT = 'Click a box to select it (Shift+click adds one), or select the boxes one after the other with ] and [ ' +
+    '("Next box", "Previous box"); drag a box to move it, drag a corner to resize ' +
     'it; Delete removes the selection. "Draw a box", then drag on the page. To split a box, select it, ' +
     'choose "Split across" (a horizontal cut) or "Split down" (a vertical cut), then click on the box where ' +
     'the cut goes. Ctrl+Z undoes, Ctrl+Shift+Z or Ctrl+Y redoes. Your corrections are kept in this browser ' +
@@ -73,11 +74,15 @@
   function readDraft(url) {
     try { return JSON.parse(window.localStorage.getItem(DRAFT_KEY + url) || 'null'); } catch (e) { return null; }
   }
-  function writeDraft(url, regions) {
+  // state: {regions, history, at} (the boxes as the request's regions, the undo snapshots, the one shown),
+  // or null; the page that opened the editor hears of each change (workspace.js keeps it on the server)
+  var listeners = [];
+  function writeDraft(url, state) {
     try {
-      if (regions) window.localStorage.setItem(DRAFT_KEY + url, JSON.stringify({ regions: regions }));
+      if (state) window.localStorage.setItem(DRAFT_KEY + url, JSON.stringify(state));
       else window.localStorage.removeItem(DRAFT_KEY + url);
     } catch (e) { /* private mode: the draft lasts as long as the page */ }
+    listeners.forEach(function (listener) { listener(url); });
   }
 
   // report: the inspection (regions [{canvas_index, xywh}]) -> the editor, in `container`;
@@ -100,6 +105,14 @@
     var boxes = draft ? draft.regions.filter(function (r) { return r.canvas in indexOf; })
       .map(function (r) { return box(indexOf[r.canvas], r.xywh); }) : initial;
     var history = [JSON.stringify(boxes)], at = 0; // snapshots of `boxes`; `at` is the one shown
+    if (draft && draft.history && draft.history.length && draft.at < draft.history.length) {
+      history = draft.history.slice(); // undo survives a reload: the snapshots come back with the draft
+      at = draft.at;
+      boxes = JSON.parse(history[at]);
+      history.forEach(function (snapshot) { // new boxes get ids no snapshot uses
+        JSON.parse(snapshot).forEach(function (b) { var n = /^box-(\d+)$/.exec(b.id); if (n) nextId = Math.max(nextId, Number(n[1])); });
+      });
+    }
     var selected = []; // box ids
     var splitting = null; // 'across' or 'down' while waiting for the click that places the cut
     var annotators = {}; // canvas index -> {anno, scale}
@@ -120,6 +133,8 @@
       merge: button('Merge selected', mergeSelected),
       across: button('Split across', function () { startSplit('across'); }),
       down: button('Split down', function () { startSplit('down'); }),
+      previous: button('Previous box', function () { cycle(-1); }),
+      next: button('Next box', function () { cycle(1); }),
       undo: button('Undo', function () { step(-1); }),
       redo: button('Redo', function () { step(1); }),
     };
@@ -227,6 +242,21 @@
       if (wanted.length !== ids.length) annotators[i].anno.setSelected(wanted);
       describe();
     }
+    // keyboard selection (issue 39, item 11): "Next box" / "Previous box" or ] and [ select the boxes one
+    // after the other, in page order, showing each one's page
+    function cycle(by) {
+      if (!boxes.length) return;
+      var last = selected.length ? boxes.findIndex(function (b) { return b.id === selected[selected.length - 1]; }) : -1;
+      var next = boxes[last < 0 ? (by > 0 ? 0 : boxes.length - 1) : (last + by + boxes.length) % boxes.length];
+      var a = annotators[next.canvas];
+      eachAnnotator(function (other, k) { if (k !== next.canvas) other.anno.cancelSelected(); });
+      selected = [next.id];
+      pointer = { canvas: next.canvas, shift: false };
+      if (a) a.anno.setSelected(next.id);
+      var frame = pages.querySelector('.review-page[data-canvas="' + next.canvas + '"]');
+      if (frame) frame.scrollIntoView({ block: 'nearest' });
+      describe();
+    }
     function chosen() { return boxes.filter(function (b) { return selected.indexOf(b.id) >= 0; }); }
     function removeSelected() {
       apply(boxes.filter(function (b) { return selected.indexOf(b.id) < 0; }));
@@ -268,7 +298,7 @@
     }
     function saveDraft() { // the draft is what differs from the regions given: undone back to them, none
       var now = regions();
-      writeDraft(url, JSON.stringify(now) === given ? null : now);
+      writeDraft(url, JSON.stringify(now) === given && at === 0 ? null : { regions: now, history: history, at: at });
     }
     function regions() {
       return boxes.map(function (b) { return { canvas: report.canvases[b.canvas].id, xywh: b.xywh.map(Math.round) }; });
@@ -296,6 +326,7 @@
       var action = ctrl && key === 'z' ? (event.shiftKey ? 1 : -1) : ctrl && key === 'y' ? 1 : 0;
       if (action) step(action);
       else if ((key === 'delete' || key === 'backspace') && selected.length) removeSelected();
+      else if (key === ']' || key === '[') cycle(key === ']' ? 1 : -1);
       else return;
       event.preventDefault();
       event.stopPropagation();
@@ -319,5 +350,6 @@
   }
 
   loadStylesheet(); // now, so that the boxes are in place when the editor opens
-  window.collationReview = { open: open, boundingBox: boundingBox, splitAt: splitAt };
+  window.collationReview = { open: open, boundingBox: boundingBox, splitAt: splitAt, readDraft: readDraft,
+    writeDraft: writeDraft, onChange: function (listener) { listeners.push(listener); } };
 })();

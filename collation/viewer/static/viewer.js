@@ -109,14 +109,19 @@
   function thumb(m, index) {
     var r = region(m, index);
     if (r && r.thumbnail) {
-      return el('img', { className: 'thumb', src: r.thumbnail, alt: 'illustration ' + index, loading: 'lazy' });
+      return el('img', { className: 'thumb', src: r.thumbnail, alt: 'illustration ' + (index + 1), loading: 'lazy' });
     }
     return el('span', { className: 'nothumb', text: 'no image' });
   }
 
+  // Illustrations are counted from 1 on every page (the API's indices count from 0)
   function where(m, index) {
     var r = region(m, index);
-    return 'No. ' + index + (r && r.canvas_label ? ' · ' + r.canvas_label : '');
+    return 'No. ' + (index + 1) + (r && r.canvas_label ? ' · ' + r.canvas_label : '');
+  }
+  function witnessLabel(m) {
+    var ms = (state.status && state.status.manuscripts) || [];
+    return (ms[m] && ms[m].label) || 'witness ' + (m + 1);
   }
 
   var VERDICTS = rules.verdicts; // categories, aliases, words, marks and buttons (collation/viewer/browser.py)
@@ -126,11 +131,28 @@
   function has(map, key) { return !!key && Object.prototype.hasOwnProperty.call(map, key); }
 
   // a weak match (docs/concordance.md, "Weak matches"): raw S under the collation's floor, or a blank region
+  function lowLikeness(c) { return typeof c.S === 'number' && typeof state.weakBelow === 'number' && c.S < state.weakBelow; }
   function weakText(c) {
-    if (typeof c.S === 'number' && typeof state.weakBelow === 'number' && c.S < state.weakBelow) {
-      return 'weak: S below ' + fmt(state.weakBelow, 2) + ', as low as unrelated images score';
-    }
-    return 'weak: a blank region, nothing drawn to match';
+    return lowLikeness(c) ? 'weak: as little alike as unrelated images' : 'weak: a blank region, nothing drawn to match';
+  }
+
+  // The likeness in words (the statistics are behind "details", with their scale). S, the raw image
+  // similarity, runs from 0 to 2: unrelated images score under the collation's floor (0.5 by default),
+  // restyled copies about 0.9 to 1.5, near-identical ones more (docs/concordance.md, "Weak matches").
+  function likeness(c) {
+    if (typeof c.S !== 'number') return 'likeness unknown';
+    if (lowLikeness(c)) return 'Hardly alike';
+    if (c.S >= 1.5) return 'Very alike';
+    return c.S >= 0.9 ? 'Alike' : 'Somewhat alike';
+  }
+  function statistics(c) {
+    var floor = typeof state.weakBelow === 'number' ? fmt(state.weakBelow, 2) : '0.50';
+    return [
+      'Similarity S ' + fmt(c.S, 2) + ' on a scale of 0 to 2 (unrelated images under ' + floor +
+        ', copies about 0.9 and more).',
+      'Among its candidates N_S ' + fmt(c.N_S, 2) + ' of 2 (2: each is the other\u2019s best).',
+      'With the other matches P_S ' + fmt(c.P_S, 2) + ' (0 and up; the ranking\u2019s score).'
+    ].map(function (text) { return el('div', { text: text }); });
   }
 
   function candidateNode(source, c) {
@@ -144,11 +166,11 @@
     }
     if (c.weak) {
       badges.push(el('span', { className: 'badge weak', text: weakText(c),
-        title: 'No true copy scored so low: this match joins no concordance group' }));
+        title: 'No true copy was found so little alike: this match joins no concordance group' }));
     }
     if (has(TRANSPOSITION_TEXT, c.transposition)) {
       badges.push(el('span', { className: 'badge transposed', text: TRANSPOSITION_TEXT[c.transposition],
-        title: 'S is highest with the counterpart transposed (' + c.transposition + ')' }));
+        title: 'Most alike with the counterpart transposed' }));
     }
     if (category) {
       var words = has(VERDICTS.labels, category) ? VERDICTS.marks[category] + ' ' + VERDICTS.labels[category] : category;
@@ -179,10 +201,9 @@
       'data-weak': c.weak ? 'true' : 'false'
     }, [
       thumb(state.pair[1], c.index),
-      el('div', { text: '#' + c.rank + ' → ' + where(state.pair[1], c.index) }),
-      el('div', { className: 'likeness', text: 'Similarity ' + fmt(c.S, 2) }),
-      el('details', { className: 'scores' }, [el('summary', { text: 'details' }),
-        el('span', { text: 'P_S ' + fmt(c.P_S, 3) + ' · N_S ' + fmt(c.N_S, 3) + ' · S ' + fmt(c.S, 3) })]),
+      el('div', { className: 'where', text: '#' + c.rank + ' → ' + where(state.pair[1], c.index) }),
+      el('div', { className: 'likeness', text: likeness(c) }),
+      el('details', { className: 'scores' }, [el('summary', { text: 'details' })].concat(statistics(c))),
       el('div', {}, badges),
       el('div', { className: 'actions' }, buttons)
     ]);
@@ -198,9 +219,12 @@
     body.textContent = '';
     state.items.forEach(function (item) {
       var source = item.source;
+      var all = el('button', { type: 'button', className: 'grid-open', text: 'All candidates',
+        'aria-label': 'All candidates of ' + where(state.pair[0], source.index) });
+      all.addEventListener('click', function (event) { event.stopPropagation(); openGrid(source.index); });
       var row = el('tr', { className: 'row', 'data-source': source.index }, [
         el('td', { className: 'source' }, [thumb(state.pair[0], source.index),
-          el('div', { text: where(state.pair[0], source.index) })]),
+          el('div', { text: where(state.pair[0], source.index) }), all]),
         el('td', {}, [el('div', { className: 'candidates' }, item.candidates.map(function (c) {
           return candidateNode(source, c);
         }))])
@@ -212,6 +236,29 @@
     });
     countReviewed();
     highlight();
+  }
+
+  // -- the grid of one illustration's candidates (as AIKON shows a query's): its GRID_TOP best in the other
+  // witness, thumbnails in a grid above the list, each with the verdict buttons of the list's candidates
+  var GRID_TOP = 24;
+  function openGrid(source) {
+    var url = links.correspondences + '?pair=' + pairParam() + '&score=' + state.score + '&top=' + GRID_TOP;
+    return api(url).then(function (doc) {
+      var item = (doc.items || []).find(function (i) { return i.source.index === source; });
+      var box = $('grid');
+      box.textContent = '';
+      var close = el('button', { type: 'button', className: 'grid-close', text: 'Close the grid' });
+      close.addEventListener('click', function () { box.hidden = true; box.textContent = ''; });
+      box.appendChild(el('div', { className: 'grid-head' }, [thumb(state.pair[0], source),
+        el('h2', { text: 'All candidates of ' + where(state.pair[0], source) + ' in ' + witnessLabel(state.pair[1]) }), close]));
+      box.appendChild(el('div', { className: 'grid-cards' }, ((item && item.candidates) || []).map(function (c) {
+        return candidateNode({ index: source }, c);
+      })));
+      box.hidden = false;
+      box.setAttribute('data-source', source);
+      box.scrollIntoView({ block: 'start' });
+      highlight();
+    }).catch(page.failure('The candidates could not be read: '));
   }
 
   // "4 of 15 illustrations reviewed": an illustration is reviewed once any of its candidates has a verdict
@@ -236,7 +283,7 @@
     document.querySelectorAll('#correspondences tr.row').forEach(function (row) {
       row.classList.toggle('selected', !!sel && row.getAttribute('data-source') === String(sel.source));
     });
-    document.querySelectorAll('#correspondences .candidate').forEach(function (node) {
+    document.querySelectorAll('#correspondences .candidate, #grid .candidate').forEach(function (node) {
       node.classList.toggle('selected', !!sel && node.getAttribute('data-source') === String(sel.source) &&
         node.getAttribute('data-target') === String(sel.target));
     });
@@ -418,6 +465,17 @@
 
   // -- assessments -----------------------------------------------------------------------------
 
+  function capital(text) { return text.charAt(0).toUpperCase() + text.slice(1); }
+  function verdictWords(verdict) {
+    var category = page.category(verdict);
+    return has(VERDICTS.labels, category) ? VERDICTS.labels[category] : verdict;
+  }
+  // "No. 3 of P2 Ott.gr.354 ↔ No. 5 of P3 Marc.gr.IV.35", counted from 1
+  function between(source, target) {
+    return 'No. ' + (source + 1) + ' of ' + witnessLabel(state.pair[0]) + ' ↔ No. ' + (target + 1) + ' of ' +
+      witnessLabel(state.pair[1]);
+  }
+
   function assess(source, target, verdict) {
     var body = window.collationReviewer.extras({ pair: state.pair.slice(), source: source, target: target,
       verdict: verdict }); // reviewer.js: the reviewer's name and note
@@ -426,11 +484,15 @@
         state.lastAssessment = item;
         window.collationReviewer.noteUsed();
         // the message sits at the top of the list pane, which stays in view (viewer.css)
-        message(verdict.charAt(0).toUpperCase() + verdict.slice(1) + ': No. ' + source + ' ↔ No. ' + target +
-          '. Ranking updated.');
+        message(capital(verdictWords(verdict)) + ': ' + between(source, target) + '. Ranking updated.');
         return refreshList();
       })
-      .then(function () { refreshAnnotations(); nextIllustration(source); })
+      .then(function () {
+        refreshAnnotations();
+        if (!$('grid').hidden) return openGrid(Number($('grid').getAttribute('data-source')));
+        nextIllustration(source);
+        return null;
+      })
       .catch(page.failure('The assessment was not stored: '));
   }
 
@@ -438,7 +500,7 @@
     var query = '?pair=' + pairParam() + '&source=' + source + '&target=' + target;
     return api(links.assessments + query, { method: 'DELETE' })
       .then(function () {
-        message('Verdict cleared: No. ' + source + ' ↔ No. ' + target + '.');
+        message('Verdict cleared: ' + between(source, target) + '.');
         return refreshList();
       })
       .then(function () { refreshAnnotations(); select(source, target, true); })

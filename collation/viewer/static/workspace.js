@@ -35,6 +35,8 @@
   page.onTokenChange(function () { if (config.view === 'home') home(1); });
 
   // -- Home ----------------------------------------------------------------------------------------
+  // Every row offers the same buttons in every state (Rename, Delete; Retry when it failed), so that a
+  // button never changes meaning under the pointer when the list is redrawn.
   function home(number) {
     var status = $('filter').value;
     var query = links.collations + '?limit=20&page=' + number + (status ? '&status=' + status : '');
@@ -42,13 +44,8 @@
       var body = document.querySelector('#collations tbody');
       body.textContent = '';
       doc.items.forEach(function (item) {
-        var open = el('td', {}, [el('a', { href: page.fill(links.follow, { id: item.id }), text: 'Follow' })]);
-        if (item.status === STATUS.failed) {
-          open.appendChild(el('button', { type: 'button', className: 'retry', text: 'Retry',
-            onclick: function () { retry(item.links.status).then(function () { home(number); }).catch(fail); } }));
-          open.appendChild(el('button', { type: 'button', className: 'delete', text: 'Delete',
-            onclick: function () { deleteCollation(item.links.status, 'Delete ' + item.name).then(function () { home(number); }); } }));
-        }
+        var again = function () { home(number); };
+        var open = el('td', { className: 'open' }, [el('a', { href: page.fill(links.follow, { id: item.id }), text: 'Follow' })]);
         if (item.status === STATUS.finished) {
           open.appendChild(document.createTextNode(' · '));
           open.appendChild(el('a', { href: item.links.view, text: 'Pairs' }));
@@ -57,9 +54,21 @@
             open.appendChild(el('a', { href: item.links.concordance_view, text: 'Concordance' }));
           }
         }
-        body.appendChild(el('tr', { className: 'collation' }, [
-          el('td', { text: when(item.created) }), el('td', { text: item.name }),
-          el('td', { text: item.status + ' ' + (item.status === STATUS.running ? percent(item.progress) : '') }), open,
+        var name = el('td', { className: 'name' }, [el('span', { className: 'name-text', text: item.name })]);
+        var actions = el('td', { className: 'row-actions' });
+        if (item.status === STATUS.failed) {
+          actions.appendChild(el('button', { type: 'button', className: 'retry', text: 'Retry',
+            onclick: function () { retry(item.links.status).then(again).catch(fail); } }));
+        }
+        actions.appendChild(el('button', { type: 'button', className: 'rename', text: 'Rename',
+          'aria-label': 'Rename ' + item.name,
+          onclick: function () { renameInline(name, item.links.status, item.name, again); } }));
+        actions.appendChild(el('button', { type: 'button', className: 'delete', text: 'Delete',
+          'aria-label': 'Delete ' + item.name,
+          onclick: function () { deleteCollation(item.links.status, item.name, item.status).then(again); } }));
+        body.appendChild(el('tr', { className: 'collation', 'data-id': item.id }, [
+          el('td', { text: when(item.created) }), name,
+          el('td', { text: statusWords(item) }), open, actions,
         ]));
       });
       var empty = doc.items.length === 0;
@@ -72,6 +81,38 @@
       $('prev').onclick = function () { home(number - 1); };
       $('next').onclick = function () { home(number + 1); };
     }).catch(fail);
+  }
+  var STATUS_WORDS = {}; // the status in words: "queued" reads "waiting"
+  STATUS_WORDS[STATUS.queued] = 'waiting';
+  function statusWords(item) {
+    return (STATUS_WORDS[item.status] || item.status) + (item.status === STATUS.running ? ' ' + percent(item.progress) : '');
+  }
+
+  // Rename in place: the name becomes a field with Save and Cancel (Enter saves, Escape cancels); the
+  // server trims and checks it (a 400 naming `name` is shown in words). `done(doc)` after a rename.
+  function renameInline(holder, url, current, done) {
+    if (holder.querySelector('form')) return;
+    var shown = Array.prototype.slice.call(holder.childNodes);
+    var field = el('input', { type: 'text', className: 'rename-field', value: current, maxLength: 200,
+      'aria-label': 'New name of the collation' });
+    var form = el('form', { className: 'rename-form' }, [field,
+      el('button', { type: 'submit', text: 'Save' }),
+      el('button', { type: 'button', className: 'rename-cancel', text: 'Cancel' })]);
+    function close() { form.remove(); shown.forEach(function (n) { n.hidden = false; }); }
+    shown.forEach(function (n) { n.hidden = true; });
+    holder.appendChild(form);
+    field.focus();
+    field.select();
+    form.querySelector('.rename-cancel').addEventListener('click', close);
+    field.addEventListener('keydown', function (event) { if (event.key === 'Escape') close(); });
+    form.addEventListener('submit', function (event) {
+      event.preventDefault();
+      api(url, { method: 'PATCH', body: JSON.stringify({ name: field.value }) }).then(function (doc) {
+        message('');
+        close();
+        done(doc);
+      }).catch(function (error) { fail(error); field.focus(); });
+    });
   }
 
   // -- New collation -------------------------------------------------------------------------------
@@ -116,6 +157,7 @@
       delete corrected[url];
       card.remove();
       estimate();
+      keepDraft();
       $('manifests').focus();
     });
     var card = el('article', { className: 'witness' + (report.error ? ' problem' : '') });
@@ -140,27 +182,40 @@
     describe();
     card.appendChild(summary);
     var thumbs = el('div', { className: 'thumbs' });
-    report.regions.slice(0, 6).forEach(function (r) { var t = regionThumb(report, r); if (t) thumbs.appendChild(t); });
+    // the first six of the regions used: the reviewed ones once the historian chose them (a box deleted in
+    // the editor is gone from here too), else those the manifest or the detector gave
+    function drawThumbs() {
+      thumbs.textContent = '';
+      reviewedRegions(report, url).slice(0, 6).forEach(function (r) { var t = regionThumb(report, r); if (t) thumbs.appendChild(t); });
+    }
+    drawThumbs();
     card.appendChild(thumbs);
-    if (report.problems.length) {
+    // a manuscript searched on the workers: that it has no annotations is no problem, the search says so
+    var problems = needsDetection(report) ? report.problems.filter(function (p) {
+      return !/links no annotations/.test(p.message); }) : report.problems;
+    if (problems.length) {
       var list = el('ul', { className: 'problems' });
-      report.problems.slice(0, 5).forEach(function (p) { list.appendChild(el('li', { text: p.message })); });
-      card.appendChild(el('p', { text: report.problems.length + ' problem(s); the collation goes on without what they concern:' }));
+      problems.slice(0, 5).forEach(function (p) { list.appendChild(el('li', { text: p.message })); });
+      card.appendChild(el('p', { text: problems.length + ' problem(s); the collation goes on without what they concern:' }));
       card.appendChild(list);
     }
+    if (needsDetection(report)) card.appendChild(detectionProgress(url, report, function () {
+      describe();
+      drawThumbs();
+      estimate();
+    }));
     var editor = el('div', { className: 'review' });
     var review = el('button', { type: 'button', className: 'review-open', text: 'Review the regions on the pages' });
     review.addEventListener('click', function () {
       review.hidden = true;
-      var shown = corrected[url] ? Object.assign({}, report, { regions: corrected[url].map(function (r) {
-        var index = report.canvases.findIndex(function (c) { return c.id === r.canvas; });
-        return { canvas_index: index, canvas_id: r.canvas, xywh: r.xywh };
-      }) }) : report;
+      var shown = Object.assign({}, report, { regions: reviewedRegions(report, url) });
       window.collationReview.open(editor, shown, function (regions) {
         review.hidden = false;
         if (regions) corrected[url] = regions;
         describe();
+        drawThumbs();
         estimate();
+        keepDraft();
         review.focus();
       });
     });
@@ -169,6 +224,111 @@
     card.appendChild(remove);
     return card;
   }
+  // -- detection for review (POST /detections): a manifest without region annotations is searched on the
+  // workers, page by page; its card shows the pages done and the illustrations found so far, and the
+  // report's regions grow as they come (the editor opens on what is found). Once finished, its regions
+  // go with the request (the collation does not detect again).
+  function needsDetection(report) {
+    return !report.regions.length && report.regions_source === 'annotations' && report.summary.canvases_with_image > 0;
+  }
+  function detectionProgress(url, report, changed) {
+    var line = el('p', { className: 'detecting', role: 'status', text: 'Finding the illustrations on the pages\u2026' });
+    var bar = el('progress', { className: 'detecting-bar', 'aria-label': 'Pages searched for illustrations' });
+    var box = el('div', { className: 'detection' }, [line, bar]);
+    function show(doc) {
+      report.regions = doc.regions;
+      report.regions_source = 'detected';
+      report.summary.regions = doc.regions.length;
+      report.detection = doc;
+      var done = doc.status === STATUS.finished, failed = doc.status === STATUS.failed;
+      report.regions_note = plural(doc.done, 'page') + ' of ' + (doc.total === null ? '?' : doc.total) + ' searched' +
+        (done ? '' : ' so far');
+      if (doc.total) { bar.max = doc.total; bar.value = doc.done; }
+      line.textContent = failed ? 'The illustrations could not be found: ' + sentence(doc.error) :
+        done ? 'All ' + plural(doc.total, 'page') + ' searched: ' + plural(doc.regions.length, 'illustration') + ' found.' :
+        'Finding the illustrations on the pages: ' + doc.done + ' of ' + (doc.total === null ? '?' : doc.total) +
+          ' pages searched, ' + plural(doc.regions.length, 'illustration') + ' found so far. You can review them now.';
+      bar.hidden = done || failed;
+      changed();
+      if (!done && !failed && box.isConnected) setTimeout(poll, 1000);
+    }
+    function poll() { api(links.detections + '/' + report.detection.id).then(show).catch(retryLater); }
+    function retryLater(error) { line.textContent = 'Finding the illustrations: ' + error.message; setTimeout(poll, 3000); }
+    api(links.detections, { method: 'POST', body: JSON.stringify({ manifest: url }) }).then(function (doc) {
+      report.detection = doc;
+      show(doc);
+    }).catch(function (error) {
+      line.textContent = 'The illustrations will be found when the collation starts (' + error.message + ').';
+      bar.hidden = true;
+    });
+    return box;
+  }
+  function detectedRegions(url) {
+    var report = inspected[url];
+    var doc = report && report.detection;
+    if (!doc || doc.status !== STATUS.finished || !doc.regions.length) return null;
+    return doc.regions.map(function (r) { return { canvas: r.canvas_id, xywh: r.xywh }; });
+  }
+
+  // The regions a witness is collated with: the reviewed ones ({canvas, xywh}) as the inspection's
+  // regions ({index, canvas_index, canvas_id, xywh}), or the inspection's own
+  function reviewedRegions(report, url) {
+    if (!corrected[url]) return report.regions;
+    return corrected[url].map(function (r, k) {
+      var index = report.canvases.findIndex(function (c) { return c.id === r.canvas; });
+      return { index: k, canvas_index: index, canvas_id: r.canvas, xywh: r.xywh };
+    }).filter(function (r) { return r.canvas_index >= 0; });
+  }
+
+  // -- the draft on the server (/drafts): a reload, another browser or a colleague with the page's
+  // address (/new?draft=<id>) finds the same addresses, chosen regions and region editors, undo included.
+  // Each change is sent a moment later (PUT; the first one creates it, POST, and puts its id in the address).
+  var draftId = new URLSearchParams(window.location.search).get('draft');
+  var draftTimer = null, draftBusy = null;
+  function keepDraft() {
+    if (config.view !== 'new') return;
+    clearTimeout(draftTimer);
+    draftTimer = setTimeout(sendDraft, 500);
+  }
+  function sendDraft() {
+    if (draftBusy) { draftBusy.then(keepDraft); return; } // one at a time: the last state is sent last
+    var urls = lines(), editors = {};
+    urls.forEach(function (u) { editors[u] = window.collationReview ? window.collationReview.readDraft(u) : null; });
+    var regions = {};
+    urls.forEach(function (u) { if (corrected[u]) regions[u] = corrected[u]; });
+    var body = JSON.stringify({ text: $('manifests').value, regions: regions, editors: editors });
+    var request = draftId ? api(links.drafts + '/' + draftId, { method: 'PUT', body: body })
+      : api(links.drafts, { method: 'POST', body: body });
+    draftBusy = request.then(function (doc) {
+      if (!draftId) {
+        draftId = doc.id;
+        var params = new URLSearchParams(window.location.search);
+        params.set('draft', doc.id);
+        window.history.replaceState(null, '', window.location.pathname + '?' + params.toString());
+      }
+      $('draft-status').textContent = 'Kept on the server: a reload, another browser or a colleague with this ' +
+        'page\u2019s address finds the same work.';
+      $('draft-status').setAttribute('data-saved', doc.updated);
+    }).catch(function (error) {
+      $('draft-status').textContent = 'Not kept on the server (' + error.message + '): it stays in this page only.';
+    }).then(function () { draftBusy = null; });
+  }
+  // Opening /new?draft=<id>: its addresses, chosen regions and editors come back, then each witness is
+  // looked at again (the editors open from the restored state, as after a reload)
+  function restoreDraft() {
+    return api(links.drafts + '/' + draftId).then(function (doc) {
+      $('manifests').value = doc.text || '';
+      Object.keys(doc.regions || {}).forEach(function (u) { corrected[u] = doc.regions[u]; });
+      Object.keys(doc.editors || {}).forEach(function (u) {
+        if (window.collationReview) window.collationReview.writeDraft(u, doc.editors[u]);
+      });
+      if (lines().length) inspectAll(newLook());
+    }).catch(function (error) {
+      draftId = null;
+      message('The saved work could not be read (' + error.message + '); start again here.', true);
+    });
+  }
+
   // One look at the list (a click on "Look at these manifests") is bounded, whatever the collections in
   // it say: each collection is opened once (one that lists itself, or two that list each other, would be
   // opened again without end), MAX_COLLECTIONS at most (a chain of collections listed as manifests), and
@@ -190,7 +350,10 @@
       return slot;
     });
     function inspectOne(url, attempt) {
-      return api(links.inspect + '?manifest=' + encodeURIComponent(url)).catch(function (error) {
+      // a manuscript of more than config.detect_in_inspection pages without annotations is not searched by
+      // the inspection (its time limit) but on the workers, page by page (POST /detections, below)
+      return api(links.inspect + '?detect_up_to=' + config.detect_in_inspection + '&manifest=' +
+        encodeURIComponent(url)).catch(function (error) {
         if ((error.status === 429 || error.status === 503) && attempt < 5) {
           return new Promise(function (resolve) { setTimeout(resolve, 1000 * (attempt + 1)); })
             .then(function () { return inspectOne(url, attempt + 1); });
@@ -207,7 +370,7 @@
     urls.reduce(function (previous, url, k) {
       return previous.then(function () {
         if (stopped) return null;
-        var known = inspected[url];
+        var known = inspected[url] && !inspected[url].error ? inspected[url] : null; // a failure is asked again
         if (!known && look.looks >= lookLimit()) {
           stop(k, 'The page stopped after looking at ' + look.looks + ' addresses (a collation takes at most ' +
             config.max_manifests + ' manifests). Remove some, or paste the manifests you want, and look again.');
@@ -225,7 +388,10 @@
           }
           stopped = true;
           expandCollection(url, report, look);
-        }, function (error) { inspected[url] = { error: error.message }; }).then(function () {
+        }, function (error) {
+          inspected[url] = { error: error.status === 504 ? 'The library took too long to answer. Try again in a ' +
+            'moment with \u201cLook at these manifests\u201d.' : error.message };
+        }).then(function () {
           if (stopped) return;
           slots[k].replaceWith(witnessCard(url, inspected[url]));
           estimate();
@@ -287,9 +453,13 @@
     if (urls.length < 2) { message('A collation needs two or more manifests.', true); return; }
     $('start').disabled = true;
     var regions = {};
-    urls.forEach(function (u, m) { if (corrected[u]) regions[String(m)] = corrected[u]; });
+    urls.forEach(function (u, m) {
+      var chosen = corrected[u] || detectedRegions(u);
+      if (chosen) regions[String(m)] = chosen;
+    });
     var body = { manifests: urls, options: options() };
     if (Object.keys(regions).length) body.regions = regions;
+    rememberLabels(urls);
     api(links.collations, { method: 'POST', body: JSON.stringify(body) })
       .then(function (doc) { window.location.href = page.fill(links.follow, { id: doc.id }); })
       .catch(function (error) { $('start').disabled = false; fail(error); });
@@ -300,6 +470,7 @@
   var STAGES = { queued: 'Waiting for a free worker', preparing: 'Reading the manifests and finding the illustrations',
     features: 'Looking at each illustration', scoring: 'Comparing the illustrations with each other',
     finalizing: 'Putting the results together', running: 'Working' };
+  var STEP_ORDER = ['preparing', 'features', 'scoring', 'finalizing']; // the stages of jobs.planning, in order
   var WITNESS_STATES = { pending: 'waiting', ready: 'ready', failed: 'cannot be used' };
   var seen = null; // where the current stage started: {stage, done, t}, and the last time left shown
   // Seconds left in the stage from its average rate since it started; never more than last shown,
@@ -318,37 +489,77 @@
     try { host = new URL(m.manifest).host; } catch (e) { host = ''; }
     return 'Witness ' + (m.index + 1) + (host ? ' (from ' + host + ')' : '');
   }
+  // The service's failures, in words that say what to do, naming the witness (the problem's own text
+  // names a manifest by its address): a known message is rewritten, any other one kept after the name.
+  function inWords(text, name) {
+    text = text || '';
+    var http = /^manifest \S+: (?:unexpected )?HTTP (\d{3})/.exec(text);
+    if (http) {
+      var code = Number(http[1]);
+      return 'The library\u2019s server ' + (HTTP_WORDS[code] || (code >= 500 ? 'had a problem answering' :
+        'did not give the manifest')) + ' for ' + name + ' (HTTP ' + code + '). Check its address in the ' +
+        'library\u2019s catalogue; once the library answers again, Retry. Or start a new collation without it.';
+    }
+    if (/^manifest \S+: no illustration regions found/.test(text)) {
+      return 'No illustration was found on the pages of ' + name + '. Start a new collation and draw its ' +
+        'illustrations with \u201cReview the regions on the pages\u201d, or leave it out.';
+    }
+    var few = /^fewer than two manuscripts could be read \((\d+) of (\d+)\)/.exec(text);
+    if (few) {
+      return 'Only ' + few[1] + ' of the ' + few[2] + ' witnesses could be read, and a comparison needs two. ' +
+        'See what went wrong with each witness above, then Retry, or start a new collation with other witnesses.';
+    }
+    return name + ': ' + sentence(text.replace(/^(manifest|image service) \S+:\s*/, ''));
+  }
+  // What the New page learnt of a witness (its label) before the collation read it: kept in this browser
+  var LABELS_KEY = 'collation.labels';
+  function knownLabels() { return page.recall(LABELS_KEY) || {}; }
+  function rememberLabels(urls) {
+    var known = knownLabels();
+    urls.forEach(function (u) {
+      var r = inspected[u];
+      if (r && !r.error && r.manifest && r.manifest.label) known[u] = r.manifest.label;
+    });
+    page.remember(LABELS_KEY, known);
+  }
+  var followed = null; // the last status document: its name, for the confirmation of Delete
   function follow() {
     api(links.status).then(function (doc) {
+      followed = doc;
       var p = doc.progress || {};
       var done = page.isTerminal(doc.status);
       var words = STAGES[p.stage] || capital(p.stage || doc.status);
-      // nothing counted yet in a long step: say what is done, without a bar stuck at 0%
-      var counted = p.total && p.done ? ' \u2014 ' + p.done + ' of ' + p.total + ' (' + percent(p) + ')' : '\u2026';
-      $('state').textContent = done ? capital(doc.status) + '.' : words + counted;
+      var left = done ? null : secondsLeft(p, Date.now());
+      // every step counted ("Step 3 of 4"), the finishing one included; nothing counted yet in a long
+      // step: how long it has run, without a bar stuck at 0%
+      var k = STEP_ORDER.indexOf(p.stage);
+      var counted = p.total && p.done ? ' \u2014 ' + p.done + ' of ' + p.total + ' (' + percent(p) + ')' :
+        seen && seen.stage === p.stage && k >= 0 ? '\u2026 (' + Math.round((Date.now() - seen.t) / 1000) + ' s so far)' : '\u2026';
+      var stepWords = k >= 0 ? 'Step ' + (k + 1) + ' of ' + STEP_ORDER.length + ': ' : '';
+      $('state').textContent = done ? capital(STATUS_WORDS[doc.status] || doc.status) +
+        '.' + (doc.status === STATUS.finished ? ' All ' + STEP_ORDER.length + ' steps done.' : '') : stepWords + words + counted;
       $('state').className = 'status ' + doc.status;
       var bar = $('progress');
       bar.hidden = done; // a failed or cancelled collation shows no bar, a finished one its results
       bar.max = p.total || 1;
       if (p.done) bar.value = p.done; else bar.removeAttribute('value'); // indeterminate: it moves
-      var left = done ? null : secondsLeft(p, Date.now());
       $('eta').textContent = left === null ? '' : 'About ' + left + ' s left in this step.';
       // its name: the one given, or its witnesses' labels (the server's default)
-      $('title').textContent = doc.name;
+      if (!$('name-box').querySelector('form')) $('title').textContent = doc.name;
       document.title = doc.name + ' \u2014 Image collation';
       var list = $('witnesses');
       list.textContent = '';
+      var labels = knownLabels();
       doc.manuscripts.forEach(function (m) {
-        var item = el('li', { text: witnessName(m) + ': ' + (WITNESS_STATES[m.status] || m.status) +
+        var name = m.label || labels[m.manifest] || witnessName(m);
+        var item = el('li', { text: name + ': ' + (WITNESS_STATES[m.status] || m.status) +
           (m.regions ? ', ' + plural(m.regions, 'illustration') : '') });
         if (!m.label) item.title = m.manifest;
-        m.errors.forEach(function (e) { item.appendChild(el('div', { className: 'problem', text: e.message })); });
+        m.errors.forEach(function (e) { item.appendChild(el('div', { className: 'problem', text: inWords(e.message, name) })); });
         list.appendChild(item);
       });
-      doc.errors.forEach(function (e) { list.appendChild(el('li', { className: 'problem', text: e.message })); });
-      $('cancel').hidden = doc.status === STATUS.finished;
+      doc.errors.forEach(function (e) { list.appendChild(el('li', { className: 'problem', text: inWords(e.message, 'The collation') })); });
       $('retry').hidden = doc.status !== STATUS.failed;
-      $('cancel').textContent = done ? 'Delete this collation' : 'Cancel and delete this collation';
       if (doc.status === STATUS.finished) {
         $('finish').hidden = false;
         $('eta').textContent = '';
@@ -366,36 +577,44 @@
         });
       }
       if (!done) setTimeout(follow, 1000);
-    }).catch(function (error) { fail(error); setTimeout(follow, 5000); });
+    }).catch(function (error) {
+      if (error.status === 404) { message('This collation has been deleted.', true); return; }
+      fail(error);
+      setTimeout(follow, 5000);
+    });
   }
-  function cancel() {
-    deleteCollation(links.status, $('cancel').textContent).then(function (done) { if (done) window.location.href = links.home; });
-  }
-  // DELETE after the reader confirms `question`; resolves to whether it was deleted
-  function deleteCollation(url, question) {
-    if (!window.confirm(question + '?')) return Promise.resolve(false);
+  // DELETE once the reader confirms, in a question naming the collation (and saying that a running one
+  // stops); resolves to whether it was deleted
+  function deleteCollation(url, name, status) {
+    var running = !page.isTerminal(status);
+    var question = 'Delete the collation \u201c' + name + '\u201d?' + (running ? ' It is still running: it stops.' : '') +
+      ' Its results and verdicts are removed for everyone who has its address. This cannot be undone.';
+    if (!window.confirm(question)) return Promise.resolve(false);
     return api(url, { method: 'DELETE' }).then(function () { return true; }).catch(function (e) { fail(e); return false; });
   }
   // A failed collation runs again under its id (POST .../retry): what was computed is reused
   function retry(url) { return api(url + '/retry', { method: 'POST' }); }
-  function rename() {
-    var name = window.prompt('Name of this collation', $('title').textContent);
-    if (name === null) return;
-    api(links.status, { method: 'PATCH', body: JSON.stringify({ name: name }) }).then(function (doc) {
-      message('');
-      $('title').textContent = doc.name;
-      document.title = doc.name + ' \u2014 Image collation';
-    }).catch(fail);
-  }
 
   if (config.view === 'home') { $('filter').addEventListener('change', function () { home(1); }); home(1); }
   if (config.view === 'new') {
     $('inspect').addEventListener('click', function () { message(''); inspectAll(newLook()); });
+    $('manifests').addEventListener('input', keepDraft);
+    if (window.collationReview) window.collationReview.onChange(keepDraft);
+    if (draftId) restoreDraft();
     $('new-form').addEventListener('submit', start);
   }
   if (config.view === 'follow') {
-    $('cancel').addEventListener('click', cancel);
-    $('rename').addEventListener('click', rename);
+    $('delete').addEventListener('click', function () {
+      var doc = followed || {};
+      deleteCollation(links.status, doc.name || $('title').textContent, doc.status)
+        .then(function (done) { if (done) window.location.href = links.home; });
+    });
+    $('rename').addEventListener('click', function () {
+      renameInline($('name-box'), links.status, $('title').textContent, function (doc) {
+        $('title').textContent = doc.name;
+        document.title = doc.name + ' \u2014 Image collation';
+      });
+    });
     $('retry').addEventListener('click', function () {
       retry(links.status).then(function () { seen = null; message(''); follow(); }).catch(fail);
     });
