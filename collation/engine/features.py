@@ -6,7 +6,7 @@ A backbone (``collation.engine.backbones``) maps an RGB image of 16k x 16l pixel
 functions index by illustration; ``save`` and ``load`` store it (``load`` checks every shape).
 
 Longer than 400 lines because masked bucketed extraction and the checked storage format of
-``MultiScaleFeatures`` share the same shapes; moving storage to a module of its own is the next step.
+``MultiScaleFeatures`` share the same shapes, which a reader checks in one place.
 """
 
 from __future__ import annotations
