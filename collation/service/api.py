@@ -80,6 +80,15 @@ def jsonld(doc: dict[str, Any], profile: str | None = None) -> Response:
     return response
 
 
+def answered(doc: Any, status: int, location: str | None = None) -> Response:
+    """``doc`` as JSON with ``status`` (201 created, 202 accepted) and, for a new resource, its ``Location``."""
+    response = jsonify(doc)
+    response.status_code = status
+    if location is not None:
+        response.headers["Location"] = location
+    return response
+
+
 @bp.route("/collations", methods=["POST"])
 def create_collation() -> Response:
     runtime = current_runtime()
@@ -88,10 +97,7 @@ def create_collation() -> Response:
     client = quotas.client_of(owner, request.remote_addr)  # its limits: collation.service.quotas
     record, created = collations.submit(runtime, body, base_url(), owner, client)
     url = collation_url(base_url(), record.id)
-    response = jsonify({"id": record.id, "status": record.status, "status_url": url, "created": created})
-    response.status_code = 202
-    response.headers["Location"] = url
-    return response
+    return answered({"id": record.id, "status": record.status, "status_url": url, "created": created}, 202, url)
 
 
 @bp.route("/collations", methods=["GET"])
@@ -141,10 +147,7 @@ def retry_collation(cid: str) -> Response:
     creator_only(cid, "retry it")
     record = collations.retry(current_runtime(), cid)
     url = collation_url(base_url(), record.id)
-    response = jsonify({"id": record.id, "status": record.status, "status_url": url, "created": False})
-    response.status_code = 202
-    response.headers["Location"] = url
-    return response
+    return answered({"id": record.id, "status": record.status, "status_url": url, "created": False}, 202, url)
 
 
 @bp.route("/collations/<cid>/correspondences", methods=["GET"])
@@ -211,9 +214,7 @@ def post_assessment(cid: str) -> Response:
     check_id(cid)  # a malformed id is a 404 before the body is looked at
     body = AssessmentSchema().load(json_body())
     creator_only(cid, "record verdicts on it")
-    response = jsonify(collations.add_assessment(current_runtime().store, cid, body, base_url()))
-    response.status_code = 201
-    return response
+    return answered(collations.add_assessment(current_runtime().store, cid, body, base_url()), 201)
 
 
 @bp.route("/collations/<cid>/assessments", methods=["DELETE"])
@@ -229,9 +230,7 @@ def post_assessments_batch(cid: str) -> Response:
     check_id(cid)
     body = BatchAssessmentSchema().load(json_body())
     creator_only(cid, "record verdicts on it")
-    response = jsonify(collations.add_batch(current_runtime().store, cid, body, base_url()))
-    response.status_code = 201
-    return response
+    return answered(collations.add_batch(current_runtime().store, cid, body, base_url()), 201)
 
 
 @bp.route("/collations/<cid>/annotations", methods=["GET"])
@@ -322,10 +321,7 @@ def post_detection() -> Response:
     body = DetectionSchema().load(json_body())
     collations.scheduler(current_runtime())  # a 503 without Redis, before anything is stored
     doc = review.start(current_runtime(), body["manifest"])
-    response = jsonify(doc)
-    response.status_code = 202
-    response.headers["Location"] = f"{base_url()}/detections/{doc['id']}"
-    return response
+    return answered(doc, 202, f"{base_url()}/detections/{doc['id']}")
 
 
 @bp.route("/detections/<did>", methods=["GET"])
@@ -337,10 +333,7 @@ def get_detection(did: str) -> Response:
 def post_draft() -> Response:
     """A draft of a collation-to-be (the New collation page's work), kept for whoever has its address."""
     doc = drafts.create(current_runtime().store, drafts.DraftSchema().load(json_body()))
-    response = jsonify(doc)
-    response.status_code = 201
-    response.headers["Location"] = f"{base_url()}/drafts/{doc['id']}"
-    return response
+    return answered(doc, 201, f"{base_url()}/drafts/{doc['id']}")
 
 
 @bp.route("/drafts/<did>", methods=["GET"])
