@@ -26,7 +26,7 @@ from service_helpers import REPO, wait_for
 VENDOR = ("mirador-4.0.0.min.js", "mirador-3.4.3.min.js", "annotorious-3.8.10.js", "annotorious-3.8.10.css")
 """The browser libraries of scripts/vendor.sh: the viewer's two Mirador bundles, the region editor's."""
 
-NO_DOWNLOADS = ("--no-deps", "--no-build-isolation", "--no-index")
+NO_DOWNLOADS = ("--no-deps", "--no-build-isolation", "--no-index", "--no-cache-dir")
 """pip builds and installs the project alone, with the setuptools and dependencies already here."""
 
 pytestmark = pytest.mark.stack  # `collate serve` starts its private redis-server

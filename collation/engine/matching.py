@@ -166,12 +166,13 @@ def mutual_slots(
     best = [part.max(dim=0) for part in cos.split(lengths)]  # the first of equal maxima
     colmax = torch.stack([b.values for b in best])  # (S, Q)
     rows = torch.stack([b.indices for b in best]) + offsets  # (S, Q) first best target cell
-    arange = torch.arange(q, device=cos.device).expand(n_scales, -1)
-    cos[rows, arange] = -torch.inf  # the runner-up of each column says whether the maximum is tied
+    flat_cos = cos.view(-1)
+    best_at = (rows * q + torch.arange(q, device=cos.device)).view(-1)  # (S * Q,) each column's first best
+    flat_cos.index_fill_(0, best_at, -torch.inf)  # the runner-up of each column says whether the best is tied
     second = torch.stack([part.amax(dim=0) for part in cos.split(lengths)])
-    cos[rows, arange] = colmax
+    flat_cos.index_copy_(0, best_at, colmax.view(-1))
     positive = colmax > 0
-    valid = positive & (colmax >= row_best[rows, seg])
+    valid = positive & (colmax >= row_best.view(-1)[rows * n_queries + seg])
     tied = positive & ~valid & (second == colmax)
     if bool(tied.any()):  # rare: another cell of equal cosine may be mutual where the first is not
         scale, col = tied.nonzero(as_tuple=True)
