@@ -1,5 +1,5 @@
 """Detection for review in the New collation page (issue 39, item 1), in Chromium: a generated manuscript
-of 30 folios without region annotations (more than the inspection searches itself) is looked at at once,
+of 26 folios without region annotations (more than the inspection searches itself) is looked at at once,
 its pages are searched by a worker process (``python -m collation worker``), and the page shows the
 pages searched and the illustrations found while the search goes on, then all of them, their thumbnails
 and the estimate; the collation then starts with the regions found (the workers do not search again).
@@ -26,7 +26,7 @@ from collation.store.location import open_store
 
 pytestmark = pytest.mark.slow
 
-FOLIOS = 30
+FOLIOS = 26  # more than the 24 pages the inspection searches itself (DETECT_IN_INSPECTION)
 TIMEOUT_MS = 60_000
 
 
@@ -73,7 +73,7 @@ def test_the_new_page_shows_the_pages_as_the_workers_search_them(
     service: tuple[str, Settings], site: Any, synthetic: Any, browser: Any, tmp_path: Path
 ) -> None:
     root, settings = service
-    generated = generated_manuscript(site, "generated-30", FOLIOS)
+    generated = generated_manuscript(site, "generated-26", FOLIOS)
     page = browser.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     errors: list[str] = []
@@ -84,27 +84,29 @@ def test_the_new_page_shows_the_pages_as_the_workers_search_them(
         page.get_by_label("Manifest addresses").fill("\n".join([generated, synthetic.a]))
         page.get_by_role("button", name="Look at these manifests").click()
         line = page.locator(".witness .detecting")
-        line.wait_for()  # the inspection answered without searching the 30 pages
+        line.wait_for()  # the inspection answered without searching the pages
         workers.start(threads=1)
         seen: list[int] = []
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
             text = line.inner_text()
-            found = re.search(r"(\d+) of 30 pages searched", text)
+            found = re.search(rf"(\d+) of {FOLIOS} pages searched", text)
             if found and (not seen or seen[-1] != int(found.group(1))):
                 seen.append(int(found.group(1)))
                 if 0 < seen[-1] < FOLIOS and len(seen) == 2:
                     shot(page, "new-detecting-1280")
-            if text.startswith("All 30 pages searched"):
+            if text.startswith(f"All {FOLIOS} pages searched"):
                 break
             page.wait_for_timeout(150)
-        final = re.fullmatch(r"All 30 pages searched: (\d+) illustrations found\.", line.inner_text())
+        final = re.fullmatch(rf"All {FOLIOS} pages searched: (\d+) illustrations found\.", line.inner_text())
         assert final and int(final.group(1)) >= FOLIOS, (line.inner_text(), seen)  # a drawing may be two boxes
         n = int(final.group(1))
         assert any(0 < n < FOLIOS for n in seen), seen  # pages shown while the search went on
         card = page.locator(".witness").filter(has_text="Generated codex")
         assert card.locator(".thumbs > *").count() == 6
-        assert f"30 pages, {n} illustrations (detected on the page images)" in card.locator(".summary").inner_text()
+        assert (
+            f"{FOLIOS} pages, {n} illustrations (detected on the page images)" in card.locator(".summary").inner_text()
+        )
         assert f"2 witnesses, {n + synthetic.n} illustrations" in page.locator("#estimate").inner_text()
         shot(page, "new-detected-1280")
         page.set_viewport_size({"width": 820, "height": 1180})
@@ -113,7 +115,7 @@ def test_the_new_page_shows_the_pages_as_the_workers_search_them(
         page.wait_for_url(re.compile(r"/collations/[0-9a-f]+$"))
         cid = page.url.rsplit("/", 1)[1]
         given = open_store(settings).load_record(cid).request.regions["0"]  # the search's regions, not again
-        assert len(given) == n and given[0]["canvas"].endswith("/generated-30/canvas/0")
+        assert len(given) == n and given[0]["canvas"].endswith("/generated-26/canvas/0")
         assert errors == []
     finally:
         workers.stop_all()

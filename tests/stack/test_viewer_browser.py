@@ -317,7 +317,7 @@ def test_mirador4_shows_the_match_in_both_windows_and_confirm_stores_an_assessme
         link,
         "a",
         collation.regions[0][PICK]["xywh"],
-        re.compile(rf"{re.escape(p3_label)}.*\(illustration {PICK}\)"),
+        re.compile(rf"{re.escape(p3_label)}.*\(illustration {PICK + 1}\)"),
         CANVAS_SCALE,
     )
     shown_b = check_annotation_shown(
@@ -327,7 +327,7 @@ def test_mirador4_shows_the_match_in_both_windows_and_confirm_stores_an_assessme
         link,
         "b",
         collation.regions[1][PICK]["xywh"],
-        re.compile(rf"{re.escape(p2_label)}.*\(illustration {PICK}\)"),
+        re.compile(rf"{re.escape(p2_label)}.*\(illustration {PICK + 1}\)"),
     )
     page.screenshot(path=str(screenshots / "viewer-mirador4-match.png"))
 
@@ -372,7 +372,7 @@ def test_mirador3_shows_the_match_too(collation: Served, page: Any, screenshots:
         link,
         "a",
         collation.regions[0][k]["xywh"],
-        re.compile(rf"{re.escape(p3_label)}.*\(illustration {k}\)"),
+        re.compile(rf"{re.escape(p3_label)}.*\(illustration {k + 1}\)"),
         CANVAS_SCALE,
     )
     check_annotation_shown(
@@ -382,7 +382,7 @@ def test_mirador3_shows_the_match_too(collation: Served, page: Any, screenshots:
         link,
         "b",
         collation.regions[1][k]["xywh"],
-        re.compile(rf"{re.escape(p2_label)}.*\(illustration {k}\)"),
+        re.compile(rf"{re.escape(p2_label)}.*\(illustration {k + 1}\)"),
     )
     assert_selected(page, link)
     page.screenshot(path=str(screenshots / "viewer-mirador3-link.png"))

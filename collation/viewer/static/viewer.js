@@ -372,10 +372,11 @@
     stackOnNarrowScreens();
   }
 
-  // On a portrait screen (a tablet) the two windows side by side would be a few cm wide each: one above
-  // the other, each gets the whole width.
+  // On a portrait screen (a tablet), and beside the list on a wide landscape one (viewer.css: Mirador takes
+  // 46 % of the width there), the two windows side by side would be a few cm wide each, their annotation
+  // panel leaving no room for the page: one above the other, each gets the pane's whole width.
   function stackOnNarrowScreens() {
-    if (!window.matchMedia || !window.matchMedia('(orientation: portrait)').matches) return;
+    if (!window.matchMedia || !window.matchMedia('(orientation: portrait), (min-width: 1000px)').matches) return;
     var layout = { direction: 'column', first: WINDOW_IDS[0], second: WINDOW_IDS[1], splitPercentage: 50 };
     state.viewer.store.dispatch(miradorActions().updateWorkspaceMosaicLayout(layout));
   }

@@ -1,6 +1,8 @@
 // The workspace's pages (templates/workspace): Home lists the collations, New inspects the pasted
 // manifests and starts a collation, Follow shows its progress and, when finished, its results.
 // Everything goes through the public API; errors are shown in words (the problem's detail).
+// It is longer than 400 lines because the New page's witnesses, their detection on the workers
+// (/detections), the reviewed regions and the draft kept on the server (/drafts) share one state.
 (function () {
   'use strict';
 
