@@ -186,6 +186,14 @@ class Settings:
             "stay open for viewers."
         ),
     )
+    access_token_key: str = field(
+        default="",
+        repr=False,
+        metadata=_help(
+            "Secret (any text) that encrypts the IIIF Auth 2 access tokens a request carries while its images are "
+            "fetched (the API's and the workers' must match); unset: requests with `access_tokens` are refused."
+        ),
+    )
     public_url: str | None = field(
         default=None,
         metadata=_help(
@@ -314,23 +322,12 @@ class Settings:
             raise SettingsError(f"{ENV_PREFIX}FEATURE_PRECISION {message}", field="FEATURE_PRECISION")
         if not 0 <= self.worker_metrics_port <= 65535:
             raise SettingsError(f"{ENV_PREFIX}WORKER_METRICS_PORT must be 0..65535", field="WORKER_METRICS_PORT")
-        for name in (
-            "chunk_pairs",
-            "job_timeout",
-            "heartbeat_ttl",
-            "max_manifests",
-            "max_regions",
-            "max_regions_total",
-            "max_pairs",
-            "features_cached",
-            "store_cache_bytes",
-            "page_size",
-            "max_body_bytes",
-            "inspect_concurrency",
-            "inspect_per_client",
-            "inspect_max_json_bytes",
-            "inspect_max_json_items",
-        ):
+        at_least_one = (
+            "chunk_pairs job_timeout heartbeat_ttl max_manifests max_regions max_regions_total max_pairs "
+            "features_cached store_cache_bytes page_size max_body_bytes inspect_concurrency inspect_per_client "
+            "inspect_max_json_bytes inspect_max_json_items"
+        )
+        for name in at_least_one.split():
             if getattr(self, name) < 1:
                 raise SettingsError(f"{ENV_PREFIX}{name.upper()} must be at least 1", field=name.upper())
         for name in ("inspect_timeout", "callback_timeout", "store_connect_timeout", "store_read_timeout"):
