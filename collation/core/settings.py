@@ -196,6 +196,14 @@ class Settings:
             "stay open for viewers."
         ),
     )
+    access_token_key: str = field(
+        default="",
+        repr=False,
+        metadata=_help(
+            "Secret (any text) that encrypts the IIIF Auth 2 access tokens a request carries while its images are "
+            "fetched (the API's and the workers' must match); unset: requests with `access_tokens` are refused."
+        ),
+    )
     public_url: str | None = field(
         default=None,
         metadata=_help(

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 import torch
 
 from collation.core import defaults
-from collation.engine.checks import check_option
+from collation.core.options import check_option
 
 QUERY_CELLS_PER_PRODUCT = 16384
 """Query cells multiplied with one target at once on a CPU: a (5 x 484) x 16384 float32 product is 160 MB."""

@@ -164,20 +164,46 @@ def read_info(service_id: str, *, fetcher: Fetcher, version_hint: int | None = N
     "login required at <login URL>" with that URL as ``login``; any other failure is re-raised.
     """
     base = service_base(service_id)
+    url = f"{base}/info.json"
+    accept = lambda d: parse_info(d, url=base, version_hint=version_hint)  # noqa: E731
     try:
-        doc, _final = fetcher.get_json(
-            f"{base}/info.json", what="info.json", accept=lambda d: parse_info(d, url=base, version_hint=version_hint)
-        )
+        doc, _final = fetcher.get_json(url, what="info.json", accept=accept)
     except FetchError as exc:
         login = _login_in(getattr(exc, "body", None)) if exc.status in (401, 403) else None
         if login is None:
             raise
+        token = fetcher.credentials.tokens.get(login)
+        if token is None:
+            error = FetchError(
+                f"image service {base}: login required at {login} (HTTP {exc.status})", url=exc.url, status=exc.status
+            )
+            error.login = login
+            raise error from None
+        doc = _with_token(fetcher, url, token, login, accept)
+        info = parse_info(doc, url=base, version_hint=version_hint)
+        fetcher.credentials.authorize(info.id, token)  # the images, at the id the service declares (its host)
+        return info
+    return parse_info(doc, url=base, version_hint=version_hint)
+
+
+def _with_token(fetcher: Fetcher, url: str, token: str, login: str, accept: Any) -> Any:
+    """The info.json at ``url`` fetched again with the access token of ``login``, on ``url``'s host only
+    (the host that answered 401 naming that access service): IIIF Auth 2.0."""
+    fetcher.credentials.authorize(url, token)
+    try:
+        doc, _final = fetcher.get_json(url, what="info.json", accept=accept)
+    except FetchError as exc:
+        if exc.status not in (401, 403):
+            raise
         error = FetchError(
-            f"image service {base}: login required at {login} (HTTP {exc.status})", url=exc.url, status=exc.status
+            f"image service {url}: the access token given for {login} was refused (HTTP {exc.status}); "
+            f"log in at {login} again for a new one",
+            url=exc.url,
+            status=exc.status,
         )
         error.login = login
         raise error from None
-    return parse_info(doc, url=base, version_hint=version_hint)
+    return doc
 
 
 def _login_in(body: bytes | None) -> str | None:

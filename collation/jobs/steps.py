@@ -26,6 +26,7 @@ from rq import get_current_job
 from collation.core.errors import CollationError, UnsafeURLError
 from collation.core.options import CollationOptions
 from collation.core.vocabulary import CollationStatus
+from collation.jobs import access
 from collation.jobs.budget import over_budget
 from collation.jobs.planning import usable_manuscripts
 from collation.jobs.runtime import Runtime
@@ -121,15 +122,16 @@ def prepare_manuscript(runtime: Runtime, cid: str, m: int) -> str:
         others = [None if i == m else store.load_manuscript(cid, i) for i in range(n)]
         check_budget(runtime, record, others, {m: len(regions)})
 
-    doc, manifest = read_manuscript(
-        record,
-        m,
-        store,
-        runtime.fetcher,
-        max_regions=runtime.settings.max_regions,
-        precision=runtime.precision,
-        on_regions=within_budget,
-    )
+    with access.fetcher_with_tokens(runtime.fetcher, runtime.redis, runtime.settings.access_token_key, cid) as fetcher:
+        doc, manifest = read_manuscript(
+            record,
+            m,
+            store,
+            fetcher,
+            max_regions=runtime.settings.max_regions,
+            precision=runtime.precision,
+            on_regions=within_budget,
+        )
     live_record(store, cid)
     store.save_manuscript(cid, doc, manifest)
     docs = [store.load_manuscript(cid, i) for i in range(n)]
@@ -194,6 +196,7 @@ def finalize(runtime: Runtime, cid: str) -> str:
 
     store = runtime.store
     record = live_record(store, cid)
+    access.forget(runtime.redis, cid)  # every manuscript is prepared: their access tokens are not needed
     docs = [store.load_manuscript(cid, m) for m in range(record.manuscript_count)]
     ready = usable_manuscripts(docs, store.load_failures(cid))
     if any(doc is None for doc in docs) or len(ready) < 2:

@@ -55,6 +55,7 @@ from requests.structures import CaseInsensitiveDict
 from collation.core.errors import FetchError, LimitError, UnsafeURLError
 from collation.core.settings import FetchSettings, Settings
 from collation.net.addresses import Resolver, Target, check_url, resolve_target
+from collation.net.credentials import Credentials
 from collation.net.decode import decoded_bytes, finish_image, looks_like_image, open_image, parse_json_bytes
 from collation.net.pinning import PinnedAdapter
 from collation.net.responses import JsonCache, Response, read_cached, write_cached
@@ -171,6 +172,7 @@ class Fetcher:
         self.json_cache = JsonCache(self.conf.json_cache_entries, self.conf.json_cache_bytes)
         self.requests_sent = 0
         self.metrics = metrics
+        self.credentials = Credentials()  # IIIF Auth 2 access tokens, and the hosts that get one
 
     def with_limits(self, **overrides: Any) -> Fetcher:
         """A new fetcher with this one's policy, allowed hosts, resolver and clocks, and ``overrides``
@@ -185,6 +187,13 @@ class Fetcher:
             wall_clock=self.wall_clock,
             metrics=self.metrics,
         )
+
+    def with_access_tokens(self, tokens: dict[str, str]) -> Fetcher:
+        """A fetcher like this one holding IIIF Auth 2 access tokens by access service id (``credentials``);
+        it caches nothing fetched with one. Close its session when done."""
+        fetcher = self.with_limits()
+        fetcher.credentials = Credentials(tokens)
+        return fetcher
 
     # -- policy ---------------------------------------------------------------------------------
 
@@ -218,8 +227,9 @@ class Fetcher:
         """
         url = self._normalize(url, what)
         cap = max_bytes if max_bytes is not None else self.conf.max_image_bytes
+        private = self.credentials.bearer(url) is not None  # fetched with an access token: never cached
         with self._url_lock(url):
-            cached = read_cached(self.cache_dir, url)
+            cached = None if private else read_cached(self.cache_dir, url)
             if cached is not None:
                 return cached
             started = self.clock()
@@ -229,7 +239,8 @@ class Fetcher:
                 self._count(url, fetch_outcome(exc), started)
                 raise
             self._count(url, "ok", started)
-            write_cached(self.cache_dir, response)
+            if not private:
+                write_cached(self.cache_dir, response)
             return response
 
     def get_json(
@@ -248,7 +259,7 @@ class Fetcher:
         """
         url = self._normalize(url, what)
         with self._url_lock(url):  # threads asking for one info.json at once fetch and parse it once
-            cached = self.json_cache.get(url)
+            cached = self.json_cache.get(url) if self.credentials.bearer(url) is None else None
             if cached is not None:
                 return cached
             response = self.get(url, what=what, max_bytes=max_bytes or self.conf.max_json_bytes)
@@ -261,7 +272,8 @@ class Fetcher:
             )
             if accept is not None:
                 accept(doc)
-                self.json_cache.put(url, doc, response.final_url)
+                if self.credentials.bearer(url) is None:  # nothing fetched with a token is kept
+                    self.json_cache.put(url, doc, response.final_url)
             return doc, response.final_url
 
     def get_image(
@@ -375,9 +387,11 @@ class Fetcher:
                 with self._host_slot(host), self.adapter.deadlines.within(self.conf.total_timeout) as deadline:
                     with self._lock:
                         self.requests_sent += 1
-                    prepared = requests.Request(
-                        "GET", current, headers={"User-Agent": self.conf.user_agent, "Accept": "*/*"}
-                    ).prepare()
+                    sent = {"User-Agent": self.conf.user_agent, "Accept": "*/*"}
+                    bearer = self.credentials.bearer(current)  # per hop: a redirect elsewhere carries none
+                    if bearer is not None:
+                        sent["Authorization"] = f"Bearer {bearer}"
+                    prepared = requests.Request("GET", current, headers=sent).prepare()
                     raw = self.adapter.send_pinned(
                         prepared,
                         target,

@@ -15,6 +15,7 @@ from collation.core.correspondence import Correspondence
 from collation.core.errors import InputError, LimitError
 from collation.core.options import CollationOptions
 from collation.core.vocabulary import CollationStatus
+from collation.jobs import access
 from collation.jobs.budget import given_counts, over_budget
 from collation.jobs.finishing import apply_assessments
 from collation.jobs.runtime import Runtime
@@ -76,12 +77,16 @@ def submit(
     problem = over_budget(given_counts(request.regions), options, settings.max_regions_total, settings.max_pairs)
     if problem is not None:  # before anything is stored or enqueued
         raise LimitError(problem, field="regions")
-    cid = collation_id(request.manifests, request.regions, options, owner)
+    tokens = access_tokens(body, settings)
+    digest = access.tokens_digest(tokens) if tokens else None
+    cid = collation_id(request.manifests, request.regions, options, owner, digest)
     record = new_record(cid, request, options, runtime.settings)
     record.base_url = base
     record.name = body.get("name")  # the same request named again keeps its first name (docs/viewer.md)
     if owner:
         record.owners = [owner]
+    if tokens:  # before the jobs that need them are enqueued; never in the record (jobs.access)
+        access.keep(runtime.redis, settings.access_token_key, cid, tokens)
     if client is None:
         return jobs.submit(record)
     connection = runtime.connection()
@@ -94,6 +99,17 @@ def submit(
     except BaseException:
         quotas.release(connection, client, cid)
         raise
+
+
+def access_tokens(body: dict[str, Any], settings: Any) -> dict[str, str]:
+    """The request's IIIF Auth 2 access tokens by access service; 400 naming ``access_tokens`` when the
+    service keeps none (``COLLATION_ACCESS_TOKEN_KEY`` unset)."""
+    tokens = {item["service"]: item["token"] for item in body.get("access_tokens") or []}
+    if tokens and not settings.access_token_key:
+        raise InputError(
+            "this service does not accept access tokens (COLLATION_ACCESS_TOKEN_KEY is not set)", field="access_tokens"
+        )
+    return tokens
 
 
 def rename(store: DataStore, cid: str, name: str) -> None:
@@ -155,6 +171,7 @@ def cancel(runtime: Runtime, cid: str) -> None:
     elif before is not None and before.status == CollationStatus.FINISHED:  # it had published documents
         note = {"id": cid, "deleted": now(), "usable": before.usable, "owners": before.owners}
         runtime.store.record_deletion(cid, note)  # the Change Discovery feed's Delete (service.activity_feed)
+    access.forget(runtime.redis, cid)
 
 
 def status_document(store: DataStore, cid: str, base: str, redis: Redis | None = None) -> dict[str, Any]:

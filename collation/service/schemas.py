@@ -207,10 +207,18 @@ class RenameSchema(Schema):
     name = CollationName(required=True)
 
 
+class AccessTokenSchema(Schema):
+    """One IIIF Auth 2.0 access token and the access service (``AuthAccessService2`` id) it is for."""
+
+    service = HttpUrl(required=True)
+    token = fields.String(required=True, validate=validate.Length(min=1, max=4096))
+
+
 class CollationRequestSchema(Schema):
     """Body of ``POST /collations``."""
 
     manifests = fields.List(HttpUrl(), required=True, validate=validate.Length(min=2))
+    access_tokens = fields.List(fields.Nested(AccessTokenSchema), validate=validate.Length(max=8))
     regions = fields.Dict(keys=fields.String(), values=RegionSpec())
     options = fields.Nested(OptionsSchema, load_default=dict)
     callback_url = HttpUrl(allow_none=True)

@@ -54,7 +54,11 @@ def now(clock: Callable[[], dt.datetime] | None = None) -> str:
 
 
 def collation_id(
-    manifests: Sequence[str], regions: dict | None, options: CollationOptions, creator: str | None = None
+    manifests: Sequence[str],
+    regions: dict | None,
+    options: CollationOptions,
+    creator: str | None = None,
+    access: str | None = None,
 ) -> str:
     """The id of a collation: a hash of its ordered manifests, its regions and its options as recorded
     (``CollationOptions.to_record``: an option at a value that changes nothing leaves the id alone).
@@ -62,11 +66,15 @@ def collation_id(
     ``creator``, the hash of the token that asks (``service.auth.token_hash``), enters the hash when
     tokens are configured: another token's same request is then a collation of its own (its verdicts
     its own; features and scores are still shared, they are cached by content), and nobody can derive
-    the id of someone else's collation from its request.
+    the id of someone else's collation from its request. ``access``, a hash of the IIIF Auth 2 access
+    tokens the request carries (``jobs.access.tokens_digest``), makes it another collation than the
+    same request without them (whose images were refused).
     """
     parts = {"manifests": list(manifests), "regions": regions or {}, "options": options.to_record()}
     if creator is not None:
         parts["creator"] = creator
+    if access is not None:
+        parts["access"] = access
     return digest(parts, ID_LENGTH)
 
 

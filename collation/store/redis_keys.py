@@ -65,3 +65,8 @@ class RedisKeys:
     def suspect(cls, job_id: str) -> str:
         """When a job that claims to be live was first seen stuck."""
         return f"{cls.prefix}suspect:{job_id}"
+
+    @classmethod
+    def access_tokens(cls, cid: str) -> str:
+        """The collation's IIIF Auth 2 access tokens, encrypted (``jobs.access``), while it is prepared."""
+        return f"{cls.prefix}access:{cid}"

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from test_iiif_annotations import CORRESPONDENCES, URLS, manuscripts
+from test_annotations import CORRESPONDENCES, URLS, manuscripts
 
 from collation.publish.viewer_layer import build_annotation_page
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from service_helpers import OpenAPIClient
-from test_concordance_api import API, CID, write_collation
+from test_concordance_api import API, CID, write_three_witnesses
 
 from collation.app import create_app
 from collation.core.settings import Settings
@@ -60,8 +60,8 @@ def test_the_specification_s_examples_pass_the_checks() -> None:
 
 
 @pytest.fixture
-def api(tmp_path: Path, redis_url: str, openapi: dict[str, Any]) -> Any:
-    store = write_collation(tmp_path / "data")
+def finished_api(tmp_path: Path, redis_url: str, openapi: dict[str, Any]) -> Any:
+    store = write_three_witnesses(tmp_path / "data")
     store.update_record(CID, lambda record: setattr(record, "ended", ENDED))
     settings = Settings.from_env({}, data_dir=store.root, redis_url=redis_url, public_url=HOST, page_size=3)
     app = create_app(settings, TESTING=True)
@@ -69,15 +69,15 @@ def api(tmp_path: Path, redis_url: str, openapi: dict[str, Any]) -> Any:
     service_state(app).close()
 
 
-def harvest(api: Any) -> tuple[dict[str, str], list[dict[str, Any]]]:
+def harvest(finished_api: Any) -> tuple[dict[str, str], list[dict[str, Any]]]:
     """The specification's collection and page algorithms (3.5.1-2): from ``last`` backwards, the most
     recent activity of each object decides; (object id -> its last activity's type, the pages read)."""
-    collection = api.get("/api/v1/activity").get_json()
+    collection = finished_api.get("/api/v1/activity").get_json()
     assert collection_musts(collection) == []
     state: dict[str, str] = {}
     pages, url = [], collection["last"]["id"]
     while url:
-        page = api.get(url.removeprefix(HOST)).get_json()
+        page = finished_api.get(url.removeprefix(HOST)).get_json()
         assert page_musts(page, first=url == collection["first"]["id"]) == [], page
         pages.insert(0, page)
         for activity in reversed(page["orderedItems"]):
@@ -88,26 +88,28 @@ def harvest(api: Any) -> tuple[dict[str, str], list[dict[str, Any]]]:
     return state, pages
 
 
-def test_a_collation_is_created_updated_and_deleted_in_the_feed(api: Any) -> None:
+def test_a_collation_is_created_updated_and_deleted_in_the_feed(finished_api: Any) -> None:
     root = f"{HOST}{API}"
     objects = [f"{root}/annotations", *(f"{root}/manifests/{m}" for m in range(3))]
-    state, pages = harvest(api)
+    state, pages = harvest(finished_api)
     assert state == dict.fromkeys(objects, "Create")
     items = [item for page in pages for item in page["orderedItems"]]
     assert {item["endTime"] for item in items} == {ENDED}
     assert {item["object"]["type"] for item in items} == {"AnnotationCollection", "Manifest"}
-    assert api.get(f"{API}/manifests/2").status_code == 200  # each object is there at its URI
+    assert finished_api.get(f"{API}/manifests/2").status_code == 200  # each object is there at its URI
 
     verdict = {"pair": [0, 1], "source": 1, "target": 1, "verdict": "confirmed"}
-    created = api.post(f"{API}/assessments", json=verdict).get_json()["created"]
-    state, pages = harvest(api)
+    created = finished_api.post(f"{API}/assessments", json=verdict).get_json()["created"]
+    state, pages = harvest(finished_api)
     assert state == dict.fromkeys(objects, "Update")
     updates = [i for p in pages for i in p["orderedItems"] if i["type"] == "Update"]
     assert len(updates) == 4 and {i["endTime"] for i in updates} == {created}
 
-    assert api.delete(API).status_code == 204
-    state, pages = harvest(api)
+    assert finished_api.delete(API).status_code == 204
+    state, pages = harvest(finished_api)
     assert state == dict.fromkeys(objects, "Delete")  # the harvester drops all four
-    assert api.get(f"{API}/manifests/0").status_code == 404
+    assert finished_api.get(f"{API}/manifests/0").status_code == 404
     # the deleted collation's Create and Update left with it: its four Deletes remain, on two pages
-    assert [len(p["orderedItems"]) for p in pages] == [3, 1] and api.get("/api/v1/activity?page=2").status_code == 404
+    assert [len(p["orderedItems"]) for p in pages] == [3, 1] and finished_api.get(
+        "/api/v1/activity?page=2"
+    ).status_code == 404

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from service_helpers import OpenAPIClient
-from test_concordance_api import API, write_collation
+from test_concordance_api import API, write_three_witnesses
 from test_workbook import NS, sheet_xml
 
 from collation.app import create_app
@@ -26,8 +26,8 @@ HOST = "http://collation.test"
 
 
 @pytest.fixture
-def api(tmp_path: Path, openapi: dict[str, Any]) -> Any:
-    store = write_collation(tmp_path / "data")
+def finished_api(tmp_path: Path, openapi: dict[str, Any]) -> Any:
+    store = write_three_witnesses(tmp_path / "data")
     app = create_app(Settings.from_env({}, data_dir=store.root, public_url=HOST), TESTING=True)
     yield OpenAPIClient(app.test_client(), openapi)
     service_state(app).close()
@@ -37,25 +37,25 @@ def target(m: int, region: dict[str, Any]) -> RegionTarget:
     return RegionTarget(region["canvas"], f"{HOST}{API}/manifests/{m}", tuple(region["xywh"]))
 
 
-def test_every_candidate_and_row_carries_its_content_state(api: Any) -> None:
-    doc = api.get(f"{API}/correspondences?pair=0,2&top=2").get_json()
+def test_every_candidate_and_row_carries_its_content_state(finished_api: Any) -> None:
+    doc = finished_api.get(f"{API}/correspondences?pair=0,2&top=2").get_json()
     candidates = [(item["source"], c) for item in doc["items"] for c in item["candidates"]]
     assert len(candidates) == 10
     for source, c in candidates:
         assert read_targets(decode(c["iiif_content"])) == [target(0, source), target(2, c)]
         assert c["share"] == f"{HOST}{API}/view?iiif-content={c['iiif_content']}"
 
-    concordance = api.get(f"{API}/concordance").get_json()
+    concordance = finished_api.get(f"{API}/concordance").get_json()
     for row in concordance["rows"]:
         cells = [c for c in row["cells"] if c]
         assert read_targets(decode(row["iiif_content"])) == [target(c["manuscript"], c) for c in cells]
         assert row["share"].endswith(f"/view?iiif-content={row['iiif_content']}")
 
     # the CSV and the workbook: the link in the last column, after "weak"
-    table = list(csv.reader(io.StringIO(api.get(f"{API}/concordance.csv").get_data(as_text=True))))
+    table = list(csv.reader(io.StringIO(finished_api.get(f"{API}/concordance.csv").get_data(as_text=True))))
     assert table[0][-2:] == ["weak", SHARE_COLUMN]
     assert [line[-1] for line in table[1:]] == [row["share"] for row in concordance["rows"]]
-    sheet, rels = sheet_xml(api.get(f"{API}/concordance.xlsx").get_data(), 1)
+    sheet, rels = sheet_xml(finished_api.get(f"{API}/concordance.xlsx").get_data(), 1)
     links = [link.get("ref") for link in sheet.iterfind(".//m:hyperlinks/m:hyperlink", NS)]
     column = "Z"  # A-C, 3 witnesses x 7 fields (D-X), Y weak, Z the link
     assert [ref for ref in links if ref.startswith(column)] == [f"{column}{r}" for r in range(2, len(table) + 1)]
@@ -66,10 +66,10 @@ def config_of(html: str) -> dict[str, Any]:
     return json.loads(re.search(r'<script id="config" type="application/json">(.*?)</script>', html, re.S)[1])
 
 
-def test_the_pair_view_opens_on_the_match_a_content_state_names(api: Any) -> None:
-    doc = api.get(f"{API}/correspondences?pair=0,2&top=1").get_json()
+def test_the_pair_view_opens_on_the_match_a_content_state_names(finished_api: Any) -> None:
+    doc = finished_api.get(f"{API}/correspondences?pair=0,2&top=1").get_json()
     source, best = doc["items"][3]["source"], doc["items"][3]["candidates"][0]
-    page = api.get(f"{API}/view?iiif-content={best['iiif_content']}")
+    page = finished_api.get(f"{API}/view?iiif-content={best['iiif_content']}")
     assert page.status_code == 200
     config = config_of(page.get_data(as_text=True))
     assert (config["pair"], config["focus"]) == ([0, 2], [source["index"], best["index"]])
@@ -81,7 +81,7 @@ def test_the_pair_view_opens_on_the_match_a_content_state_names(api: Any) -> Non
             (best["canvas"], best["xywh"], f"{HOST}{API}/manifests/2"),
         ]
     )
-    config = config_of(api.get(f"{API}/view?iiif-content={encode(library)}").get_data(as_text=True))
+    config = config_of(finished_api.get(f"{API}/view?iiif-content={encode(library)}").get_data(as_text=True))
     assert (config["pair"], config["focus"]) == ([0, 2], [source["index"], best["index"]])
 
     one = build_content_state([(source["canvas"], source["xywh"], f"{HOST}{API}/manifests/0")])
@@ -96,7 +96,7 @@ def test_the_pair_view_opens_on_the_match_a_content_state_names(api: Any) -> Non
         ("not*base64", "content-state-encoded"),
         (encode("{"), "not JSON"),
     ):
-        response = api.get(f"{API}/view?iiif-content={bad}")
+        response = finished_api.get(f"{API}/view?iiif-content={bad}")
         problem = response.get_json()
         assert response.status_code == 400 and problem["field"] == "iiif-content", problem
         assert words in problem["detail"], problem
