@@ -17,7 +17,7 @@ from marshmallow import ValidationError
 from collation.jobs import review
 from collation.publish.canonical import web_annotation_form
 from collation.publish.discovery import DISCOVERY_CONTEXT
-from collation.service import activity_feed, collations, drafts, inspection, listing, negotiation, quotas
+from collation.service import activity_feed, assessments, collations, drafts, inspection, listing, negotiation, quotas
 from collation.service import annotations as layers
 from collation.service.auth import caller_hash, require_creator
 from collation.service.concordance_rows import concordance
@@ -206,7 +206,7 @@ def concordance_file(cid: str, extension: str) -> Response:
 
 @bp.route("/collations/<cid>/assessments", methods=["GET"])
 def get_assessments(cid: str) -> Response:
-    return jsonify(collations.list_assessments(current_runtime().store, cid, base_url()))
+    return jsonify(assessments.list_assessments(current_runtime().store, cid, base_url()))
 
 
 @bp.route("/collations/<cid>/assessments", methods=["POST"])
@@ -214,7 +214,7 @@ def post_assessment(cid: str) -> Response:
     check_id(cid)  # a malformed id is a 404 before the body is looked at
     body = AssessmentSchema().load(json_body())
     creator_only(cid, "record verdicts on it")
-    return answered(collations.add_assessment(current_runtime().store, cid, body, base_url()), 201)
+    return answered(assessments.add_assessment(current_runtime().store, cid, body, base_url()), 201)
 
 
 @bp.route("/collations/<cid>/assessments", methods=["DELETE"])
@@ -222,7 +222,7 @@ def delete_assessments(cid: str) -> Response:
     check_id(cid)
     query = ClearQuerySchema().load(request.args.to_dict())
     creator_only(cid, "clear verdicts on it")
-    return jsonify(collations.clear_assessments(current_runtime().store, cid, query))
+    return jsonify(assessments.clear_assessments(current_runtime().store, cid, query))
 
 
 @bp.route("/collations/<cid>/assessments/batch", methods=["POST"])
@@ -230,7 +230,7 @@ def post_assessments_batch(cid: str) -> Response:
     check_id(cid)
     body = BatchAssessmentSchema().load(json_body())
     creator_only(cid, "record verdicts on it")
-    return answered(collations.add_batch(current_runtime().store, cid, body, base_url()), 201)
+    return answered(assessments.add_batch(current_runtime().store, cid, body, base_url()), 201)
 
 
 @bp.route("/collations/<cid>/annotations", methods=["GET"])

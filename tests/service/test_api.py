@@ -54,7 +54,7 @@ def test_every_route_is_in_the_spec(app: Any, openapi: dict[str, Any]) -> None:
         path = rule.rule.removeprefix("/api/v1")
         for converter in ("<int:", "<"):
             path = path.replace(converter, "{")
-        path = path.replace(">", "}").replace("{cid}", "{id}").replace("{m}", "{index}")
+        path = path.replace(">", "}").replace("{cid}", "{id}").replace("{did}", "{id}").replace("{m}", "{index}")
         served |= {(path, method.lower()) for method in rule.methods if method in ("GET", "POST", "DELETE")}
     assert served == documented
 

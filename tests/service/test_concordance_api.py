@@ -23,6 +23,7 @@ from service_helpers import OpenAPIClient
 
 from collation.app import create_app
 from collation.core.settings import Settings
+from collation.service.exports import SHARE
 from collation.service.state import service_state
 from collation.store.datastore import DataStore
 
@@ -108,7 +109,7 @@ def test_concordance_csv(finished_api: Any) -> None:
         "Codex A — folio",
         "Codex A — region",
     ]
-    assert table[0][-3:] == ["Reviewers", "Notes", "Weak match left out"] and len(table) == 6
+    assert table[0][-4:] == ["Reviewers", "Notes", "Weak match left out", SHARE] and len(table) == 6
     assert table[1][:2] == ["1", "2"] and table[2][1] == "3"
     assert table[2][3 + 6 * 2 + 2] == "100,100,400,300"  # C's region
 
@@ -220,7 +221,7 @@ def test_batch_verdict_on_a_group(finished_api: Any) -> None:
 def test_a_verdict_reads_and_writes_only_its_own_pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Checking the regions reads the two manuscripts' region lists, and P_S is recomputed for the pair
     judged: the results of the other pairs are neither read nor written."""
-    from collation.service import collations
+    from collation.service import assessments
 
     store = write_three_witnesses(tmp_path / "data")
     loaded, saved = [], []
@@ -229,11 +230,11 @@ def test_a_verdict_reads_and_writes_only_its_own_pair(tmp_path: Path, monkeypatc
     monkeypatch.setattr(store, "save_results", lambda cid, res: saved.append((res.a, res.b)) or save(cid, res))
     before = {pair: load(CID, *pair).P_S for pair in ((0, 1), (0, 2), (1, 2))}
     body = {"pair": [2, 0], "source": 0, "target": 3, "verdict": "exact"}  # not an automatic seed
-    collations.add_assessment(store, CID, body, "http://collation.test/api/v1")
+    assessments.add_assessment(store, CID, body, "http://collation.test/api/v1")
     assert loaded == [(0, 2)] and saved == [(0, 2)]
     assert not np.array_equal(load(CID, 0, 2).P_S, before[(0, 2)])  # the verdict's seed moved P_S
     loaded.clear(), saved.clear()
     batch = {"members": [{"manuscript": 0, "index": 1}, {"manuscript": 1, "index": 1}], "verdict": "none"}
-    collations.add_batch(store, CID, batch, "http://collation.test/api/v1")
+    assessments.add_batch(store, CID, batch, "http://collation.test/api/v1")
     assert loaded == [(0, 1)] and saved == [(0, 1)]
     assert np.array_equal(load(CID, 1, 2).P_S, before[(1, 2)])

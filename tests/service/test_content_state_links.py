@@ -18,8 +18,8 @@ from test_workbook import NS, sheet_xml
 
 from collation.app import create_app
 from collation.core.settings import Settings
-from collation.engine.concordance import SHARE_COLUMN
 from collation.publish.content_state import RegionTarget, build_content_state, decode, encode, read_targets
+from collation.service.exports import SHARE
 from collation.service.state import service_state
 
 HOST = "http://collation.test"
@@ -51,13 +51,13 @@ def test_every_candidate_and_row_carries_its_content_state(finished_api: Any) ->
         assert read_targets(decode(row["iiif_content"])) == [target(c["manuscript"], c) for c in cells]
         assert row["share"].endswith(f"/view?iiif-content={row['iiif_content']}")
 
-    # the CSV and the workbook: the link in the last column, after "weak"
+    # the CSV and the workbook: the link in the last column, after "Weak match left out"
     table = list(csv.reader(io.StringIO(finished_api.get(f"{API}/concordance.csv").get_data(as_text=True))))
-    assert table[0][-2:] == ["weak", SHARE_COLUMN]
+    assert table[0][-2:] == ["Weak match left out", SHARE]
     assert [line[-1] for line in table[1:]] == [row["share"] for row in concordance["rows"]]
     sheet, rels = sheet_xml(finished_api.get(f"{API}/concordance.xlsx").get_data(), 1)
     links = [link.get("ref") for link in sheet.iterfind(".//m:hyperlinks/m:hyperlink", NS)]
-    column = "Z"  # A-C, 3 witnesses x 7 fields (D-X), Y weak, Z the link
+    column = "AB"  # A-C, 3 witnesses x 7 (picture, 5 fields, verdict: D-X), Y reviewers, Z notes, AA weak, AB the link
     assert [ref for ref in links if ref.startswith(column)] == [f"{column}{r}" for r in range(2, len(table) + 1)]
     assert all(row["share"].replace("&", "&amp;") in rels for row in concordance["rows"])
 

@@ -9,12 +9,14 @@ import urllib.request
 from pathlib import Path
 
 import boto3
+import pytest
 from botocore.config import Config
 from service_helpers import SEAWEEDFS_ELECTION_TIMEOUT, stop_seaweedfs
 
 from collation.cli.private_servers import SEAWEEDFS_KEYS, start_seaweedfs
 
 
+@pytest.mark.stack
 def test_seaweedfs_takes_a_write_at_once_when_it_is_started(tmp_path: Path) -> None:
     process, endpoint, ports = start_seaweedfs(tmp_path / "weed", election_timeout=SEAWEEDFS_ELECTION_TIMEOUT)
     try:
@@ -29,10 +31,10 @@ def test_seaweedfs_takes_a_write_at_once_when_it_is_started(tmp_path: Path) -> N
             aws_access_key_id=SEAWEEDFS_KEYS[0],
             aws_secret_access_key=SEAWEEDFS_KEYS[1],
             region_name="us-east-1",
-            config=Config(connect_timeout=2, read_timeout=2, retries={"max_attempts": 1}),
+            config=Config(connect_timeout=5, read_timeout=5, retries={"max_attempts": 1}),  # the store's own
         )
         client.create_bucket(Bucket="first-test")
-        client.put_object(Bucket="first-test", Key="record.json", Body=b"{}")  # within 2 s, first try
+        client.put_object(Bucket="first-test", Key="record.json", Body=b"{}")  # within 5 s, first try
         assert client.get_object(Bucket="first-test", Key="record.json")["Body"].read() == b"{}"
     finally:
         stop_seaweedfs(process)
