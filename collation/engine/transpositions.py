@@ -24,7 +24,7 @@ import numpy as np
 from PIL import Image
 
 from collation.core.errors import InputError
-from collation.core.options import TRANSPOSITION_NAMES, TRANSPOSITION_SETS
+from collation.core.options import TRANSPOSITION_NAMES, TRANSPOSITION_SETS, TURNS
 from collation.engine.backbones import Backbone
 from collation.engine.candidates import global_scores
 from collation.engine.checks import check_option
@@ -38,6 +38,12 @@ INVERSES = {
     "rot180": "rot180",
     "rot270": "rot90",
     "flip": "flip",
+    "rot15": "rot345",
+    "rot345": "rot15",
+    "rot30": "rot330",
+    "rot330": "rot30",
+    "rot45": "rot315",
+    "rot315": "rot45",
 }
 """The transposition that undoes each one: what T says when the pair is read the other way round
 (illustration i of a, transposed by ``INVERSES[name]``, matches illustration j of b)."""
@@ -61,9 +67,17 @@ def transposition_names(option: str) -> tuple[str, ...]:
 
 
 def transpose_image(image: Image.Image, name: str) -> Image.Image:
-    """``image`` transposed by ``name``, one of ``TRANSPOSITION_NAMES`` (exact: pixels are only moved)."""
+    """``image`` transposed by ``name``, one of ``TRANSPOSITION_NAMES``: a mirror or a quarter turn moves
+    pixels only; a small turn (``TURNS``) turns the picture in its own frame, the corners it uncovers
+    filled with the picture's paper colour (its median), so the drawing keeps its size in cells."""
     check_option("transposition", name, TRANSPOSITION_NAMES)
-    return image if name == "identity" else image.transpose(_PIL_METHODS[name])
+    if name == "identity":
+        return image
+    if name in TURNS:
+        rgb = image.convert("RGB")
+        paper = tuple(int(v) for v in np.median(np.asarray(rgb).reshape(-1, 3), axis=0))
+        return rgb.rotate(int(name[3:]), Image.Resampling.BICUBIC, expand=False, fillcolor=paper)
+    return image.transpose(_PIL_METHODS[name])
 
 
 class TransposedImages(Sequence[Image.Image]):

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from collation import __version__
 from collation.core.correspondence import STATUSES, Correspondence, Side
 from collation.core.errors import InputError
+from collation.core.options import TURNS
 from collation.iiif.model import Canvas, Manifest
 from collation.iiif.regions import Region
 
@@ -70,6 +71,7 @@ TRANSPOSITION_LABELS = {
     "rot180": "turned copy",
     "rot270": "turned copy",
     "flip": "vertically mirrored copy",
+    **{name: "turned copy" for name in TURNS},
 }
 """What a correspondence's ``transposition`` (``collation.core.options.TRANSPOSITION_NAMES``: the one that
 made the match) is called in its annotations' tagging body; None (as drawn) adds no body. Each name

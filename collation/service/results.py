@@ -97,7 +97,13 @@ def pair_results(store: DataStore, record: CollationRecord, a: int, b: int, fiel
     blank0, blank1 = ([bool(r.get("blank")) for r in regions] for regions in (regions0, regions1))
     return {
         **arrays,
-        "weak": weak_matches(arrays["S"], record.options.floor, blank0, blank1),
+        "weak": weak_matches(
+            arrays["S"],
+            record.options.floor,
+            blank0,
+            blank1,
+            cycles=np.array(sorted(cycles), dtype=np.int64).reshape(-1, 2) if record.options.learns_floor else None,
+        ),
         "cycles": cycles,
         "regions0": regions0,
         "regions1": regions1,

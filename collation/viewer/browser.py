@@ -20,7 +20,7 @@ from typing import Any
 
 from flask import url_for
 
-from collation.core.options import THREE_CYCLES_MIN_MANUSCRIPTS
+from collation.core.options import THREE_CYCLES_MIN_MANUSCRIPTS, TURNS
 from collation.engine.concordance import CATEGORIES, CATEGORY_LABELS, MATCH_CATEGORIES, VERDICT_ALIASES
 from collation.publish.parts import TRANSPOSITION_LABELS
 from collation.service.state import current_runtime
@@ -39,7 +39,11 @@ VERDICT_BUTTONS = {"exact": "Confirm", "partial": "Partial", "semantic": "Same s
 """The pair page's buttons, one per category, in ``CATEGORIES`` order (keys 1-4). A category with an
 alias (``VERDICT_ALIASES``: confirmed, rejected) is sent as its alias, the first API's verdict."""
 
-TRANSPOSITION_MARKS = {"mirror": "⇆", "flip": "⇅", "rot90": "↻", "rot180": "↻", "rot270": "↻"}
+TRANSPOSITION_MARKS = {
+    "mirror": "⇆",
+    "flip": "⇅",
+    **{name: "↻" for name in ("rot90", "rot180", "rot270", *TURNS)},
+}
 """The sign before a transposed match's words (``TRANSPOSITION_LABELS``, as in the annotations)."""
 
 RULES: dict[str, Any] = {
