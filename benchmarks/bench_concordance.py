@@ -72,8 +72,7 @@ def control_set(kind: str, n: int, seed: int) -> tuple[list[Image.Image], list[I
 
 
 def load_set(spec: str) -> tuple[list[Image.Image], list[Image.Image], np.ndarray]:
-    """``N0xN1:difficulty:seed[:true]`` (``true`` keeps that many ground-truth pairs, the rest of the copies
-    dropped from the second witness's ... no: replaced by distractors) or ``random:n:seed`` / ``blank:n:seed``."""
+    """``N0xN1:difficulty:seed`` (``copies.make_pair``), or ``random:n:seed`` / ``blank:n:seed`` (``control_set``)."""
     parts = spec.split(":")
     if parts[0] in ("random", "blank"):
         return control_set(parts[0], int(parts[1]), int(parts[2]))
