@@ -13,7 +13,8 @@ illustration j of the n transposed by ``names[t]``; ``names[0]`` is always "iden
 are the plain ones. RANSAC draws are keyed by (i, t * n + j), so with "none" (or t = 0) the scores are
 exactly those of ``score_pairs`` on the plain features. With candidate pruning, the global score of a
 pair is the best over the transpositions of its second illustration (``transposed_global_scores``),
-and the candidate pairs are scored under every transposition. See docs/transpositions.md.
+and each candidate pair is scored as drawn and under its likeliest other transposition (all of them for
+"mirror": ``pipeline.score_candidates``). See docs/transpositions.md.
 """
 
 from __future__ import annotations
