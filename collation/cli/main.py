@@ -244,8 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--transpositions",
         default=defaults.TRANSPOSITIONS,
         choices=tuple(options.TRANSPOSITION_SETS),
-        help="also score mirrored (mirror) or mirrored and turned (all) copies; the winner is "
-        "reported (docs/transpositions.md)",
+        help="also score mirrored (mirror), mirrored and quarter-turned (all) or mirrored and turned by "
+        "±15/30/45° (turns) copies; the winner is reported (docs/transpositions.md)",
     )
     match.add_argument(
         "--partial",
@@ -258,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         metavar="S",
         help="matches whose raw S is below S are weak: flagged, and in no concordance group "
-        "(default: the floor calibrated for the backbone and similarity; 0: none; docs/concordance.md)",
+        "(default: a floor learned from the collation's own scores; 0: none; docs/concordance.md)",
     )
     match.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: $COLLATION_DEVICE, else auto)")
     match.add_argument("--seed", type=int, default=defaults.SEED)

@@ -115,6 +115,11 @@ TRANSPOSITIONS = "none"
 "all" (mirror, 90/180/270° rotations, vertical mirror). "none" keeps the paper's scores and speed; plain
 copies lose nothing under the others, which cost 2x and 6-8x (docs/benchmarks.md)."""
 
+TRANSPOSITIONS_SCORED = 2
+"""Transpositions S_trans scores per pair when the option has more: as drawn, and the one (or ones) whose
+cheap score (``collation.engine.cascade.likely_transpositions``) is highest, so ``all`` and ``turns`` cost
+about 2x the pairs of ``none`` in S_trans, not 6x or 8x. Keys the pair's scores (``store.records.pair_key``)."""
+
 PARTIAL = False
 """Partial-copy S_trans: divide by the query cells of the matched area, not all of them (docs/transpositions.md).
 Off: it raises partial copies' margins but lowers plain copies' (docs/benchmarks.md)."""
@@ -134,6 +139,14 @@ whatever its raw S), so unrelated images can form confident groups; S is absolut
 synthetic copies and distractors, checked on the Physiologus data (docs/concordance.md, "Weak matches";
 ``benchmarks/bench_floor.py``): the highest S of an unrelated image's best match there, rounded up to
 the next tenth. A combination missing here has no calibrated floor: none by default."""
+
+WEAK_NULL_MARGIN = 1.5
+WEAK_NULL_MIN = 5
+"""The learned floor (``collation.engine.weak.learned_floor``, the default when ``weak_below`` is unset): a
+match is weak unless its raw S is ``WEAK_NULL_MARGIN`` robust spreads of the matrix's null above the highest
+S of its row's and its column's pairs that close no cycle; a row or column with fewer than ``WEAK_NULL_MIN``
+such pairs keeps the fixed floor (``WEAK_BELOW``). Chosen on the scale benchmark's 400 x 200 sets of seed 0
+and the random and blank sets of seed 0 (docs/concordance.md, "Weak matches")."""
 
 BLANK_THUMBNAIL = 32
 BLANK_SPREAD = 2.0

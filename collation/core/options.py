@@ -11,7 +11,8 @@ API's schema take them from here), and so does every rule between options:
 - ``candidates`` None scores every pair; s_features always scores every pair (it is a matrix
   product, cheaper than any pruning), so its candidates are ignored;
 - 3-cycle propagation needs three or more manuscripts (``check_manuscripts``);
-- ``weak_below`` unset takes the floor calibrated for the backbone, similarity and ``partial`` (``floor``).
+- ``weak_below`` unset learns the floor from the collation's own scores (``learns_floor``), falling back on
+  the floor calibrated for the backbone, similarity and ``partial`` (``floor``) where too few pairs teach one.
 
 Nothing here imports torch: the API process and the command line's parser use it as it is.
 """
@@ -95,11 +96,14 @@ class CollationOptions:
         normalization, propagation, orientation: of the correspondences (A.3-A.5).
         candidates: S_trans (or S_matching) only on each illustration's ``candidates`` best pairs
             (``collation.engine.cascade``); None scores every pair.
-        transpositions: also score the second illustration mirrored ("mirror") or turned ("all").
+        transpositions: also score the second illustration mirrored ("mirror"), turned by quarter turns
+            ("all") or mirrored and turned by ±15°, ±30° and ±45° ("turns").
         partial: partial-copy S_trans (``collation.engine.partial``).
         weak_below: matches whose raw S is below it are weak: flagged, and never join a concordance
-            group (docs/concordance.md, "Weak matches"); 0 flags none. None (unset): the floor calibrated
-            for the backbone and similarity, ``floor``. It changes no score, so no cached feature or score.
+            group (docs/concordance.md, "Weak matches"); 0 flags none. None (unset): the floor each
+            collation learns from its own scores (``learns_floor``), with the floor calibrated for the
+            backbone and similarity (``floor``) where a row has too few pairs to learn from. It changes no
+            score, so no cached feature or score.
     """
 
     # in the order of the stored records (the status document shows them so)
@@ -195,6 +199,13 @@ class CollationOptions:
         if self.weak_below is not None:
             return float(self.weak_below)
         return defaults.WEAK_BELOW.get((self.backbone, self.similarity, self.partial), 0.0)
+
+    @property
+    def learns_floor(self) -> bool:
+        """Whether weak matches are judged against the collation's own null (``weak_below`` unset), the
+        fixed ``floor`` then holding only where a row or column has too few pairs to learn from
+        (``collation.engine.weak.learned_floor``); with ``weak_below`` set, the fixed floor alone."""
+        return self.weak_below is None
 
     @property
     def pruned(self) -> bool:

@@ -73,14 +73,20 @@ TERMINAL = frozenset({CollationStatus.FINISHED, CollationStatus.FAILED, Collatio
 # --------------------------------------------------------------------------------------------------
 # Transpositions (docs/transpositions.md)
 
-TRANSPOSITION_NAMES = ("identity", "mirror", "rot90", "rot180", "rot270", "flip")
-"""Every transposition, by index (the values of T): as drawn; horizontal mirror; turned 90°, 180°,
-270° counter-clockwise; vertical mirror. Each is applied to the second illustration of a pair."""
+TURNS = ("rot15", "rot345", "rot30", "rot330", "rot45", "rot315")
+"""Turns of any angle (``rotN``: N degrees counter-clockwise, in the frame of the illustration, the corners
+filled with its paper colour): ±15°, ±30° and ±45°, the slants copyists give a composition."""
+
+TRANSPOSITION_NAMES = ("identity", "mirror", "rot90", "rot180", "rot270", "flip", *TURNS)
+"""Every transposition, by name: as drawn; horizontal mirror; turned 90°, 180°, 270° counter-clockwise;
+vertical mirror; the small turns of ``TURNS``. Each is applied to the second illustration of a pair; T's
+values index the option's own list (``TRANSPOSITION_SETS``)."""
 
 TRANSPOSITION_SETS = {
     "none": TRANSPOSITION_NAMES[:1],
     "mirror": TRANSPOSITION_NAMES[:2],
-    "all": TRANSPOSITION_NAMES,
+    "all": TRANSPOSITION_NAMES[:6],
+    "turns": (*TRANSPOSITION_NAMES[:2], *TURNS),
 }
 """The values of the ``transpositions`` option and the transpositions each one scores."""
 
@@ -91,6 +97,12 @@ INVERSES = {
     "rot180": "rot180",
     "rot270": "rot90",
     "flip": "flip",
+    "rot15": "rot345",
+    "rot345": "rot15",
+    "rot30": "rot330",
+    "rot330": "rot30",
+    "rot45": "rot315",
+    "rot315": "rot45",
 }
 """The transposition that undoes each one: what T says when the pair is read the other way round
 (illustration i of a, transposed by ``INVERSES[name]``, matches illustration j of b)."""
@@ -102,6 +114,7 @@ TRANSPOSITION_LABELS = {
     "rot180": "turned copy",
     "rot270": "turned copy",
     "flip": "vertically mirrored copy",
+    **{name: "turned copy" for name in TURNS},
 }
 """What a correspondence's ``transposition`` (``TRANSPOSITION_NAMES``: the one that
 made the match) is called in its annotations' tagging body; None (as drawn) adds no body. Each name

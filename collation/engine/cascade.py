@@ -114,6 +114,34 @@ def cheap_scores(
     return scores.numpy()
 
 
+def likely_transpositions(
+    feats0: MultiScaleFeatures,
+    transposed1: MultiScaleFeatures,
+    pairs: np.ndarray,
+    n_transpositions: int,
+    count: int = defaults.TRANSPOSITIONS_SCORED,
+    *,
+    seed: int,
+    partial: bool,
+) -> np.ndarray:
+    """``(P, min(count, T))`` int64 ascending: for each pair, the transpositions S_trans scores, as drawn (0)
+    and the ``count - 1`` others of highest cheap score (``cheap_scores`` on coarse maps, per transposition).
+
+    As drawn is always among them, so a copy as drawn scores what it scores without transpositions; the
+    others are the turn or mirror the cheap score finds the pair most alike under.
+    """
+    t, n1 = transposition_count(transposed1, n_transpositions)
+    count = min(check_positive_int("count", count), t)
+    if len(pairs) == 0 or count == t:
+        return np.broadcast_to(np.arange(t), (len(pairs), t)).copy()
+    coarse0, coarse1 = coarse_features(feats0), coarse_features(transposed1)
+    rows = np.repeat(pairs[:, 0], t - 1)
+    cols = (np.arange(1, t)[None, :] * n1 + pairs[:, 1:2]).reshape(-1)
+    cheap = cheap_scores(coarse0, coarse1, np.stack([rows, cols], axis=1), 1, seed=seed, partial=partial)
+    others = np.argsort(-cheap.reshape(len(pairs), t - 1), axis=1, kind="stable")[:, : count - 1] + 1
+    return np.sort(np.concatenate([np.zeros((len(pairs), 1), dtype=np.int64), others], axis=1), axis=1)
+
+
 def order_corridor(scores: np.ndarray, config: CascadeConfig = CASCADE) -> np.ndarray:
     """``(P, 2)`` pairs whose propagation factor from the mutual best matches of ``scores`` (normalized
     as N_S) reaches ``config.corridor``: the band along the manuscripts' order where true pairs lie.

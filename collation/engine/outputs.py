@@ -27,10 +27,12 @@ def pair_name(result: CollationResult, a: int, b: int) -> str:
 
 
 def weak_links(result: CollationResult, a: int, b: int) -> np.ndarray:
-    """``(n_a, n_b)`` bool: the weak matches of manuscripts a and b (``collation.engine.weak``): raw S under
-    the options' floor, or a blank illustration."""
+    """``(n_a, n_b)`` bool: the weak matches of manuscripts a and b (``collation.engine.weak``): raw S not
+    clearly above the pair's own null (or under the options' fixed floor), or a blank illustration."""
     blank = result.blank or [None] * len(result.manuscripts)
-    return weak_matches(result.pairs[(a, b)].S, result.options.floor, blank[a], blank[b])
+    pr = result.pairs[(a, b)]
+    cycles = np.concatenate([pr.two_cycles, pr.three_cycles]) if result.options.learns_floor else None
+    return weak_matches(pr.S, result.options.floor, blank[a], blank[b], cycles=cycles)
 
 
 def best_matches(result: CollationResult, a: int, b: int) -> list[Correspondence]:

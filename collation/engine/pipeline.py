@@ -23,11 +23,12 @@ import numpy as np
 import torch
 from PIL import Image
 
+from collation.core import defaults
 from collation.core.errors import InputError
 from collation.core.options import CollationOptions
 from collation.engine.backbones import Backbone, load_backbone, resolve_device, resolve_precision
 from collation.engine.candidates import UNSCORED
-from collation.engine.cascade import cascade_pairs
+from collation.engine.cascade import cascade_pairs, likely_transpositions
 from collation.engine.correspondences import PairResult, collate
 from collation.engine.features import MultiScaleFeatures, Progress, extract_features, extract_square_features
 from collation.engine.illustrations import Illustration
@@ -113,21 +114,31 @@ def score_candidates(
     *,
     progress: Progress | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """S of ``pairs`` ``(P,)`` float64, each the best over the transpositions, and the winners ``(P,)`` int8."""
+    """S of ``pairs`` ``(P,)`` float64, each the best over the transpositions, and the winners ``(P,)`` int8.
+
+    With more transpositions than ``defaults.TRANSPOSITIONS_SCORED``, each pair is scored under as drawn and
+    the likeliest others only (``cascade.likely_transpositions``): the transposition-major index
+    ``t * n1 + j`` of each chosen one, so its S (and its RANSAC draws) are what scoring all would give it.
+    """
     if len(pairs) == 0:
         return np.zeros(0), np.zeros(0, dtype=np.int8)
-    scores, winners = score_pairs(
-        feats0,
-        feats1,
-        pairs,
-        similarity=options.similarity,
-        seed=options.seed,
-        kernel=options.kernel,
-        partial=options.partial,
-        n_transpositions=options.n_transpositions,
-        progress=progress,
-    )
-    return scores.numpy(), winners.numpy()
+    settings = {
+        "similarity": options.similarity,
+        "seed": options.seed,
+        "kernel": options.kernel,
+        "partial": options.partial,
+        "progress": progress,
+    }
+    t, n1 = transposition_count(feats1, options.n_transpositions)
+    if t <= defaults.TRANSPOSITIONS_SCORED:
+        scores, winners = score_pairs(feats0, feats1, pairs, n_transpositions=t, **settings)
+        return scores.numpy(), winners.numpy()
+    pairs = np.asarray(pairs, dtype=np.int64)
+    chosen = likely_transpositions(feats0, feats1, pairs, t, seed=options.seed, partial=options.partial)
+    expanded = np.stack([pairs[:, :1].repeat(chosen.shape[1], axis=1), chosen * n1 + pairs[:, 1:2]], axis=2)
+    scores = score_pairs(feats0, feats1, expanded.reshape(-1, 2), **settings)[0].numpy().reshape(chosen.shape)
+    best = scores.argmax(axis=1)  # the first of equal maxima: the lower index, as drawn first
+    return scores[np.arange(len(pairs)), best], chosen[np.arange(len(pairs)), best].astype(np.int8)
 
 
 def assemble(

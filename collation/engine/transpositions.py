@@ -13,7 +13,8 @@ illustration j of the n transposed by ``names[t]``; ``names[0]`` is always "iden
 are the plain ones. RANSAC draws are keyed by (i, t * n + j), so with "none" (or t = 0) the scores are
 exactly those of ``score_pairs`` on the plain features. With candidate pruning, the global score of a
 pair is the best over the transpositions of its second illustration (``transposed_global_scores``),
-and the candidate pairs are scored under every transposition. See docs/transpositions.md.
+and each candidate pair is scored as drawn and under its likeliest other transposition (all of them for
+"mirror": ``pipeline.score_candidates``). See docs/transpositions.md.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from PIL import Image
 
 from collation.core.errors import InputError
 from collation.core.options import check_option
-from collation.core.vocabulary import TRANSPOSITION_NAMES, TRANSPOSITION_SETS
+from collation.core.vocabulary import TRANSPOSITION_NAMES, TRANSPOSITION_SETS, TURNS
 from collation.engine.backbones import Backbone
 from collation.engine.candidates import global_scores
 from collation.engine.features import MultiScaleFeatures, Progress, extract_features
@@ -50,9 +51,17 @@ def transposition_names(option: str) -> tuple[str, ...]:
 
 
 def transpose_image(image: Image.Image, name: str) -> Image.Image:
-    """``image`` transposed by ``name``, one of ``TRANSPOSITION_NAMES`` (exact: pixels are only moved)."""
+    """``image`` transposed by ``name``, one of ``TRANSPOSITION_NAMES``: a mirror or a quarter turn moves
+    pixels only; a small turn (``TURNS``) turns the picture in its own frame, the corners it uncovers
+    filled with the picture's paper colour (its median), so the drawing keeps its size in cells."""
     check_option("transposition", name, TRANSPOSITION_NAMES)
-    return image if name == "identity" else image.transpose(_PIL_METHODS[name])
+    if name == "identity":
+        return image
+    if name in TURNS:
+        rgb = image.convert("RGB")
+        paper = tuple(int(v) for v in np.median(np.asarray(rgb).reshape(-1, 3), axis=0))
+        return rgb.rotate(int(name[3:]), Image.Resampling.BICUBIC, expand=False, fillcolor=paper)
+    return image.transpose(_PIL_METHODS[name])
 
 
 class TransposedImages(Sequence[Image.Image]):

@@ -1,14 +1,24 @@
-"""Weak matches: scores no true copy would have, and regions with nothing drawn.
+"""Weak matches: scores not clearly above what unrelated illustrations score, and regions with nothing drawn.
 
 N_S, P_S and the concordance's confidence are relative by design (A.3): an illustration's best candidate
 scores high whatever its raw S, so all-different random images still close 2-cycles and form groups of
-high confidence. Raw S is absolute, and true copies score far above the best match of an unrelated image:
-a match is *weak* when its raw S is below the collation's floor (``CollationOptions.floor``,
-``defaults.WEAK_BELOW``), or when one of its two regions is blank. Blank pages need the second rule:
-against each other they score as high as copies (a uniform page 1.99, a noisy one 0.6-0.9), so no floor
-on S can tell them apart. The figures are in docs/concordance.md ("Weak matches").
+high confidence. So a match is *weak* when its raw S is not clearly above its collation's own null, or
+when one of its two regions is blank:
 
-Weak matches change no score: they are flagged where results are read, and never join a concordance group.
+- **Learned floor** (the default, ``learned_floor``): the null of a pair (i, j) is the raw S of the pairs of
+  row i and of column j that close no cycle (not mutual best, in no 3-cycle): what illustration i scores
+  against illustrations that are not its copy, and likewise j. The match is weak unless its S is above
+  the highest of that null by ``defaults.WEAK_NULL_MARGIN`` robust spreads of the matrix's null (1.4826 x
+  its median absolute deviation). A row or column with fewer than ``defaults.WEAK_NULL_MIN`` null pairs
+  has no null to learn from: there the calibrated fixed floor holds.
+  A fixed floor cannot tell "weak because unrelated" from "weak because the copy is hard": hard copies'
+  true matches score 0.1-0.6, as unrelated images do elsewhere, but far above their own rows' others.
+- **Fixed floor** (``weak_below`` set): raw S under it (``CollationOptions.floor``, ``defaults.WEAK_BELOW``).
+- **Blank regions**: against each other they score as high as copies (a uniform page 1.99, a noisy one
+  0.6-0.9), so no rule on S can tell them apart.
+
+The figures are in docs/concordance.md ("Weak matches"). Weak matches change no score: they are flagged
+where results are read, and never join a concordance group; so no cache key holds them.
 """
 
 from __future__ import annotations
@@ -36,21 +46,60 @@ def weak_matches(
     floor: float,
     blank0: Sequence[bool] | np.ndarray | None = None,
     blank1: Sequence[bool] | np.ndarray | None = None,
+    *,
+    cycles: np.ndarray | None = None,
 ) -> np.ndarray:
     """Which pairs of a manuscript pair are weak matches.
 
     Args:
         scores: ``(n0, n1)`` raw S (-inf where unscored: weak, but such a pair is never a match).
-        floor: raw S under it is weak; 0 makes no score weak.
+        floor: the fixed floor: raw S under it is weak (0 makes no score weak); with ``cycles``, the
+            floor of the rows and columns too small to learn one (``learned_floor``).
         blank0, blank1: ``(n0,)`` and ``(n1,)`` whether each region is blank (``is_blank``); None: none is.
+        cycles: ``(K, 2)`` the cycle-consistent pairs (2-cycles and pairs of 3-cycles): the learned floor,
+            from the null of the other pairs; None: the fixed floor.
 
     Returns:
         ``(n0, n1)`` bool.
     """
     s = np.asarray(scores, dtype=np.float64)
-    weak = ~(s >= floor)
+    weak = ~(s >= (floor if cycles is None else learned_floor(s, cycles, floor)))
     if blank0 is not None and len(blank0):
         weak |= np.asarray(blank0, dtype=bool)[:, None]
     if blank1 is not None and len(blank1):
         weak |= np.asarray(blank1, dtype=bool)[None, :]
     return weak
+
+
+def learned_floor(
+    scores: np.ndarray,
+    cycles: np.ndarray,
+    floor: float,
+    margin: float = defaults.WEAK_NULL_MARGIN,
+    min_null: int = defaults.WEAK_NULL_MIN,
+) -> np.ndarray:
+    """``(n0, n1)`` float64: the raw S each pair must reach not to be weak, learned from the pair's null.
+
+    The null of row i is the scored S(i, ·) of the pairs in no cycle (what illustration i scores against
+    illustrations that are not its copy), likewise column j's. A pair must score above the highest of its
+    row's and its column's null by ``margin`` robust spreads of the whole matrix's null (1.4826 x its median
+    absolute deviation): clearly above every pair that is not a match around it. A row or column with fewer
+    than ``min_null`` null pairs has none to learn from: its side of the floor is the fixed ``floor``.
+
+    Args:
+        scores: ``(n0, n1)`` raw S, -inf where unscored.
+        cycles: ``(K, 2)`` cycle-consistent pairs, left out of the null.
+        floor: the fixed floor of the rows and columns too small to learn from.
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    cycle = np.zeros(s.shape, dtype=bool)
+    pairs = np.asarray(cycles, dtype=np.int64).reshape(-1, 2)
+    cycle[pairs[:, 0], pairs[:, 1]] = True
+    null = np.where(np.isfinite(s) & ~cycle, s, -np.inf)
+    pooled = null[np.isfinite(null)]
+    spread = 1.4826 * float(np.median(np.abs(pooled - np.median(pooled)))) if len(pooled) else 0.0
+    sides = []
+    for axis in (1, 0):  # rows, then columns
+        learned = null.max(axis=axis) + margin * spread
+        sides.append(np.where(np.isfinite(null).sum(axis=axis) >= min_null, learned, float(floor)))
+    return np.maximum(sides[0][:, None], sides[1][None, :])

@@ -108,12 +108,19 @@ def pair_results(store: DataStore, record: CollationRecord, a: int, b: int, fiel
         raise Conflict(f"the results of manuscripts {lo} and {hi} are missing", field=field)
     doc0, doc1 = store.load_manuscript(record.id, a), store.load_manuscript(record.id, b)
     names = list(record.options.transposition_names) if res.T is not None else None
+    cycles = res.cycles()
     return PairView(
         S=res.S,
         N_S=res.N_S,
         P_S=res.P_S,
-        weak=weak_matches(res.S, record.options.floor, doc0.blank, doc1.blank),
-        cycles=res.cycles(),
+        weak=weak_matches(
+            res.S,
+            record.options.floor,
+            doc0.blank,
+            doc1.blank,
+            cycles=np.array(sorted(cycles), dtype=np.int64).reshape(-1, 2) if record.options.learns_floor else None,
+        ),
+        cycles=cycles,
         doc0=doc0,
         doc1=doc1,
         transposition_names=names,

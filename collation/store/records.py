@@ -18,7 +18,7 @@ from collation.core import defaults
 from collation.core.formats import STORE_FORMAT
 from collation.core.options import CollationOptions
 from collation.core.settings import Settings
-from collation.core.vocabulary import CollationStatus
+from collation.core.vocabulary import TURNS, CollationStatus
 from collation.store.codecs import digest
 from collation.store.stepnames import Step, StepKind
 
@@ -309,13 +309,18 @@ def pair_key(
             parts[name] = stored[name]
     if options.partial:
         parts["partial_min_area"] = defaults.PARTIAL_MIN_AREA
+    if options.n_transpositions > defaults.TRANSPOSITIONS_SCORED:  # only the likeliest are scored
+        parts["transpositions_scored"] = defaults.TRANSPOSITIONS_SCORED
     return digest(parts)
 
 
 def transposed_features_key(features_key: str, transpositions: str) -> str:
     """Key of a manuscript's features under every transposition of ``transpositions`` ("mirror",
     "all"): its plain features key plus the option value, since the transposed images are exact
-    pixel moves of the same images (docs/transpositions.md)."""
+    pixel moves of the same images (docs/transpositions.md). ``turns`` turns by small angles, filling the
+    corners: its key also names the angles (``options.TURNS``), so other angles never share it."""
+    if transpositions == "turns":
+        return f"{features_key}.turns-{digest(TURNS)[:12]}"
     return f"{features_key}.{transpositions}"
 
 

@@ -26,6 +26,7 @@ from collation.core.vocabulary import (
     CATEGORY_LABELS,
     MATCH_CATEGORIES,
     TRANSPOSITION_LABELS,
+    TURNS,
     VERDICT_ALIASES,
     CollationStatus,
 )
@@ -44,7 +45,11 @@ VERDICT_BUTTONS = {"exact": "Confirm", "partial": "Partial", "semantic": "Same s
 """The pair page's buttons, one per category, in ``CATEGORIES`` order (keys 1-4). A category with an
 alias (``VERDICT_ALIASES``: confirmed, rejected) is sent as its alias, the first API's verdict."""
 
-TRANSPOSITION_MARKS = {"mirror": "⇆", "flip": "⇅", "rot90": "↻", "rot180": "↻", "rot270": "↻"}
+TRANSPOSITION_MARKS = {
+    "mirror": "⇆",
+    "flip": "⇅",
+    **{name: "↻" for name in ("rot90", "rot180", "rot270", *TURNS)},
+}
 """The sign before a transposed match's words (``TRANSPOSITION_LABELS``, as in the annotations)."""
 
 RULES: dict[str, Any] = {

@@ -56,3 +56,9 @@ def test_s_trans_n_s_and_p_s_are_perfect_on_the_15_pairs(physiologus, tmp_path, 
     margin = np.diag(s) - np.maximum(off.max(axis=1), off.max(axis=0))
     print("smallest margin of the true partner over the best other candidate:", margin.min())
     assert margin.min() > 0.05
+    # None of the true pairs is weak under the floor the collation learns from its own scores (issue 38),
+    # and the concordance groups all 15.
+    matches = json.loads((out / "correspondences.json").read_text())["pairs"][0]["matches"]
+    assert [(m["match"]["index"], m["weak"]) for m in matches] == [(k, False) for k in range(15)]
+    rows = (out / "concordance.csv").read_text().splitlines()[1:]
+    assert sum(row.split(",")[1] == "2" for row in rows) == 15

@@ -270,7 +270,7 @@ def test_transposed_copies_get_a_body_that_says_so(schema: Any) -> None:
         item = build_annotation_pages(0, manuscripts(), same, urls=URLS)[1]["items"][0]
         assert len(item["body"]) == 1 and "copy" not in item["body"][0]["value"]
     with pytest.raises(InputError) as info:
-        build_link_collection(manuscripts(), [replace(CORRESPONDENCES[0], transposition="rot45")], urls=URLS)
+        build_link_collection(manuscripts(), [replace(CORRESPONDENCES[0], transposition="rot40")], urls=URLS)
     assert info.value.field == "correspondences[0].transposition"
 
 

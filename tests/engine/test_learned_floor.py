@@ -1,0 +1,99 @@
+"""The weak floor each collation learns from its own scores (collation.engine.weak.learned_floor,
+docs/concordance.md "Weak matches"): right matches of hard copies, which score under the fixed floor of 0.5,
+are grouped; random witnesses and blank pages still are not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+from synthetic import PAPER, drawing, restyled_copy
+from test_weak import blank_page, groups, witnesses
+
+from collation.core import defaults
+from collation.core.options import CollationOptions
+from collation.engine.correspondences import collate
+from collation.engine.outputs import concordance_rows, correspondences
+from collation.engine.pipeline import CollationResult, run_collation
+from collation.engine.weak import learned_floor, weak_matches
+
+OPTIONS = CollationOptions(candidates=None)
+N = 8
+
+
+def turned_copy(k: int) -> Image.Image:
+    """A restyled copy turned by 30° one way or the other, in a larger frame: its right match scores 0.3-0.5
+    as drawn, what unrelated images reach elsewhere, yet far above its own row's other pairs."""
+    angle = 30 if k % 2 else -30
+    return restyled_copy(drawing(k)).rotate(angle, Image.Resampling.BICUBIC, expand=True, fillcolor=PAPER)
+
+
+@pytest.fixture(scope="module")
+def hard() -> CollationResult:
+    return run_collation(witnesses([[drawing(k) for k in range(N)], [turned_copy(k) for k in range(N)]]), OPTIONS)
+
+
+@pytest.mark.heavy
+def test_right_hard_matches_are_grouped(hard: CollationResult) -> None:
+    pr = hard.pairs[(0, 1)]
+    right = np.arange(N)
+    assert (pr.P_S.argmax(axis=1) == right).all()  # the method finds every copy
+    assert (pr.S[right, right] < defaults.WEAK_BELOW[("efficientnet-lite0", "s_trans", False)]).sum() >= N // 2
+    rows = concordance_rows(hard)
+    assert sorted([c["index"] for c in row["cells"]] for row in rows if row["size"] == 2) == [[k, k] for k in right]
+    assert not any(row["weak"] for row in rows)
+    assert [(m["match"]["index"], m["weak"]) for m in correspondences(hard, 0, 1)] == [(k, False) for k in right]
+    # The fixed floor of 0.5 (weak_below set) left most of them out: the fault the learned floor mends.
+    fixed = CollationResult(hard.manuscripts, OPTIONS.replace(weak_below=0.5), hard.pairs)
+    assert len(groups(concordance_rows(fixed))) <= N // 2
+
+
+def noise(rng: np.random.Generator) -> Image.Image:
+    w, h = (int(v) for v in rng.integers(48, 160, 2))
+    return Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8))
+
+
+@pytest.mark.heavy
+def test_random_witnesses_and_blank_pages_are_not_grouped() -> None:
+    """40 noise images of 48-160 px per witness (the random set of benchmarks/bench_concordance.py, seed 0),
+    and two blank pages each, collated with the default options: noise's best matches reach 0.5-0.55, over
+    the fixed floor, which grouped five of them; none is clearly above its own row's and column's others.
+    The blank pages stay out by the blank rule."""
+    rng = np.random.default_rng(0)
+    images = [[noise(rng) for _ in range(40)] for _ in range(2)]
+    images = [ims + [blank_page(10 * m + k, sigma=5) for k in range(2)] for m, ims in enumerate(images)]
+    result = run_collation(witnesses(images), CollationOptions())
+    assert groups(concordance_rows(result)) == []
+    fixed = CollationResult(result.manuscripts, CollationOptions(weak_below=0.5), result.pairs, blank=result.blank)
+    assert len(groups(concordance_rows(fixed))) >= 3
+
+
+def test_the_learned_floor_is_the_null_of_rows_and_columns() -> None:
+    rng = np.random.default_rng(0)
+    s = rng.normal(0.12, 0.02, (10, 10))
+    np.fill_diagonal(s, 0.3)  # hard copies: under 0.5, far above their rows' and columns' others
+    s[9, 9] = 0.14  # a mutual best that is not clearly above its row's others
+    s[9, :9] = s[:9, 9] = 0.13
+    cycles = collate({(0, 1): s})[(0, 1)].two_cycles
+    assert [9, 9] in cycles.tolist()
+    floor = learned_floor(s, cycles, 0.5)
+    null = s[~np.eye(10, dtype=bool)]
+    spread = 1.4826 * np.median(np.abs(null - np.median(null)))
+    expected_cols = np.array([np.delete(s[:, j], j).max() for j in range(10)])
+    expected = np.maximum(np.array([np.delete(s[i], i).max() for i in range(10)])[:, None], expected_cols[None, :])
+    assert np.allclose(floor, expected + defaults.WEAK_NULL_MARGIN * spread)
+    weak = weak_matches(s, 0.5, cycles=cycles)
+    assert not weak[np.arange(9), np.arange(9)].any() and weak[9, 9]
+    assert weak_matches(s, 0.5)[np.arange(10), np.arange(10)].all()  # the fixed floor: every one weak
+    # Too few pairs to learn from (a 3 x 3 pair of witnesses): the fixed floor holds there.
+    small = s[:3, :3]
+    assert (learned_floor(small, collate({(0, 1): small})[(0, 1)].two_cycles, 0.5) == 0.5).all()
+    # Unscored pairs are never in a null.
+    sparse = np.where(rng.random((10, 10)) < 0.3, -np.inf, s)
+    np.fill_diagonal(sparse, 0.3)
+    assert np.isfinite(learned_floor(sparse, cycles, 0.5)).all()
+
+
+def test_the_floor_is_learned_unless_weak_below_is_set() -> None:
+    assert CollationOptions().learns_floor and not CollationOptions(weak_below=0.5).learns_floor
+    assert "weak_below" not in CollationOptions().to_record()
