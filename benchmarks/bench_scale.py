@@ -38,7 +38,7 @@ from copies import DIFFICULTIES, make_pair
 from collation.core import defaults
 from collation.core.vocabulary import TRANSPOSITION_SETS
 from collation.engine.backbones import BACKBONES, load_backbone
-from collation.engine.candidates import UNSCORED, candidate_pairs, recall
+from collation.engine.candidates import UNSCORED, recall, top_k_pairs
 from collation.engine.cascade import cascade_pairs
 from collation.engine.correspondences import mutual_best, normalize, propagate
 from collation.engine.evaluation import accuracy
@@ -148,7 +148,7 @@ def main() -> None:
             title = f"transpositions {option}{', partial' if partial else ''}"
             print(f"  {title}:", flush=True)
             t = time.perf_counter()
-            glob = candidate_pairs(transposed_global_scores(feats0, sub, t_count), args.candidates)
+            glob = top_k_pairs(transposed_global_scores(feats0, sub, t_count), args.candidates)
             cascade = cascade_pairs(feats0, sub, args.candidates, t_count, seed=defaults.SEED, partial=partial)
             stages[f"cascade, {title}"] = time.perf_counter() - t
             for name, pairs in ((f"global top-{args.candidates} (before)", glob), ("cascade (default)", cascade)):

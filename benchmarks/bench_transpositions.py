@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from collation.core.vocabulary import TRANSPOSITION_NAMES as TRANSPOSITIONS
 from collation.core.vocabulary import TRANSPOSITION_SETS
 from collation.engine.backbones import load_backbone
-from collation.engine.candidates import candidate_pairs, recall
+from collation.engine.candidates import recall, top_k_pairs
 from collation.engine.correspondences import collate
 from collation.engine.evaluation import accuracy
 from collation.engine.features import extract_features
@@ -165,7 +165,7 @@ def main() -> int:
                 t = len(TRANSPOSITION_SETS[option])
                 best = transposed_global_scores(feats0, transposed.select(range(t * len(columns))), t)
                 for k in RECALL_K:
-                    recalls.setdefault((kind, option, k), []).append(recall(candidate_pairs(best, k), gt))
+                    recalls.setdefault((kind, option, k), []).append(recall(top_k_pairs(best, k), gt))
             for partial in () if args.recall_only else (False, True):
                 every = all_pairs(len(feats0), len(transposed))
                 s = score_pairs(feats0, transposed, every, partial=partial)[0].numpy()  # (n0 * T * n1,)

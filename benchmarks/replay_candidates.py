@@ -21,7 +21,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from collation.core import defaults
-from collation.engine.candidates import UNSCORED, candidate_pairs, recall
+from collation.engine.candidates import UNSCORED, recall, top_k_pairs
 from collation.engine.cascade import order_corridor, select_candidates
 from collation.engine.correspondences import mutual_best, normalize, propagate
 from collation.engine.evaluation import accuracy
@@ -35,7 +35,7 @@ def top1(s: np.ndarray, gt: np.ndarray) -> tuple[float, float, float]:
 def replay(glob: np.ndarray, cheap_all: np.ndarray, wide: int, k: int, corridor: float) -> tuple[np.ndarray, int]:
     """The cascade's candidates ``(P, 2)`` and the number of cheap scores it computed."""
     cheap = np.full(cheap_all.shape, UNSCORED)
-    wide_pairs = candidate_pairs(glob, max(wide, k))
+    wide_pairs = top_k_pairs(glob, max(wide, k))
     cheap[wide_pairs[:, 0], wide_pairs[:, 1]] = cheap_all[wide_pairs[:, 0], wide_pairs[:, 1]]
     along = order_corridor(cheap, dataclasses.replace(defaults.CASCADE, corridor=corridor))
     cheap[along[:, 0], along[:, 1]] = cheap_all[along[:, 0], along[:, 1]]

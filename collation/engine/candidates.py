@@ -81,7 +81,7 @@ def global_scores(
     return torch.cat(rows).numpy() if rows else np.zeros((0, len(g1)), np.float32)
 
 
-def candidate_pairs(scores: np.ndarray, k: int) -> np.ndarray:
+def top_k_pairs(scores: np.ndarray, k: int) -> np.ndarray:
     """Each row's ``k`` best columns and each column's ``k`` best rows, united.
 
     Args:

@@ -36,10 +36,10 @@ import torch
 
 from collation.core import defaults
 from collation.core.defaults import CASCADE, CascadeConfig
-from collation.engine.candidates import UNSCORED, candidate_pairs
+from collation.engine.candidates import UNSCORED, top_k_pairs
 from collation.engine.checks import check_positive_float, check_positive_int
 from collation.engine.correspondences import mutual_best, normalize, propagate
-from collation.engine.features import MultiScaleFeatures, Progress, cell_positions
+from collation.engine.features import MultiScaleFeatures, ProgressCallback, cell_positions
 from collation.engine.similarity import score_pairs, transposition_count
 from collation.engine.transpositions import transposed_global_scores
 
@@ -94,7 +94,7 @@ def cheap_scores(
     seed: int,
     partial: bool,
     iterations: int = CASCADE.cheap_iterations,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
 ) -> np.ndarray:
     """``(P,)`` float64: ``score_pairs`` (S_trans) on coarse maps with ``iterations`` RANSAC hypotheses,
     each the best over the ``n_transpositions`` transpositions of ``coarse1``."""
@@ -159,7 +159,7 @@ def order_corridor(scores: np.ndarray, config: CascadeConfig = CASCADE) -> np.nd
 
 def _best(scores: np.ndarray, k: int) -> np.ndarray:
     """``candidate_pairs`` over the scored entries only (an unscored pair is never a candidate)."""
-    pairs = candidate_pairs(np.where(np.isfinite(scores), scores, -np.finfo(np.float64).max), k)
+    pairs = top_k_pairs(np.where(np.isfinite(scores), scores, -np.finfo(np.float64).max), k)
     return pairs[np.isfinite(scores[pairs[:, 0], pairs[:, 1]])]
 
 
@@ -172,7 +172,7 @@ def cascade_pairs(
     config: CascadeConfig = CASCADE,
     seed: int = defaults.SEED,
     partial: bool = defaults.PARTIAL,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
 ) -> np.ndarray:
     """The candidate pairs of S_trans for one manuscript pair (the module docstring's four steps).
 
@@ -194,7 +194,7 @@ def cascade_pairs(
     glob = transposed_global_scores(feats0, transposed1, t, grid=config.grid, power=config.gem_power)
     cheap = np.full((n0, n1), UNSCORED)
     options = {"seed": seed, "partial": partial, "iterations": config.cheap_iterations}
-    wide_pairs = candidate_pairs(glob, max(config.wide, k))
+    wide_pairs = top_k_pairs(glob, max(config.wide, k))
     held = 0  # the wide step's total of work, once it is done
 
     def wide_progress(done: int, total: int) -> None:  # the corridor's pairs come after: never complete here

@@ -31,7 +31,7 @@ from collation.engine.backbones import BACKBONE_CHANNELS, Backbone
 from collation.engine.checks import check_dtype, check_positive_int, check_shape
 from collation.engine.threads import cpu_cores, default_workers, prefetched, side_by_side
 
-Progress = Callable[[int, int], None]
+ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(done, total)`` while long work advances, between batches. It may raise to stop
 the work (the service's cancellation check): the exception comes out once the batches running end."""
 
@@ -320,7 +320,7 @@ def extract_features(
     bucket: int = defaults.FEATURES_BUCKET,
     workers: int | None = None,
     loaders: int | None = None,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
 ) -> MultiScaleFeatures:
     """Describes every image at every scale with ``backbone``.
 
@@ -440,7 +440,7 @@ def extract_square_features(
     *,
     size: int = defaults.FEATURES_SIZE,
     dtype: torch.dtype = torch.float32,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
 ) -> MultiScaleFeatures:
     """Features for S_features: every image resized to ``size`` x ``size`` (aspect ratio broken, A.2).
 

@@ -30,7 +30,7 @@ from collation.engine.backbones import Backbone, load_backbone, resolve_device, 
 from collation.engine.candidates import UNSCORED
 from collation.engine.cascade import cascade_pairs, likely_transpositions
 from collation.engine.correspondences import PairResult, collate
-from collation.engine.features import MultiScaleFeatures, Progress, extract_features, extract_square_features
+from collation.engine.features import MultiScaleFeatures, ProgressCallback, extract_features, extract_square_features
 from collation.engine.illustrations import Illustration
 from collation.engine.similarity import all_pairs, score_pairs, transposition_count
 from collation.engine.transpositions import extract_transposed_features
@@ -54,7 +54,7 @@ def describe(
     options: CollationOptions,
     *,
     dtype: torch.dtype = FEATURES_DTYPE,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
 ) -> MultiScaleFeatures:
     """The features of a manuscript's illustrations: multi-scale maps (B.3), or square maps for s_features."""
     extract = extract_square_features if options.similarity == "s_features" else extract_features
@@ -68,7 +68,7 @@ def describe_transposed(
     plain: MultiScaleFeatures,
     *,
     dtype: torch.dtype = FEATURES_DTYPE,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
 ) -> MultiScaleFeatures:
     """The features a manuscript is scored with as the second of a pair: ``plain`` itself, or with
     transpositions ``T * n`` illustrations, transposition-major (``extract_transposed_features``)."""
@@ -84,7 +84,7 @@ def candidate_pairs(
     feats1: MultiScaleFeatures,
     options: CollationOptions,
     *,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
 ) -> np.ndarray:
     """``(P, 2)`` int64 row-major pairs whose S is computed: the cascade's candidates (``options.candidates``
     per illustration and direction), or every pair.
@@ -112,7 +112,7 @@ def score_candidates(
     pairs: np.ndarray,
     options: CollationOptions,
     *,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """S of ``pairs`` ``(P,)`` float64, each the best over the transpositions, and the winners ``(P,)`` int8.
 
@@ -221,7 +221,7 @@ def run_collation(
         options.backbone, device=target, weights_dir=weights_dir, precision=resolve_precision(precision, target)
     )
 
-    def stage(name: str) -> Progress | None:
+    def stage(name: str) -> ProgressCallback | None:
         return (lambda done, total: progress(name, done, total)) if progress else None
 
     images = [[ill.image for ill in m.illustrations] for m in manuscripts]

@@ -25,7 +25,7 @@ from collation.core import defaults
 from collation.core.errors import InputError
 from collation.core.options import KERNELS, SIMILARITIES, check_option
 from collation.engine.checks import as_index_pairs, check_flag, check_integer, check_positive_int, check_shape
-from collation.engine.features import MultiScaleFeatures, Progress
+from collation.engine.features import MultiScaleFeatures, ProgressCallback
 from collation.engine.matching import (
     PRODUCT_PRECISIONS,
     mutual_slots,
@@ -150,7 +150,7 @@ def directional_pairs(
     kernel: str = defaults.KERNEL,
     iterations: int = defaults.RANSAC_ITERATIONS,
     batch_size: int | None = None,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
     partial: bool = False,
     workers: int | None = None,
     product_precision: str = "float32",
@@ -277,7 +277,7 @@ def score_pairs(
     iterations: int = defaults.RANSAC_ITERATIONS,
     batch_size: int | None = None,
     workers: int | None = None,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
     product_precision: str = "float32",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """S of the pairs (i, j), illustration i of ``feats0`` and j of ``feats1``: the one scoring function.
@@ -351,12 +351,16 @@ def score_pairs(
 
 
 def _symmetric_scores(
-    feats0: MultiScaleFeatures, feats1: MultiScaleFeatures, pairs: torch.Tensor, progress: Progress | None, **options
+    feats0: MultiScaleFeatures,
+    feats1: MultiScaleFeatures,
+    pairs: torch.Tensor,
+    progress: ProgressCallback | None,
+    **options,
 ) -> torch.Tensor:
     """``(P,)`` float64 S1 + S2 of ``pairs``: the draws of the reverse direction are keyed by (j, i)."""
     total = 2 * len(pairs)
 
-    def stage(offset: int) -> Progress | None:
+    def stage(offset: int) -> ProgressCallback | None:
         return (lambda done, _: progress(offset + done, total)) if progress else None
 
     s1 = directional_pairs(feats0, feats1, pairs, progress=stage(0), **options)

@@ -29,7 +29,7 @@ from collation.core.options import check_option
 from collation.core.vocabulary import TRANSPOSITION_NAMES, TRANSPOSITION_SETS, TURNS
 from collation.engine.backbones import Backbone
 from collation.engine.candidates import global_scores
-from collation.engine.features import MultiScaleFeatures, Progress, extract_features
+from collation.engine.features import MultiScaleFeatures, ProgressCallback, extract_features
 from collation.engine.similarity import transposition_count
 
 _PIL_METHODS = {
@@ -87,7 +87,7 @@ def extract_transposed_features(
     transpositions: str,
     *,
     plain: MultiScaleFeatures | None = None,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
     **extract_options,
 ) -> MultiScaleFeatures:
     """Features of ``images`` under every transposition of an option, transposition-major.

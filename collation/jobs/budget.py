@@ -28,7 +28,7 @@ from itertools import combinations
 from collation.core.options import CollationOptions
 
 
-def pairs_to_score(counts: Mapping[int, int], options: CollationOptions) -> int:
+def pairs_upper_bound(counts: Mapping[int, int], options: CollationOptions) -> int:
     """Region pairs scored for witnesses of ``counts`` (index -> regions), times the transpositions
     tried: every pair, or at most ``candidates x (n_a + n_b)`` per pair of witnesses when pruned."""
     total = 0
@@ -51,7 +51,7 @@ def over_budget(counts: Mapping[int, int], options: CollationOptions, max_region
             f"{regions} regions ({listed}) are more than the {max_regions} one collation may describe "
             "(COLLATION_MAX_REGIONS_TOTAL): fewer regions or fewer manuscripts"
         )
-    pairs = pairs_to_score(counts, options)
+    pairs = pairs_upper_bound(counts, options)
     if pairs > max_pairs:
         how = f"at most {options.candidates} candidates per region" if options.pruned else "every pair"
         return (

@@ -52,7 +52,7 @@ LIVE = (JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.STARTED, JobStatus.SCHED
 
 TASKS = {
     StepKind.PREPARE: "collation.jobs.tasks.prepare_manuscript",
-    StepKind.FEATURES: "collation.jobs.tasks.extract_features",
+    StepKind.FEATURES: "collation.jobs.tasks.compute_features",
     StepKind.PLAN: "collation.jobs.tasks.plan",
     StepKind.CHUNK: "collation.jobs.tasks.score_chunk",
     StepKind.FINALIZE: "collation.jobs.tasks.finalize",

@@ -275,7 +275,7 @@ def callback_fetcher(base: Fetcher, timeout: float) -> Fetcher:
 # compute queue
 
 
-def extract_features(runtime: Runtime, cid: str, m: int) -> str:
+def compute_features(runtime: Runtime, cid: str, m: int) -> str:
     """Describes the regions of manuscript ``m`` with the backbone, unless these features are cached.
 
     With transpositions, a manuscript that can be the second of a pair (m > 0) is also described

@@ -85,7 +85,7 @@ def entry_point(step: Callable[..., str]) -> Callable[..., str]:
 
 prepare_manuscript = entry_point(steps.prepare_manuscript)
 """Step ``prepare-<m>`` (io)."""
-extract_features = entry_point(steps.extract_features)
+compute_features = entry_point(steps.compute_features)
 """Step ``features-<m>`` (compute)."""
 plan = entry_point(steps.plan)
 """Step ``plan`` (io)."""
@@ -100,4 +100,4 @@ def send_callback(cid: str, url: str, payload: dict) -> str:
     return steps.send_callback(current(), cid, url, payload)
 
 
-__all__ = ["extract_features", "finalize", "plan", "prepare_manuscript", "score_chunk", "send_callback"]
+__all__ = ["compute_features", "finalize", "plan", "prepare_manuscript", "score_chunk", "send_callback"]

@@ -7,21 +7,21 @@ import pytest
 import torch
 
 from collation.core.errors import InputError
-from collation.engine.candidates import UNSCORED, candidate_pairs, global_descriptors, global_scores, recall
+from collation.engine.candidates import UNSCORED, global_descriptors, global_scores, recall, top_k_pairs
 from collation.engine.correspondences import mutual_best, normalize, propagate
 from collation.engine.features import MultiScaleFeatures
 
 
 def test_candidates_are_the_union_of_row_and_column_top_k():
     scores = np.array([[0.9, 0.1, 0.2], [0.8, 0.7, 0.1], [0.85, 0.2, 0.3], [0.1, 0.2, 0.95]])
-    pairs = {tuple(p) for p in candidate_pairs(scores, 1).tolist()}
+    pairs = {tuple(p) for p in top_k_pairs(scores, 1).tolist()}
     rows = {(0, 0), (1, 0), (2, 0), (3, 2)}  # each row's best column
     cols = {(0, 0), (1, 1), (3, 2)}  # each column's best row
     assert pairs == rows | cols
-    assert len(candidate_pairs(scores, 5)) == scores.size  # k beyond the other side: every pair
-    assert recall(candidate_pairs(scores, 1), np.array([[1, 1], [2, 2]])) == 0.5
+    assert len(top_k_pairs(scores, 5)) == scores.size  # k beyond the other side: every pair
+    assert recall(top_k_pairs(scores, 1), np.array([[1, 1], [2, 2]])) == 0.5
     with pytest.raises(InputError, match="candidates"):
-        candidate_pairs(scores, 0)
+        top_k_pairs(scores, 0)
 
 
 def test_unscored_pairs_do_not_shift_maxima_averages_or_softmax_sums():

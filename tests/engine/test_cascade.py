@@ -13,7 +13,7 @@ from synthetic import PAPER, drawing, hard_copy
 from collation.core import defaults
 from collation.core.errors import InputError
 from collation.engine import cascade
-from collation.engine.candidates import UNSCORED, candidate_pairs, global_scores, recall
+from collation.engine.candidates import UNSCORED, global_scores, recall, top_k_pairs
 from collation.engine.cascade import cascade_pairs, coarse_features, order_corridor, select_candidates
 from collation.engine.features import MultiScaleFeatures, cell_positions, extract_features
 
@@ -73,7 +73,7 @@ def test_the_partner_only_the_order_can_match_is_a_candidate():
     cheap = rng.uniform(0.1, 0.3, (n, n))
     cheap[np.arange(n), np.arange(n)] = 1.0
     cheap[5, 5], cheap[5, 20], cheap[12, 5] = 0.35, 0.6, 0.6  # look-alikes in its row and column
-    assert (5, 5) not in {tuple(p) for p in candidate_pairs(cheap, 1).tolist()}  # by score alone: lost
+    assert (5, 5) not in {tuple(p) for p in top_k_pairs(cheap, 1).tolist()}  # by score alone: lost
     chosen = {tuple(p) for p in select_candidates(cheap, 1).tolist()}
     assert (5, 5) in chosen and {(i, i) for i in range(n)} <= chosen
     cheap[3, :] = UNSCORED  # an unscored pair is never a candidate, even in a row with none scored
@@ -99,7 +99,7 @@ def test_the_cascade_keeps_the_hard_copies_that_global_scores_lose(backbone, mon
     feats0, feats1 = extract_features(originals, backbone), extract_features(copies, backbone)
     truth = np.stack([np.arange(n), np.arange(n)], axis=1)
     k = 2
-    lost = recall(candidate_pairs(global_scores(feats0, feats1), k), truth)
+    lost = recall(top_k_pairs(global_scores(feats0, feats1), k), truth)
     reports: list[tuple[int, int]] = []
     steps = []  # (pairs, progress) of each cheap score step: the wide candidates', then the corridor's
     cheap = cascade.cheap_scores

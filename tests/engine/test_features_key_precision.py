@@ -127,7 +127,7 @@ def test_a_features_job_honours_the_precision_recorded_at_prepare(
 
     compute_worker = Runtime.create(settings, cpu_flags=ZEN3_FLAGS)
     assert compute_worker.precision == "float32"
-    assert steps.extract_features(compute_worker, CID, 0) == "2 regions described"
+    assert steps.compute_features(compute_worker, CID, 0) == "2 regions described"
     assert [key[2] for key in compute_worker._backbones] == ["bfloat16"]
     assert compute_worker._backbones[("efficientnet-lite0", "cpu", "bfloat16")].compute_dtype == torch.bfloat16
     stored = compute_worker.store.load_features(doc.features_key)
@@ -147,7 +147,7 @@ def test_a_manuscript_prepared_by_an_older_release_keeps_its_key(tmp_path: Path,
     old = doc.replace(precision=None, features_key="0" * 32)
     worker.store.forget_manuscript(CID, 0)
     worker.store.save_manuscript(CID, old)
-    assert steps.extract_features(worker, CID, 0) == "1 regions described"
+    assert steps.compute_features(worker, CID, 0) == "1 regions described"
     assert [key[2] for key in worker._backbones] == ["float32"] and worker.store.has_features("0" * 32)
     assert "0" * 32 not in {features_key(doc.digests, CollationOptions(), precision=p) for p in ("float32", "bfloat16")}
 

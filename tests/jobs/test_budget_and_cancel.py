@@ -21,7 +21,7 @@ from service_helpers import WorkerProcesses, drain, service_settings, wait_for
 
 from collation.app import create_app
 from collation.core.options import CollationOptions
-from collation.jobs.budget import over_budget, pairs_to_score
+from collation.jobs.budget import over_budget, pairs_upper_bound
 from collation.service.state import service_state
 from collation.store.location import open_store
 
@@ -45,9 +45,9 @@ def service(redis_url: str, tmp_path: Path) -> Any:
 
 def test_the_budget_figures() -> None:
     every_pair, pruned = CollationOptions(candidates=None), CollationOptions(candidates=10)
-    assert pairs_to_score({0: 5, 1: 5, 2: 4}, every_pair) == 25 + 20 + 20
-    assert pairs_to_score({0: 100, 1: 50}, pruned) == 10 * 150  # candidates x (n_a + n_b) < n_a n_b
-    assert pairs_to_score({0: 100, 1: 50}, CollationOptions(candidates=10, transpositions="all")) == 6 * 1500
+    assert pairs_upper_bound({0: 5, 1: 5, 2: 4}, every_pair) == 25 + 20 + 20
+    assert pairs_upper_bound({0: 100, 1: 50}, pruned) == 10 * 150  # candidates x (n_a + n_b) < n_a n_b
+    assert pairs_upper_bound({0: 100, 1: 50}, CollationOptions(candidates=10, transpositions="all")) == 6 * 1500
     assert over_budget({0: 6000, 1: 4000}, pruned, 10_000, 10**9) is None
     message = over_budget({0: 6000, 1: 4001}, pruned, 10_000, 10**9)
     assert message.startswith("10001 regions (6000 in manuscript 0, 4001 in manuscript 1) are more than the 10000")
@@ -155,7 +155,7 @@ def test_a_delete_during_features_stops_the_worker_within_seconds(
         )
         assert stopped < 5.0, stopped
         log = (tmp_path / "worker0.log").read_text(errors="replace")
-        assert f"Collation {cid}: gone, extract_features stops" in log, log[-3000:]
+        assert f"Collation {cid}: gone, compute_features stops" in log, log[-3000:]
     finally:
         processes.stop_all()
         service_state(app).close()
