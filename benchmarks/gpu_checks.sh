@@ -2,7 +2,8 @@
 # The checks to run when a session is lent a GPU machine (PyTorch, timm, NumPy, Pillow there; no Flask, Redis
 # or RQ; no network), in ONE device call that ends well inside 9 minutes, each step under its own time limit.
 #
-# Prepare here first (network; fills the ignored .whl/ and .gpu-carry/): bash benchmarks/gpu_prepare.sh
+# Prepare here first, in the checkout the device tool sends (network; fills the ignored .whl/ and .gpu-carry/):
+#   PY=.venv/bin/python bash benchmarks/gpu_prepare.sh
 # Then call the device tool once, from the repository root:
 #   run(command="bash benchmarks/gpu_checks.sh", carry=[".whl", ".gpu-carry"], timeout_s=600)
 # A dry run of the service part on a CPU machine, with the carried Redis:
