@@ -9,12 +9,14 @@ import urllib.request
 from pathlib import Path
 
 import boto3
+import pytest
 from botocore.config import Config
 from service_helpers import SEAWEEDFS_ELECTION_TIMEOUT, stop_seaweedfs
 
 from collation.cli.private_servers import SEAWEEDFS_KEYS, start_seaweedfs
 
 
+@pytest.mark.stack  # starts a SeaweedFS of its own, without the fixtures that mark a test so
 def test_seaweedfs_takes_a_write_at_once_when_it_is_started(tmp_path: Path) -> None:
     process, endpoint, ports = start_seaweedfs(tmp_path / "weed", election_timeout=SEAWEEDFS_ELECTION_TIMEOUT)
     try:
