@@ -36,7 +36,7 @@ def store_error(exc: BaseException) -> OSError | None:
     ``RuntimeError`` ("[enforce fail at inline_container.cc] unexpected pos") whose context is the
     ``OSError`` of the write: that is a full disk too."""
     seen: set[int] = set()
-    current: BaseException | None = exc
+    current = exc if isinstance(exc, BaseException) else None  # RQ may hand a failure callback anything
     while current is not None and id(current) not in seen:
         if isinstance(current, OSError) and current.errno in STORE_ERRNOS:
             return current

@@ -428,8 +428,10 @@ def test_three_witnesses_concordance_and_verdict_categories(
     assert rows(run.api.get(f"{root}/concordance?sort=2").get_json()) == expected[3:] + expected[:3]
 
     table = list(csv.reader(io.StringIO(run.api.get(f"{root}/concordance.csv").get_data(as_text=True))))
-    assert len(table) == 1 + K and len(table[0]) == 3 + 3 * 7 + 2  # then weak, then the Content State link
-    assert table[4][3:5] == ["3", doc["rows"][3]["cells"][0]["label"]] and table[4][-5] == cell["image"]
+    # group, witnesses, confidence; per witness No., folio, region, image, canvas, verdict; then reviewers,
+    # notes, weak and the Content State link (collation/service/exports.py)
+    assert len(table) == 1 + K and len(table[0]) == 3 + 3 * 6 + 4
+    assert table[4][3:5] == ["4", doc["rows"][3]["cells"][0]["label"]] and table[4][-7] == cell["image"]
     assert table[4][-1] == doc["rows"][3]["share"]
 
     def p_s(i: int, j: int) -> dict[str, Any]:
