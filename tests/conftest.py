@@ -72,6 +72,9 @@ LONGEST_MODULES = (
     "tests/hostile/test_faults.py",  # 84 s
     "tests/stack/test_object_store_service.py",  # 47 s, some 38 s since its outage test probes 2 s
     "tests/hostile/test_exhaustion.py",  # 33 s
+    "tests/test_install.py",  # 25-42 s: a non-editable install, its check step, collate serve
+    "tests/stack/test_detect_e2e.py",  # 25 s
+    "tests/stack/test_detection_review_browser.py",  # 16-45 s: a real worker searches 26 folios
     "tests/stack/test_store_outages.py",  # 32 s
     "tests/engine/test_detection.py",  # 28 s
     "tests/jobs/test_jobs.py",  # 23 s
@@ -80,6 +83,8 @@ LONGEST_MODULES = (
     "tests/engine/test_transpositions.py",  # 19 s
     "tests/jobs/test_budget_and_cancel.py",  # 25 s, some 16 s with 150 regions deleted
     "tests/stack/test_viewer_browser.py",  # 13 s
+    "tests/engine/test_learned_floor.py",  # 14 s
+    "tests/service/test_monitoring.py",  # 13 s and a real Prometheus
 )
 """The modules whose tests take longest in all (each module's sum of ``--durations=0`` of the whole suite
 on two workers, 5 min 41 s in all on the 2-core AVX-512 EPYC, 2026-11-26), longest first. pytest-xdist
