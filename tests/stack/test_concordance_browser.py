@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from service_helpers import served_app
+from service_helpers import offline_page, served_app
 from test_concordance_api import CID, write_three_witnesses
 
 from collation.app import create_app
@@ -36,20 +36,9 @@ def url(request: Any, tmp_path: Path) -> Iterator[str]:
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    """A new page of the session's browser (``conftest.browser``: Playwright allows one at a time)."""
-
-    def no_images(route: Any) -> None:  # the thumbnails' image server does not exist: answer locally
-        route.fulfill(status=404, body="")
-
-    browser.route("http://images.test/**", no_images)
-    page = browser.new_page()
-    page.errors = []
-    page.on("pageerror", lambda exc: page.errors.append(str(exc)))
-    try:
+    """A new page; the thumbnails' image server does not exist: answered locally."""
+    with offline_page(browser, "http://images.test/**") as page:
         yield page
-    finally:
-        page.close()
-        browser.unroute("http://images.test/**", no_images)
 
 
 def row_members(page: Any) -> list[list[str]]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from builders import weak_collation
-from service_helpers import served_app
+from service_helpers import offline_page, served_app
 
 from collation.app import create_app
 from collation.core.options import CollationOptions
@@ -33,20 +33,9 @@ def url(tmp_path: Path) -> Iterator[str]:
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    """A new page of the session's browser; the images of the made-up libraries are answered locally."""
-
-    def nothing(route: Any) -> None:
-        route.fulfill(status=404, body="")
-
-    browser.route("http://img.test/**", nothing)
-    page = browser.new_page()
-    page.errors = []
-    page.on("pageerror", lambda exc: page.errors.append(str(exc)))
-    try:
+    """A new page; the images of the made-up libraries are answered locally."""
+    with offline_page(browser, "http://img.test/**") as page:
         yield page
-    finally:
-        page.close()
-        browser.unroute("http://img.test/**", nothing)
 
 
 def test_the_concordance_page_says_which_rows_had_only_a_weak_match(page: Any, url: str) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pytest
 from builders import finished_collation, prepared_manuscript, v3_canvas, v3_image_body, v3_manifest
-from service_helpers import served_app
+from service_helpers import offline_page, served_app
 from test_viewer_browser import need_mirador
 
 from collation.app import create_app
@@ -113,21 +113,10 @@ def page(browser: Any) -> Iterator[Any]:
 
     picture = io.BytesIO()
     Image.new("RGB", (1000, 800), (200, 190, 170)).save(picture, format="JPEG")
-
-    def nothing(route: Any) -> None:
-        route.fulfill(status=200, body=picture.getvalue(), content_type="image/jpeg")
-
-    browser.route("http://img.test/**", nothing)
-    page = browser.new_page()
-    page.set_viewport_size({"width": 1280, "height": 800})
-    page.set_default_timeout(TIMEOUT_MS)
-    page.errors = []
-    page.on("pageerror", lambda exc: page.errors.append(str(exc)))
-    try:
+    with offline_page(browser, "http://img.test/**", body=picture.getvalue()) as page:
+        page.set_viewport_size({"width": 1280, "height": 800})
+        page.set_default_timeout(TIMEOUT_MS)
         yield page
-    finally:
-        page.close()
-        browser.unroute("http://img.test/**", nothing)
 
 
 def shot(page: Any, name: str) -> None:
