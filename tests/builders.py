@@ -270,11 +270,11 @@ def record(
     as the service writes it (``new_record``, the options resolved), in ``status`` (a string or a
     ``CollationStatus``), with the record's other ``fields`` set."""
     from collation.core.options import CollationOptions
-    from collation.core.settings import Settings
+    from collation.core.settings import Settings, WorkerSettings
     from collation.core.vocabulary import CollationStatus
     from collation.store.records import CollationRequest, new_record
 
-    settings = Settings(chunk_pairs=chunk_pairs)
+    settings = Settings(workers=WorkerSettings(chunk_pairs=chunk_pairs))  # unchecked: a record may hold any count
     request = CollationRequest(tuple(f"https://x/{m}.json" for m in range(manuscripts)))
     rec = new_record(cid, request, CollationOptions.parse(options), settings)
     rec.status = CollationStatus(getattr(status, "value", status))

@@ -71,7 +71,9 @@ def submit(
         tuple(body["manifests"]), body.get("regions") or {}, body.get("options") or {}, body.get("callback_url")
     )
     settings = runtime.settings
-    problem = over_budget(given_counts(request.regions), options, settings.max_regions_total, settings.max_pairs)
+    problem = over_budget(
+        given_counts(request.regions), options, settings.limits.max_regions_total, settings.limits.max_pairs
+    )
     if problem is not None:  # before anything is stored or enqueued
         raise LimitError(problem, field="regions")
     tokens = access_tokens(body, settings)
@@ -89,7 +91,13 @@ def submit(
     connection = runtime.connection()
     regions = sum(given_counts(request.regions).values())
     quotas.admit(
-        runtime.store, connection, client, cid, regions, settings.client_max_active, settings.client_max_regions
+        runtime.store,
+        connection,
+        client,
+        cid,
+        regions,
+        settings.limits.client_max_active,
+        settings.limits.client_max_regions,
     )
     try:
         return jobs.submit(record)

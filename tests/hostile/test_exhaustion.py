@@ -171,9 +171,9 @@ def test_inspects_of_a_dripping_manifest_leave_the_api_responsive(tmp_path: Path
     print(f"/healthz max {max(polls):.2f} s")
     assert max(polls) < 1.0
     assert set(statuses) <= {429, 502, 503, 504}, statuses  # 502: the fetch's own deadline (half of it)
-    assert statuses[502] + statuses[504] <= config.inspect_concurrency, statuses
+    assert statuses[502] + statuses[504] <= config.inspection.concurrency, statuses
     assert all(retry for status, _, retry in answers if status in (429, 503))
-    assert slowest < config.inspect_timeout + 2
+    assert slowest < config.inspection.timeout + 2
 
 
 def test_an_inspected_document_of_millions_of_objects_is_refused_before_it_is_parsed(client: Any, site: Any) -> None:

@@ -158,7 +158,7 @@ def test_a_worker_with_wrong_store_credentials_refuses_to_start(
         log = processes.logs()
         assert "object store s3://creds/data" in log and "refused" in log and "SignatureDoesNotMatch" in log, log
         assert lines <= 5, log
-        assert ready.status_code == 503 and ready.get_json()["checks"]["workers"][config.queue_io] == 0
+        assert ready.status_code == 503 and ready.get_json()["checks"]["workers"][config.workers.queue_io] == 0
     finally:
         processes.stop_all()
         service_state(app).close()
