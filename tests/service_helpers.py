@@ -5,6 +5,7 @@ modules that import them from here."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -32,6 +33,7 @@ __all__ = [
     "physiologus_v2",
     "physiologus_v3",
     "runtime_for",
+    "served_like_production",
     "service_settings",
     "stop_seaweedfs",
     "wait_for",
@@ -154,6 +156,27 @@ def served_app(app: Any) -> Iterator[str]:
         server.server_close()
         thread.join(10)
         service_state(app).close()
+
+
+@contextmanager
+def served_like_production(app: Any, settings: Settings) -> Iterator[str]:
+    """``app`` behind the waitress server of ``collate serve`` (``make_server``: 8 request threads, the
+    liveness thread, the body cap) on a free loopback port, in a thread; yields its API root URL."""
+    from collation.service.serving import make_server
+
+    server = make_server(app, settings.replace(host="127.0.0.1", port=0))
+
+    def run() -> None:
+        with contextlib.suppress(OSError):  # EBADF: the loop's select on the sockets close() closed
+            server.run()
+
+    thread = threading.Thread(target=run, name="test-waitress", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.effective_port}/api/v1"
+    finally:
+        server.close()
+        thread.join(5)
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
