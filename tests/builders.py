@@ -374,6 +374,17 @@ def weak_collation(root: Path, options: Any, cid: str = RECORD_ID) -> Any:
     return finished_collation(root, manuscripts, {(0, 1): ab, (0, 2): blank, (1, 2): blank}, options=options, cid=cid)
 
 
+def hard_collation(root: Path, options: Any, cid: str = RECORD_ID, n: int = 8) -> Any:
+    """A and B: ``n`` illustrations, hard copies of each other (raw S 0.35 on the diagonal, under the fixed
+    floor of 0.5) among unrelated pairs scoring 0.05-0.15: the learned floor keeps every copy."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    scores = rng.uniform(0.05, 0.15, (n, n)) + np.eye(n) * 0.3
+    manuscripts = [(prepared_manuscript(m, n), lib_manifest(m, n)) for m in range(2)]
+    return finished_collation(root, manuscripts, {(0, 1): scores}, options=options, cid=cid)
+
+
 # --------------------------------------------------------------------------------------------------
 # Loopback HTTP servers
 

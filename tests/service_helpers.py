@@ -30,6 +30,7 @@ __all__ = [
     "OpenAPIClient",
     "WorkerProcesses",
     "drain",
+    "page_picture",
     "physiologus_v2",
     "physiologus_v3",
     "runtime_for",
@@ -273,6 +274,18 @@ def stop_seaweedfs(process: Any) -> None:
     from collation.cli.private_servers import stop
 
     stop(process, timeout=SEAWEEDFS_STOP_SECONDS)
+
+
+def page_picture(size: tuple[int, int] = (1000, 800)) -> bytes:
+    """A plain grey-beige JPEG page: what a made-up library's image server answers in the browser tests
+    (Mirador reports a failed image as a page error, so a 404 would be an error of its own)."""
+    import io
+
+    from PIL import Image
+
+    picture = io.BytesIO()
+    Image.new("RGB", size, (200, 190, 170)).save(picture, format="JPEG")
+    return picture.getvalue()
 
 
 @contextmanager
