@@ -649,3 +649,37 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             yield context
         finally:
             context.close()
+
+
+MADE_UP_IMAGE_SERVERS = ("http://img.test/**", "http://images.test/**")
+"""The image servers of the builders' made-up libraries (``lib_manifest``, the concordance tests')."""
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A new page of the session's Chromium (Playwright allows one at a time). The made-up libraries' images
+    (``MADE_UP_IMAGE_SERVERS``) are answered locally with a plain page (``page_picture``: Mirador reports a
+    failed image as a page error). Its script errors collect in ``page.errors``; a test whose page broke a
+    rule of the Content-Security-Policy (collation/app.py: a script, style or image the policy refused)
+    fails. ``wait_for_function`` takes functions (``"() => ..."``) on our pages: Playwright evaluates a bare
+    expression with ``eval``, which the policy refuses."""
+    from service_helpers import page_picture
+
+    picture = page_picture()
+
+    def answer(route: Any) -> None:
+        route.fulfill(status=200, body=picture, content_type="image/jpeg")
+
+    for pattern in MADE_UP_IMAGE_SERVERS:
+        browser.route(pattern, answer)
+    page = browser.new_page()
+    page.errors, page.refused = [], []
+    page.on("pageerror", lambda exc: page.errors.append(str(exc)))
+    page.on("console", lambda m: page.refused.append(m.text) if "Content Security Policy" in m.text else None)
+    try:
+        yield page
+    finally:
+        page.close()
+        for pattern in MADE_UP_IMAGE_SERVERS:
+            browser.unroute(pattern, answer)
+    assert page.refused == [], "the page broke its Content-Security-Policy"

@@ -286,26 +286,3 @@ def page_picture(size: tuple[int, int] = (1000, 800)) -> bytes:
     picture = io.BytesIO()
     Image.new("RGB", size, (200, 190, 170)).save(picture, format="JPEG")
     return picture.getvalue()
-
-
-@contextmanager
-def offline_page(browser: Any, images: str, body: bytes = b"", content_type: str = "image/jpeg") -> Iterator[Any]:
-    """A new page of the session's browser (Playwright allows one at a time) whose requests to a made-up image
-    server (``images``, a URL glob) are answered locally: 404, or ``body``. Its script errors collect in
-    ``page.errors``."""
-
-    def answer(route: Any) -> None:
-        if body:
-            route.fulfill(status=200, body=body, content_type=content_type)
-        else:
-            route.fulfill(status=404, body="")
-
-    browser.route(images, answer)
-    page = browser.new_page()
-    page.errors = []
-    page.on("pageerror", lambda exc: page.errors.append(str(exc)))
-    try:
-        yield page
-    finally:
-        page.close()
-        browser.unroute(images, answer)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from service_helpers import offline_page, served_app
+from service_helpers import served_app
 from test_concordance_api import CID, write_three_witnesses
 
 from collation.app import create_app
@@ -32,13 +32,6 @@ def url(request: Any, tmp_path: Path) -> Iterator[str]:
     app = create_app(Settings.from_env({}, data_dir=store.root, api_tokens=request.param), TESTING=True)
     with served_app(app) as root:
         yield f"{root}/api/v1/collations/{CID}"
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    """A new page; the thumbnails' image server does not exist: answered locally."""
-    with offline_page(browser, "http://images.test/**") as page:
-        yield page
 
 
 def row_members(page: Any) -> list[list[str]]:

@@ -12,7 +12,7 @@ import pytest
 import test_viewer_browser as viewer_tests
 from test_viewer_browser import TIMEOUT_MS, Served, mirador_window, need_mirador
 
-served, collation, page = viewer_tests.served, viewer_tests.collation, viewer_tests.page
+served, collation = viewer_tests.served, viewer_tests.collation
 
 pytestmark = pytest.mark.slow
 

@@ -20,7 +20,7 @@ from collation.viewer.workspace import WORKSPACE_SCRIPTS
 
 pytestmark = pytest.mark.slow
 
-served, page, screenshots = viewer_test.served, viewer_test.page, viewer_test.screenshots
+served, screenshots = viewer_test.served, viewer_test.screenshots
 TIMEOUT_MS = viewer_test.TIMEOUT_MS
 CANVAS_W = 420  # the synthetic folios' width, in canvas (and image) pixels
 DRAFT = "collation.regions-draft:"  # + the manifest URL: review.js's key in localStorage

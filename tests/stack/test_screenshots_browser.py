@@ -15,12 +15,7 @@ import pytest
 import test_viewer_browser as viewer_tests
 from test_viewer_browser import TIMEOUT_MS, Served
 
-served, collation, page, screenshots = (
-    viewer_tests.served,
-    viewer_tests.collation,
-    viewer_tests.page,
-    viewer_tests.screenshots,
-)
+served, collation, screenshots = viewer_tests.served, viewer_tests.collation, viewer_tests.screenshots
 
 pytestmark = pytest.mark.slow
 

@@ -138,25 +138,6 @@ def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             shutil.copy2(shot, Path(target) / shot.name)
 
 
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    """A new page; its script errors collect in ``page.errors``, and a test whose page broke a rule of the
-    Content-Security-Policy (collation/app.py: a script, style or image the policy refused) fails.
-    ``wait_for_function`` takes functions (``"() => ..."``) on our pages: Playwright evaluates a bare
-    expression with ``eval``, which the policy refuses."""
-    page = browser.new_page()
-    errors: list[str] = []
-    refused: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on("console", lambda m: refused.append(m.text) if "Content Security Policy" in m.text else None)
-    page.errors, page.refused = errors, refused
-    try:
-        yield page
-    finally:
-        page.close()
-    assert refused == [], "the page broke its Content-Security-Policy"
-
-
 def need_mirador(version: str) -> None:
     name = f"mirador-{version}.min.js"
     if not (viewer_routes.STATIC / "vendor" / name).is_file():

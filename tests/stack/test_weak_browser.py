@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from builders import hard_collation, weak_collation
-from service_helpers import offline_page, page_picture, served_app
+from service_helpers import served_app
 
 from collation.app import create_app
 from collation.core.options import CollationOptions
@@ -29,13 +29,6 @@ def url(tmp_path: Path) -> Iterator[str]:
     app = create_app(Settings.from_env({}, data_dir=store.root), TESTING=True)
     with served_app(app) as root:
         yield f"{root}/api/v1/collations/{CID}"
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    """A new page; the images of the made-up libraries are answered locally (a plain page)."""
-    with offline_page(browser, "http://img.test/**", body=page_picture()) as page:
-        yield page
 
 
 def test_the_concordance_page_says_which_rows_had_only_a_weak_match(page: Any, url: str) -> None:

@@ -23,7 +23,7 @@ from service_helpers import physiologus_v2, physiologus_v3
 pytestmark = pytest.mark.slow
 
 # the viewer test's fixtures (the browser itself is conftest's): the service, pages, screenshot folder
-served, page, screenshots = viewer_test.served, viewer_test.page, viewer_test.screenshots
+served, screenshots = viewer_test.served, viewer_test.screenshots
 CANVAS_SCALE, TIMEOUT_MS, run_worker = viewer_test.CANVAS_SCALE, viewer_test.TIMEOUT_MS, viewer_test.run_worker
 
 REGIONS = 8  # the first illustrations of P2 and P3: enough for matches, quick on a CPU

@@ -14,7 +14,7 @@ from redis import Redis
 
 pytestmark = pytest.mark.slow
 
-served, page, screenshots = editor_test.served, editor_test.page, editor_test.screenshots
+served, screenshots = editor_test.served, editor_test.screenshots
 
 
 def saved(page: Any) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pytest
 from builders import finished_collation, prepared_manuscript, v3_canvas, v3_image_body, v3_manifest
-from service_helpers import offline_page, page_picture, served_app
+from service_helpers import served_app
 from test_viewer_browser import need_mirador
 
 from collation.app import create_app
@@ -105,12 +105,11 @@ def root(tmp_path: Path, redis_url: str) -> Iterator[str]:
 
 
 @pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    """A page of the session's browser; the made-up library's images are answered locally (a grey page)."""
-    with offline_page(browser, "http://img.test/**", body=page_picture()) as page:
-        page.set_viewport_size({"width": 1280, "height": 800})
-        page.set_default_timeout(TIMEOUT_MS)
-        yield page
+def page(page: Any) -> Any:
+    """conftest's page in a 1280 x 800 window."""
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.set_default_timeout(TIMEOUT_MS)
+    return page
 
 
 def shot(page: Any, name: str) -> None:
