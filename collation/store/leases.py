@@ -49,7 +49,7 @@ def leased(connection: Redis, name: str, *, lease: float, wait: float) -> Iterat
         yield
     finally:
         stop.set()
-        renewer.join()
+        renewer.join(lease)  # a renewal stuck on an unanswering Redis never holds up the holder
         with contextlib.suppress(LockError, RedisError):  # lost or expired meanwhile: nothing to free
             lock.release()
 
