@@ -101,6 +101,43 @@ def longest_modules_first(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 
 
+SHARED_SESSION_MODULES = frozenset(
+    {
+        "tests/stack/test_viewer_browser.py",
+        "tests/stack/test_review_browser.py",
+        "tests/stack/test_mirador_verdict_browser.py",
+        "tests/stack/test_screenshots_browser.py",
+        "tests/stack/test_workspace_browser.py",
+    }
+)
+"""Modules that use test_viewer_browser's session fixtures on the Physiologus folios (``served``: the service
+and its data store; ``collation``: the P2-P3 collation, computed in-process): one xdist worker runs them all,
+one after the other, so that the collation is computed once in the run, not once on each worker, and the
+features of the folios' regions, cached in the store by content, are computed once."""
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work an xdist worker takes whole (``--dist loadfile``): a test's module, or ``"viewer
+    collation"`` for every module of ``SHARED_SESSION_MODULES``."""
+    module = nodeid.split("::", 1)[0]
+    return "viewer collation" if module in SHARED_SESSION_MODULES else module
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` whose units are ``work_unit``'s: each module, the modules of one session
+    collation together (in their collection order, each module's tests together and in order)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedSessionScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return SharedSessionScheduling(config, log)
+
+
 def intra_op_threads(cpus: int, workers: int) -> int | None:
     """torch's intra-op threads for each of ``workers`` xdist workers on ``cpus`` cores: ``cpus // workers``
     (at least 1) when the workers share the cores, None (torch's default) when each has cores to spare.

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import test_viewer_browser as viewer_test
 from builders import record
 from service_helpers import served_app
 
@@ -21,7 +20,6 @@ from collation.store.stored import PreparedManuscript
 
 pytestmark = pytest.mark.slow
 
-page = viewer_test.page  # the viewer test's page fixture (conftest's Chromium, page errors collected)
 
 FAILED, NAMED = "fedcba9876543210", "0123456789abcdef"
 

@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import test_viewer_browser as viewer_test
 from builders import RECORD_ID, record
 from service_helpers import served_app
 
@@ -28,7 +27,6 @@ from collation.service.state import service_state
 
 pytestmark = pytest.mark.slow
 
-page = viewer_test.page  # the viewer test's page fixture (conftest's Chromium, page errors collected)
 
 SETTLE_S = 1.0
 """Seconds the test keeps counting after the page's message: an unbounded page makes 60 to 85 more
