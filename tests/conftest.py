@@ -123,7 +123,7 @@ def work_unit(nodeid: str) -> str:
     return "viewer collation" if module in SHARED_SESSION_MODULES else module
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: a run without xdist (-p no:xdist) knows no such hook
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadfile`` whose units are ``work_unit``'s: each module, the modules of one session
     collation together (in their collection order, each module's tests together and in order)."""
