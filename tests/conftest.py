@@ -68,21 +68,21 @@ computes for over 2 s itself carries ``@pytest.mark.heavy`` in its module."""
 
 
 LONGEST_MODULES = (
-    "tests/stack/test_e2e.py",  # 92 s
-    "tests/hostile/test_faults.py",  # 84 s
+    "tests/stack/test_e2e.py",  # 92 s (186 s with -n 0 at a load of 4 to 6, 2026-11-28)
+    "tests/hostile/test_faults.py",  # 84 s (176 s with -n 0 at a load of 4 to 6, 2026-11-28)
+    "tests/engine/test_detection.py",  # 28 s (55 s with -n 0 at a load of 2, 2026-11-28)
     "tests/stack/test_object_store_service.py",  # 47 s, some 38 s since its outage test probes 2 s
     "tests/hostile/test_exhaustion.py",  # 33 s
     "tests/test_install.py",  # 25-42 s: a non-editable install, its check step, collate serve
     "tests/stack/test_detect_e2e.py",  # 25 s
     "tests/stack/test_detection_review_browser.py",  # 16-45 s: a real worker searches 26 folios
     "tests/stack/test_store_outages.py",  # 32 s
-    "tests/engine/test_detection.py",  # 28 s
     "tests/jobs/test_jobs.py",  # 23 s
-    "tests/stack/test_workspace_browser.py",  # 22 s
+    "tests/stack/test_workspace_browser.py",  # 22 s; one unit with the viewer's modules (SHARED_SESSION_MODULES)
     "tests/stack/test_page_guards_browser.py",  # 20 s
     "tests/engine/test_transpositions.py",  # 19 s
     "tests/jobs/test_budget_and_cancel.py",  # 25 s, some 16 s with 150 regions deleted
-    "tests/stack/test_viewer_browser.py",  # 13 s
+    "tests/stack/test_viewer_browser.py",  # 13 s, in test_workspace_browser's unit
     "tests/engine/test_learned_floor.py",  # 14 s
     "tests/service/test_monitoring.py",  # 13 s and a real Prometheus
 )
@@ -99,6 +99,43 @@ def longest_modules_first(items: list[pytest.Item]) -> None:
     together and in their own order, and the other modules keep theirs."""
     rank = {module: i for i, module in enumerate(LONGEST_MODULES)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
+SHARED_SESSION_MODULES = frozenset(
+    {
+        "tests/stack/test_viewer_browser.py",
+        "tests/stack/test_review_browser.py",
+        "tests/stack/test_mirador_verdict_browser.py",
+        "tests/stack/test_screenshots_browser.py",
+        "tests/stack/test_workspace_browser.py",
+    }
+)
+"""Modules that use test_viewer_browser's session fixtures on the Physiologus folios (``served``: the service
+and its data store; ``collation``: the P2-P3 collation, computed in-process): one xdist worker runs them all,
+one after the other, so that the collation is computed once in the run, not once on each worker, and the
+features of the folios' regions, cached in the store by content, are computed once."""
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work an xdist worker takes whole (``--dist loadfile``): a test's module, or ``"viewer
+    collation"`` for every module of ``SHARED_SESSION_MODULES``."""
+    module = nodeid.split("::", 1)[0]
+    return "viewer collation" if module in SHARED_SESSION_MODULES else module
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: a run without xdist (-p no:xdist) knows no such hook
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` whose units are ``work_unit``'s: each module, the modules of one session
+    collation together (in their collection order, each module's tests together and in order)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedSessionScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return SharedSessionScheduling(config, log)
 
 
 def intra_op_threads(cpus: int, workers: int) -> int | None:

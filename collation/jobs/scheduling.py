@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from redis import Redis
-from redis.exceptions import LockError
 from rq import Callback, Queue, Retry
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.executions import Execution, ExecutionRegistry
@@ -39,6 +38,7 @@ from collation.jobs.planning import Plan, next_steps, scoring_progress
 from collation.jobs.runtime import Runtime, activate, current
 from collation.store import sharing, writable
 from collation.store.datastore import CollationNotFound, DataStore
+from collation.store.leases import LeaseNotAcquired, leased
 from collation.store.records import CollationRecord
 from collation.store.redis_keys import RedisKeys
 from collation.store.stepnames import Step, StepKind
@@ -68,10 +68,13 @@ CALLBACK_TASK = "collation.jobs.tasks.send_callback"
 CALLBACK_RETRY_INTERVALS = (5, 20, 60)
 """Seconds before each retry of a callback that failed; the workers' registry maintenance (every
 ``heartbeat_ttl`` seconds) enqueues retries that are due, so a retry may come a little later."""
-ADVANCE_LOCK_TIMEOUT = 120
-"""Seconds an ``advance`` may hold (and wait for) the collation's lock."""
-REQUEST_LOCK_TIMEOUT = 60
-"""Seconds a POST or DELETE may hold the collation's request lock."""
+ADVANCE_LOCK_LEASE = 10
+"""Seconds the collation's advance lock outlives a holder that stopped renewing it (``store.leases``):
+a worker killed while it plans stalls the collation's planning (and the sweep) this long at most."""
+ADVANCE_LOCK_WAIT = 120
+"""Seconds an ``advance`` waits for the collation's lock."""
+REQUEST_LOCK_LEASE = 10
+"""Seconds the collation's request lock outlives a POST or DELETE whose process died holding it."""
 REQUEST_LOCK_WAIT = 20
 """Seconds a POST or DELETE waits for the request lock before answering 409."""
 
@@ -309,16 +312,14 @@ class Scheduler:
 
     @contextlib.contextmanager
     def _request_lock(self, cid: str) -> Iterator[None]:
-        lock = self.connection.lock(
-            RedisKeys.request_lock(cid), timeout=REQUEST_LOCK_TIMEOUT, blocking_timeout=REQUEST_LOCK_WAIT
-        )
-        if not lock.acquire():
-            raise CollationBusy(f"another request on collation {cid} is in progress; try again", field="id")
+        name = RedisKeys.request_lock(cid)
         try:
-            yield
-        finally:
-            with contextlib.suppress(LockError):
-                lock.release()
+            with leased(self.connection, name, lease=REQUEST_LOCK_LEASE, wait=REQUEST_LOCK_WAIT):
+                yield
+        except LeaseNotAcquired as exc:
+            if exc.lock_name != name:  # another lock, taken inside (the advance lock): not this request's
+                raise
+            raise CollationBusy(f"another request on collation {cid} is in progress; try again", field="id") from None
 
     def recover(self) -> int:
         """Makes every unfinished collation in the store progress again; returns how many.
@@ -359,11 +360,11 @@ class Scheduler:
         """Enqueues whatever the collation needs next; returns a word saying what it did (the plan's
         stage, or ``gone``).
 
-        Under a Redis lock per collation, so that jobs finishing together and the sweep agree.
+        Under a Redis lock per collation, so that jobs finishing together and the sweep agree; a lease
+        (``store.leases``), so that a worker killed while it plans holds it up ``ADVANCE_LOCK_LEASE``
+        seconds at most.
         """
-        with self.connection.lock(
-            RedisKeys.advance_lock(cid), timeout=ADVANCE_LOCK_TIMEOUT, blocking_timeout=ADVANCE_LOCK_TIMEOUT
-        ):
+        with leased(self.connection, RedisKeys.advance_lock(cid), lease=ADVANCE_LOCK_LEASE, wait=ADVANCE_LOCK_WAIT):
             self._queued = {}
             try:
                 return self._advance(cid)
@@ -392,9 +393,7 @@ class Scheduler:
         """
         if job is None:
             return self.advance(cid)
-        with self.connection.lock(
-            RedisKeys.advance_lock(cid), timeout=ADVANCE_LOCK_TIMEOUT, blocking_timeout=ADVANCE_LOCK_TIMEOUT
-        ):
+        with leased(self.connection, RedisKeys.advance_lock(cid), lease=ADVANCE_LOCK_LEASE, wait=ADVANCE_LOCK_WAIT):
             self._queued = {}
             self.ensure(cid, Step.plan(), [job], reuse_live=False)
         return "replanning"

@@ -11,6 +11,8 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -140,6 +142,75 @@ def test_a_worker_killed_at_each_stage_is_replaced(
     finally:
         processes.stop_all()
         service_state(app).close()
+
+
+HOLDS_THE_ADVANCE_LOCK = """
+import sys, time
+from pathlib import Path
+from collation.jobs import scheduling
+
+def hold(self, cid):  # called by Scheduler.advance once it holds the collation's advance lock
+    Path(sys.argv[1]).touch()
+    time.sleep(600)
+
+scheduling.Scheduler._advance = hold
+from collation.cli.main import main
+sys.exit(main(["worker"]))
+"""
+"""A worker whose first ``advance`` (its ``plan`` step) takes the collation's lock and never lets go."""
+
+KILLED_HOLDER_BOUND = 30.0
+"""Seconds from the SIGKILL of the lock's holder to the finished collation (about 12 s on the 2-core
+machine: the lease's expiry, the sweep finding the plan job abandoned, a new worker's start)."""
+
+
+@pytest.mark.stack  # starts worker subprocesses
+def test_a_worker_killed_holding_the_advance_lock_stalls_nothing(
+    synthetic: Any, tmp_path: Path, redis_url: str
+) -> None:
+    """A worker SIGKILLed while it plans (the collation's advance lock held) delays the collation by the
+    lock's lease (``scheduling.ADVANCE_LOCK_LEASE``, 10 s), not by the longest a planning may take: the
+    lock used to expire 2 minutes after it was taken, and the sweep and every new worker waited that long."""
+    from redis import Redis
+
+    from collation.store.redis_keys import RedisKeys
+
+    config = fault_settings(tmp_path, redis_url)
+    app = create_app(config, TESTING=True)
+    service_state(app).sweeper.start()
+    client = app.test_client()
+    processes = WorkerProcesses(config, tmp_path)
+    flag = tmp_path / "holding"
+    connection = Redis.from_url(redis_url)
+    holder: subprocess.Popen | None = None
+    try:
+        cid = client.post(f"{API}/collations", json=request_body(synthetic, seed=5)).get_json()["id"]
+        with open(tmp_path / "holder.log", "wb") as log:
+            holder = subprocess.Popen(
+                [sys.executable, "-c", HOLDS_THE_ADVANCE_LOCK, str(flag)], env=processes.env, stdout=log, stderr=log
+            )
+        wait_for(flag.exists, 120, "the worker to hold the advance lock")
+        assert connection.exists(RedisKeys.advance_lock(cid))
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+        killed_at = time.monotonic()
+        processes.start(threads=1)
+        wait_for(
+            lambda: client.get(f"{API}/collations/{cid}").get_json()["status"] == "finished",
+            120,
+            "the collation to finish",
+            interval=0.25,
+        )
+        took = time.monotonic() - killed_at
+        print(f"\nfinished {took:.1f} s after the holder's SIGKILL")
+        assert took < KILLED_HOLDER_BOUND, processes.logs()
+    finally:
+        if holder is not None and holder.poll() is None:
+            holder.kill()
+            holder.wait()
+        processes.stop_all()
+        service_state(app).close()
+        connection.close()
 
 
 @pytest.mark.parametrize("code", [errno.EROFS, errno.ENOSPC, errno.EACCES])

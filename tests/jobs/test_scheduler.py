@@ -13,9 +13,11 @@ from rq.job import Job, JobStatus
 from service_helpers import runtime_for
 
 from collation.core.options import CollationOptions
+from collation.jobs import scheduling
 from collation.jobs.runtime import activate
-from collation.jobs.scheduling import Scheduler, on_job_failure
+from collation.jobs.scheduling import CollationBusy, Scheduler, on_job_failure
 from collation.jobs.worker import CollationWorker, queue_names
+from collation.store.leases import LeaseNotAcquired, leased
 from collation.store.records import CollationRequest, collation_id, new_record
 from collation.store.redis_keys import RedisKeys
 from collation.store.stepnames import Step
@@ -60,6 +62,25 @@ def test_a_replan_is_a_step_of_the_collation_that_cancel_deletes(settings: dict[
     assert not Job.exists(plan.id, connection=scheduler.connection)
     assert not scheduler.connection.keys(f"rq:job:{cid}-*")
     assert scheduler.replan_after(cid, None) == "gone"  # inline (no job): plans at once
+
+
+def test_a_request_lock_held_elsewhere_is_a_409_and_an_advance_lock_waits(
+    settings: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A DELETE while another request holds the collation's request lease: ``CollationBusy`` (409) after
+    ``REQUEST_LOCK_WAIT``; an ``advance`` while another holds the advance lease: ``LeaseNotAcquired``
+    after ``ADVANCE_LOCK_WAIT``, never a 409 of the request that called it."""
+    monkeypatch.setattr(scheduling, "REQUEST_LOCK_WAIT", 0.2)
+    monkeypatch.setattr(scheduling, "ADVANCE_LOCK_WAIT", 0.2)
+    scheduler = Scheduler(runtime_for(settings))
+    cid = submitted(scheduler)
+    with leased(scheduler.connection, RedisKeys.request_lock(cid), lease=5, wait=1), pytest.raises(CollationBusy):
+        scheduler.cancel(cid)
+    with leased(scheduler.connection, RedisKeys.advance_lock(cid), lease=5, wait=1):
+        with pytest.raises(LeaseNotAcquired) as raised:
+            scheduler.retry(cid, lambda record: None)  # the request lock is free, the advance lock is not
+        assert raised.value.lock_name == RedisKeys.advance_lock(cid)
+    assert scheduler.cancel(cid)  # both free again
 
 
 def test_failures_reach_the_store_through_the_runtime(settings: dict[str, Any]) -> None:

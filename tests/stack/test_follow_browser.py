@@ -20,6 +20,7 @@ from collation.store.stored import PreparedManuscript
 
 pytestmark = pytest.mark.slow
 
+
 WAITING, FAILED, COMPARING = "0123456789abcdef", "fedcba9876543210", "00aa00aa00aa00aa"
 
 

@@ -9,10 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import test_viewer_browser as viewer_tests
-from test_viewer_browser import TIMEOUT_MS, Served, mirador_window, need_mirador
-
-served, collation = viewer_tests.served, viewer_tests.collation
+from test_viewer_browser import mirador_window, need_mirador
+from viewer_service import TIMEOUT_MS, Served
 
 pytestmark = pytest.mark.slow
 

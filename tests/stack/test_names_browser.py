@@ -20,6 +20,7 @@ from collation.store.stored import PreparedManuscript
 
 pytestmark = pytest.mark.slow
 
+
 FAILED, NAMED = "fedcba9876543210", "0123456789abcdef"
 
 

@@ -27,6 +27,7 @@ from collation.service.state import service_state
 
 pytestmark = pytest.mark.slow
 
+
 SETTLE_S = 1.0
 """Seconds the test keeps counting after the page's message: an unbounded page makes 60 to 85 more
 requests in that time (3 s, some 200, proved nothing more and cost 10 s over the module's five tests)."""

@@ -12,16 +12,14 @@ import re
 from typing import Any
 
 import pytest
-import test_viewer_browser as viewer_test
 from redis import Redis
+from viewer_service import TIMEOUT_MS
 
 from collation.viewer.pages import STATIC
 from collation.viewer.workspace import WORKSPACE_SCRIPTS
 
 pytestmark = pytest.mark.slow
 
-served, screenshots = viewer_test.served, viewer_test.screenshots
-TIMEOUT_MS = viewer_test.TIMEOUT_MS
 CANVAS_W = 420  # the synthetic folios' width, in canvas (and image) pixels
 DRAFT = "collation.regions-draft:"  # + the manifest URL: review.js's key in localStorage
 SLACK = 2.5  # canvas pixels: a screen pixel is about 1.25 of them at this page's scale, plus rounding

@@ -12,11 +12,9 @@ from typing import Any
 
 import pytest
 import requests
-import test_viewer_browser as viewer_tests
-from test_viewer_browser import TIMEOUT_MS, Served
+from viewer_service import TIMEOUT_MS, Served
 
 # the fixtures: the service, its finished P2-P3 collation (computed once a session) and a Chromium page
-served, collation = viewer_tests.served, viewer_tests.collation
 
 pytestmark = pytest.mark.slow
 

@@ -4,7 +4,7 @@ is wider than the window (no sideways scrolling at 820). Screenshots of each go 
 ``$COLLATION_SCREENSHOT_DIR`` when it is set (the ``screenshots`` fixture of the viewer test), named
 ``page-<name>-<width>.png``.
 
-The service, the collation and the page come from test_viewer_browser's fixtures."""
+The service, the collation and the page are tests/stack/conftest.py's fixtures."""
 
 from __future__ import annotations
 
@@ -12,10 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import test_viewer_browser as viewer_tests
-from test_viewer_browser import TIMEOUT_MS, Served
-
-served, collation, screenshots = viewer_tests.served, viewer_tests.collation, viewer_tests.screenshots
+from viewer_service import TIMEOUT_MS, Served
 
 pytestmark = pytest.mark.slow
 

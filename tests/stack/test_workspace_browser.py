@@ -16,15 +16,12 @@ from typing import Any
 
 import pytest
 import requests
-import test_viewer_browser as viewer_test
 from redis import Redis
 from service_helpers import physiologus_v2, physiologus_v3
+from viewer_service import CANVAS_SCALE, TIMEOUT_MS, run_worker
 
 pytestmark = pytest.mark.slow
 
-# the viewer test's fixtures (the browser itself is conftest's): the service, pages, screenshot folder
-served, screenshots = viewer_test.served, viewer_test.screenshots
-CANVAS_SCALE, TIMEOUT_MS, run_worker = viewer_test.CANVAS_SCALE, viewer_test.TIMEOUT_MS, viewer_test.run_worker
 
 REGIONS = 8  # the first illustrations of P2 and P3: enough for matches, quick on a CPU
 

@@ -14,8 +14,6 @@ from redis import Redis
 
 pytestmark = pytest.mark.slow
 
-served, screenshots = editor_test.served, editor_test.screenshots
-
 
 def saved(page: Any) -> None:
     """Until the page says its latest change is on the server (a draft is sent half a second after)."""
