@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "service")]
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "stack"), str(REPO / "tests" / "service")]
 
 import pytest  # noqa: E402
 import test_viewer_browser as viewer_test  # noqa: E402

@@ -99,13 +99,13 @@ def run(runtime: Runtime, did: str) -> str:
     pages = [c for c in manifest.canvases if c.image is not None and c.width and c.height]
     doc.update(status=CollationStatus.RUNNING.value, total=len(pages), label=manifest.label)
     _save(store, doc)
-    limit = runtime.settings.max_regions
+    limit, detector = runtime.settings.max_regions, runtime.detector  # the collation's detector (its model, its floor)
     # the first page alone, so that the New page shows one as soon as it can; then BATCH at a time
     starts = [0, *range(1, len(pages), BATCH)] if pages else []
     with ThreadPoolExecutor(max_workers=BATCH) as pool:
         for start_at, end in zip(starts, [*starts[1:], len(pages)], strict=True):
             batch = pages[start_at:end]
-            outcomes = pool.map(lambda c: search_canvas(c, None, DETECT_LONG_SIDE, fetcher), batch)
+            outcomes = pool.map(lambda c: search_canvas(c, detector, DETECT_LONG_SIDE, fetcher), batch)
             for canvas, outcome in zip(batch, outcomes, strict=True):
                 if isinstance(outcome, CollationError):
                     doc["problems"].append(

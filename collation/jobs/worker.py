@@ -244,7 +244,10 @@ def queue_names(settings: Settings, which: Sequence[str] = ("io", "compute")) ->
 
 
 def preload_backbone(runtime: Runtime) -> None:
-    """Loads the default backbone before the first job, so that no job's time pays the load.
+    """Loads the default backbone as the worker starts, so that no job's time pays the load. ``work`` runs
+    it in a thread beside the work loop: a job that needs the backbone waits for this load (``Runtime.backbone``
+    loads once), and one that does not (detection for review, an io step) is not kept waiting 10-30 s by it
+    (issue 39: the first page of a detection waited for it).
 
     A backbone that cannot load (ResNet-50 without its weights file) is logged, not fatal: jobs that
     ask for it fail with the loader's message, and jobs of other backbones still run.
@@ -310,8 +313,8 @@ def work(
         raise
     names = queue_names(settings, which)
     metrics_server = serve_metrics(runtime)
-    if "compute" in which:
-        preload_backbone(runtime)
+    if "compute" in which:  # beside the work loop: a job that needs no backbone (detection for review) starts at once
+        threading.Thread(target=preload_backbone, args=(runtime,), name="preload-backbone", daemon=True).start()
     delay = RESTART_DELAY
     try:
         while True:

@@ -424,6 +424,41 @@ def test_a_worker_loads_its_default_backbone_before_the_first_job(
     assert "not preloaded" in caplog.text and "resnet50-conv4" in caplog.text
 
 
+def test_a_starting_worker_takes_a_job_while_its_backbone_loads(settings: Any, monkeypatch: Any) -> None:
+    """The default backbone loads beside the work loop (issue 39: the first page of a detection for review
+    waited the 10-30 s of that load): a job that needs no backbone runs while the load is under way."""
+    import signal
+
+    from collation.engine import backbones
+    from collation.jobs.worker import work
+
+    redis = Redis.from_url(settings.redis_url)
+    job = Queue(settings.queue_compute, connection=redis).enqueue_call("time.time")
+    finished_while_loading: list[bool] = []
+
+    def slow_load(*args: Any, **kwargs: Any) -> Any:
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline and not finished_while_loading:
+            if job.get_status(refresh=True) == JobStatus.FINISHED:
+                finished_while_loading.append(True)
+            time.sleep(0.05)
+        raise RuntimeError("no backbone in this test")
+
+    monkeypatch.setattr(backbones, "load_backbone", slow_load)
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        work(settings, ("compute",), burst=True)
+    finally:
+        for s, handler in handlers.items():
+            signal.signal(s, handler)
+    assert job.get_status(refresh=True) == JobStatus.FINISHED
+    deadline = time.monotonic() + 10
+    while not finished_while_loading and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert finished_while_loading == [True]
+    redis.close()
+
+
 def test_a_store_failing_while_a_step_finds_its_collation_gone_is_remembered(
     settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
