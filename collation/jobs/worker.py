@@ -261,6 +261,20 @@ def preload_backbone(runtime: Runtime) -> None:
         log.info("Worker: backbone %s loaded in %.1f s", runtime.settings.backbone, time.monotonic() - started)
 
 
+def preload_detector(runtime: Runtime) -> None:
+    """Loads the illustration detector (``Runtime.detector``: torch imported, a model file read) before the
+    worker takes a job, so that the first page of a detection for review does not pay it (issue 39: the
+    first page shown within 10 s). A detector that cannot load is logged: the jobs that need it fail with
+    its message, the others run."""
+    started = time.monotonic()
+    try:
+        detector = runtime.detector
+    except Exception as exc:  # the worker must start whatever the detector's state
+        log.warning("Worker: the illustration detector was not preloaded: %s", exc)
+    else:
+        log.info("Worker: illustration detector %s loaded in %.1f s", detector.name, time.monotonic() - started)
+
+
 def check_store(runtime: Runtime) -> None:
     """A cheap authenticated call before the first job: a small object written and deleted.
 
@@ -313,7 +327,9 @@ def work(
         raise
     names = queue_names(settings, which)
     metrics_server = serve_metrics(runtime)
-    if "compute" in which:  # beside the work loop: a job that needs no backbone (detection for review) starts at once
+    if "compute" in which:
+        preload_detector(runtime)  # seconds (torch's import): before listening, not in a detection's first page
+        # beside the work loop: a job that needs no backbone (detection for review) starts at once
         threading.Thread(target=preload_backbone, args=(runtime,), name="preload-backbone", daemon=True).start()
     delay = RESTART_DELAY
     try:
