@@ -17,6 +17,7 @@ table's rows away from the fields they describe.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import types
@@ -233,6 +234,13 @@ class Settings:
             "one sweep at start only."
         ),
     )
+    draft_days: float = field(
+        default=30.0,
+        metadata=_help(
+            "Days after its last change that a draft of the New page (`/drafts`) or a detection for review "
+            "(`/detections`) is removed, by the API's sweep (hourly) and by `collate store prune`; 0: kept."
+        ),
+    )
     max_body_bytes: int = field(
         default=256 * 2**10,
         metadata=_help("Largest request body in bytes; a larger one is refused with 413 before it is read."),
@@ -343,6 +351,8 @@ class Settings:
         for name in ("inspect_timeout", "callback_timeout", "store_connect_timeout", "store_read_timeout"):
             if getattr(self, name) <= 0:
                 raise SettingsError(f"{ENV_PREFIX}{name.upper()} must be positive", field=name.upper())
+        if not (math.isfinite(self.draft_days) and self.draft_days >= 0):
+            raise SettingsError(f"{ENV_PREFIX}DRAFT_DAYS must be a number of days >= 0", field="DRAFT_DAYS")
         if self.store_retries < 0:
             raise SettingsError(f"{ENV_PREFIX}STORE_RETRIES must be at least 0", field="STORE_RETRIES")
         if self.store_url is not None and not re.fullmatch(
