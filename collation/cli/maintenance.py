@@ -136,7 +136,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     for key in drafts if args.dry_run else ():
         print(key)
     if days:
-        print(f"{verb} {len(drafts)} drafts and detections for review unchanged for {days:g} days (COLLATION_DRAFT_DAYS)")
+        print(f"{verb} {len(drafts)} drafts and detections for review unchanged for {days:g} days (DRAFT_DAYS)")
     for key in done.removed if args.dry_run else ():
         print(key)
     for key, reason in done.unreadable.items():

@@ -9,6 +9,7 @@ import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -132,7 +133,9 @@ def test_drafts_and_detections_unchanged_for_their_days_expire(tmp_path: Path) -
         expire_drafts(store, float("nan"))
 
 
-def test_prune_expires_drafts_by_their_setting(folder_store: FolderStore, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_prune_expires_drafts_by_their_setting(
+    folder_store: FolderStore, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
     stamped(folder_store, "drafts/00000000000000aa.json", 40)
     stamped(folder_store, "drafts/00000000000000bb.json", 10)
     monkeypatch.setenv("COLLATION_DATA_DIR", str(folder_store.root))
