@@ -7,7 +7,8 @@ One document per detection, ``detections/<id>.json`` in the data store, rewritte
 ``BATCH`` pages: the manifest, ``status`` (a collation's words: queued, running, finished, failed),
 ``done`` and ``total`` pages, the ``regions`` found so far (the inspection's region form, numbered in
 page order) and the ``problems`` (a page whose image could not be loaded). The job runs on the compute
-queue (the detector is a CNN) with the worker's fetcher (the address policy and politeness of a collation).
+queue (the detector is a CNN) with the worker's detector and fetcher (the model, the address policy and
+politeness of a collation). Removed once unchanged for ``settings.draft_days`` days, as drafts are.
 """
 
 from __future__ import annotations
