@@ -40,7 +40,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         settings = settings if settings is not None else Settings.from_env()
         runtime = Runtime.create(settings, metrics=Metrics(settings.metrics_hosts, role="api"))
     app = Flask(__name__)
-    app.config["MAX_CONTENT_LENGTH"] = runtime.settings.max_body_bytes  # a chunked body stops at the cap too
+    app.config["MAX_CONTENT_LENGTH"] = runtime.settings.limits.max_body_bytes  # a chunked body stops at the cap too
     app.config.update(flask_config)
     app.json.sort_keys = False  # keep documents in the order we build them (JSON-LD readers care)
     state.init_app(app, runtime)
@@ -62,9 +62,9 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
 
 
 def refuse_large_body() -> None:
-    """A body announced larger than ``settings.max_body_bytes`` is a 413 before any of it is read (a
+    """A body announced larger than ``settings.limits.max_body_bytes`` is a 413 before any of it is read (a
     chunked one is cut at the cap by Flask's ``MAX_CONTENT_LENGTH``, and by waitress in ``serving``)."""
-    cap = state.current_runtime().settings.max_body_bytes
+    cap = state.current_runtime().settings.limits.max_body_bytes
     if request.content_length is not None and request.content_length > cap:
         raise problems.PayloadTooLarge(
             f"the request body is {request.content_length} bytes, more than the cap of {cap} "
@@ -75,10 +75,10 @@ def refuse_large_body() -> None:
 
 def require_token() -> None:
     """Write requests need ``Authorization: Bearer <token>`` when ``settings.api_tokens`` is set; reads are
-    open, except ``GET /inspect`` (the service fetches for it) when ``settings.inspect_needs_token``."""
+    open, except ``GET /inspect`` (the service fetches for it) when ``settings.inspection.needs_token``."""
     settings = state.current_runtime().settings
     tokens = settings.api_tokens
-    inspect = settings.inspect_needs_token and request.path == f"{API_PREFIX}/inspect"
+    inspect = settings.inspection.needs_token and request.path == f"{API_PREFIX}/inspect"
     if not tokens or (request.method not in WRITE_METHODS and not inspect):
         return
     if caller_token() is None:

@@ -270,11 +270,11 @@ def record(
     as the service writes it (``new_record``, the options resolved), in ``status`` (a string or a
     ``CollationStatus``), with the record's other ``fields`` set."""
     from collation.core.options import CollationOptions
-    from collation.core.settings import Settings
+    from collation.core.settings import Settings, WorkerSettings
     from collation.core.vocabulary import CollationStatus
     from collation.store.records import CollationRequest, new_record
 
-    settings = Settings(chunk_pairs=chunk_pairs)
+    settings = Settings(workers=WorkerSettings(chunk_pairs=chunk_pairs))  # unchecked: a record may hold any count
     request = CollationRequest(tuple(f"https://x/{m}.json" for m in range(manuscripts)))
     rec = new_record(cid, request, CollationOptions.parse(options), settings)
     rec.status = CollationStatus(getattr(status, "value", status))
@@ -372,6 +372,17 @@ def weak_collation(root: Path, options: Any, cid: str = RECORD_ID) -> Any:
     blank = np.full((3, 3), 0.2) + np.eye(3) * 1.7  # blank pages: as high as copies
     manuscripts = [(prepared_manuscript(m, 3, blank=m == 2), lib_manifest(m, 3)) for m in range(3)]
     return finished_collation(root, manuscripts, {(0, 1): ab, (0, 2): blank, (1, 2): blank}, options=options, cid=cid)
+
+
+def hard_collation(root: Path, options: Any, cid: str = RECORD_ID, n: int = 8) -> Any:
+    """A and B: ``n`` illustrations, hard copies of each other (raw S 0.35 on the diagonal, under the fixed
+    floor of 0.5) among unrelated pairs scoring 0.05-0.15: the learned floor keeps every copy."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    scores = rng.uniform(0.05, 0.15, (n, n)) + np.eye(n) * 0.3
+    manuscripts = [(prepared_manuscript(m, n), lib_manifest(m, n)) for m in range(2)]
+    return finished_collation(root, manuscripts, {(0, 1): scores}, options=options, cid=cid)
 
 
 # --------------------------------------------------------------------------------------------------

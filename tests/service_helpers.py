@@ -5,6 +5,7 @@ modules that import them from here."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -29,9 +30,11 @@ __all__ = [
     "OpenAPIClient",
     "WorkerProcesses",
     "drain",
+    "page_picture",
     "physiologus_v2",
     "physiologus_v3",
     "runtime_for",
+    "served_like_production",
     "service_settings",
     "stop_seaweedfs",
     "wait_for",
@@ -156,6 +159,27 @@ def served_app(app: Any) -> Iterator[str]:
         service_state(app).close()
 
 
+@contextmanager
+def served_like_production(app: Any, settings: Settings) -> Iterator[str]:
+    """``app`` behind the waitress server of ``collate serve`` (``make_server``: 8 request threads, the
+    liveness thread, the body cap) on a free loopback port, in a thread; yields its API root URL."""
+    from collation.service.serving import make_server
+
+    server = make_server(app, settings.replace(host="127.0.0.1", port=0))
+
+    def run() -> None:
+        with contextlib.suppress(OSError):  # EBADF: the loop's select on the sockets close() closed
+            server.run()
+
+    thread = threading.Thread(target=run, name="test-waitress", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.effective_port}/api/v1"
+    finally:
+        server.close()
+        thread.join(5)
+
+
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
     deadline = time.monotonic() + timeout
     while True:
@@ -250,6 +274,18 @@ def stop_seaweedfs(process: Any) -> None:
     from collation.cli.private_servers import stop
 
     stop(process, timeout=SEAWEEDFS_STOP_SECONDS)
+
+
+def page_picture(size: tuple[int, int] = (1000, 800)) -> bytes:
+    """A plain grey-beige JPEG page: what a made-up library's image server answers in the browser tests
+    (Mirador reports a failed image as a page error, so a 404 would be an error of its own)."""
+    import io
+
+    from PIL import Image
+
+    picture = io.BytesIO()
+    Image.new("RGB", size, (200, 190, 170)).save(picture, format="JPEG")
+    return picture.getvalue()
 
 
 @contextmanager

@@ -1,111 +1,125 @@
 """Every setting of the project, parsed once from the environment: the one settings surface.
 
-``Settings.from_env()`` reads ``COLLATION_<NAME>`` for each field (``COLLATION_IIIF_<NAME>`` for the
-fields of ``FetchSettings``), with one parser per type, and raises ``SettingsError`` naming the
-variable when a value does not parse. Every default is here, next to its help text; the README's
-configuration table is generated from these fields (``python -m collation.core.settings``) and a test
-checks that the two agree.
+``Settings.from_env()`` reads one ``COLLATION_*`` variable per field, with one parser per type, and
+raises ``SettingsError`` naming the variable when a value does not parse or is out of its bounds. The
+fields come in groups that follow who reads them: ``store`` (the data store), ``inspection`` (``GET
+/inspect``), ``limits`` (what one request or client may ask), ``workers`` (queues and jobs) and
+``iiif`` (fetching); the rest concern the whole process. A field's variable is its group's prefix and
+its name (``COLLATION_STORE_URL`` is ``store.url``) unless the field names an older variable. Every
+default and bound is on its field, next to its help text; the README's configuration table is
+generated from these fields (``python -m collation.core.settings``) and a test checks that the two
+agree.
 
 The API process, the workers and the command line all build one ``Settings`` and pass it down:
 nothing else in the package reads ``COLLATION_*`` variables.
 
-Longer than 400 lines because every setting lives here with its default and help text (the one
-settings surface), next to the parsers and the README table generated from them: a split would put the
-table's rows away from the fields they describe.
+Longer than 400 lines because every setting lives here with its default, bounds and help text, next to
+the parsers and the README table generated from them: a split would put the table's rows away from the
+fields they describe.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from collation.core import defaults
 from collation.core.errors import InputError
 from collation.core.options import PRECISIONS
 
 ENV_PREFIX = "COLLATION_"
-IIIF_PREFIX = "COLLATION_IIIF_"
 USER_AGENT = "image-collation/0.1"
 
-DEVICES = ("auto", "cpu", "cuda")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-LOG_FORMATS = ("text", "json")
-# fmt: off
-AT_LEAST_ONE = (
-    "chunk_pairs", "job_timeout", "heartbeat_ttl", "max_manifests", "max_regions", "max_regions_total", "max_pairs",
-    "features_cached", "store_cache_bytes", "page_size", "max_body_bytes", "inspect_concurrency", "client_max_active",
-    "inspect_per_client", "inspect_max_json_bytes", "inspect_max_json_items", "client_max_regions",
-)
-# fmt: on
-"""The integer settings that must be at least 1."""
 
 
 class SettingsError(InputError):
     """A ``COLLATION_*`` variable (or an override) has a value that cannot be used."""
 
 
-def _help(text: str) -> dict[str, str]:
-    return {"help": text}
+def setting(
+    default: Any,
+    help: str,
+    *,
+    variable: str | None = None,
+    at_least: float | None = None,
+    above: float | None = None,
+    at_most: float | None = None,
+    one_of: tuple[str, ...] | None = None,
+    pattern: tuple[str, str] | None = None,
+    secret: bool = False,
+) -> Any:
+    """A settings field: its default, its help text (the README's), and its bounds.
+
+    ``variable`` names a variable that does not follow the group's prefix (kept from before the
+    groups); ``pattern`` is ``(regex, what it means)``; ``secret`` keeps the value out of ``repr``.
+    """
+    metadata = {"help": help, "variable": variable, "at_least": at_least, "above": above, "at_most": at_most}
+    metadata.update(one_of=one_of, pattern=pattern)
+    return field(default=default, repr=not secret, metadata=metadata)
+
+
+def group(cls: type) -> Any:
+    """A field holding a settings group, built from its own defaults."""
+    return field(default_factory=cls, metadata={"group": True})
+
+
+# --------------------------------------------------------------------------------------------------
+# The groups
 
 
 @dataclass(frozen=True)
 class FetchSettings:
     """How IIIF documents and images are fetched: politeness, limits and the address policy."""
 
-    user_agent: str = field(default=USER_AGENT, metadata=_help("User-Agent of every request."))
-    connect_timeout: float = field(default=10.0, metadata=_help("Seconds to open a connection."))
-    read_timeout: float = field(default=30.0, metadata=_help("Seconds between two reads of a body."))
-    total_timeout: float = field(default=120.0, metadata=_help("Seconds for one whole response."))
-    retries: int = field(default=3, metadata=_help("Further attempts after a 429, a 5xx or a connection error."))
-    backoff: float = field(default=1.0, metadata=_help("First back-off in seconds, doubled on each retry."))
-    max_retry_after: float = field(default=60.0, metadata=_help("Longest Retry-After honoured; longer ones fail."))
-    max_redirects: int = field(default=5, metadata=_help("Redirects followed per request, each checked."))
-    per_host: int = field(default=4, metadata=_help("Concurrent requests per host."))
-    min_interval: float = field(
-        default=0.0, metadata=_help("Seconds between two request starts on one host (e.g. 12 for Gallica).")
+    PREFIX: ClassVar[str] = "COLLATION_IIIF_"
+
+    user_agent: str = setting(USER_AGENT, "User-Agent of every request.")
+    connect_timeout: float = setting(10.0, "Seconds to open a connection.", above=0)
+    read_timeout: float = setting(30.0, "Seconds between two reads of a body.", above=0)
+    total_timeout: float = setting(120.0, "Seconds for one whole response.", above=0)
+    retries: int = setting(3, "Further attempts after a 429, a 5xx or a connection error.", at_least=0)
+    backoff: float = setting(1.0, "First back-off in seconds, doubled on each retry.", at_least=0)
+    max_retry_after: float = setting(60.0, "Longest Retry-After honoured; longer ones fail.", at_least=0)
+    max_redirects: int = setting(5, "Redirects followed per request, each checked.", at_least=0)
+    per_host: int = setting(4, "Concurrent requests per host.", at_least=1)
+    min_interval: float = setting(
+        0.0, "Seconds between two request starts on one host (e.g. 12 for Gallica).", at_least=0
     )
-    cache_dir: Path | None = field(
-        default=None,
-        metadata=_help(
-            "On-disk cache of fetched documents and images; "
-            "unset: memory only (the command line uses "
-            "`$XDG_CACHE_HOME/image-collation/iiif`)."
-        ),
+    cache_dir: Path | None = setting(
+        None,
+        "On-disk cache of fetched documents and images; unset: memory only (the command line uses "
+        "`$XDG_CACHE_HOME/image-collation/iiif`).",
     )
-    json_cache_entries: int = field(default=512, metadata=_help("Parsed JSON documents kept in memory."))
-    json_cache_bytes: int = field(
-        default=64 * 2**20,
-        metadata=_help(
-            "Memory the parsed JSON documents kept may take, in bytes (a parsed document takes 10-25 times its "
-            "JSON text; larger ones are not kept)."
-        ),
+    json_cache_entries: int = setting(512, "Parsed JSON documents kept in memory.", at_least=0)
+    json_cache_bytes: int = setting(
+        64 * 2**20,
+        "Memory the parsed JSON documents kept may take, in bytes (a parsed document takes 10-25 times its "
+        "JSON text; larger ones are not kept).",
+        at_least=0,
     )
-    max_json_bytes: int = field(default=32 * 2**20, metadata=_help("Cap of one manifest, list or info.json."))
-    max_json_items: int = field(
-        default=4_000_000,
-        metadata=_help(
-            "Cap of the values in one JSON document (its `{`, `[` and `,` bytes, counted before it is parsed)."
-        ),
+    max_json_bytes: int = setting(32 * 2**20, "Cap of one manifest, list or info.json.", at_least=1)
+    max_json_items: int = setting(
+        4_000_000,
+        "Cap of the values in one JSON document (its `{`, `[` and `,` bytes, counted before it is parsed).",
+        at_least=1,
     )
-    max_image_bytes: int = field(default=64 * 2**20, metadata=_help("Cap of one image response."))
-    max_image_pixels: int = field(default=100_000_000, metadata=_help("Cap of one decoded image."))
-    max_decoded_bytes: int = field(default=2**30, metadata=_help("Cap of the memory one image takes decoded."))
-    max_canvases: int = field(default=10_000, metadata=_help("Canvases read from one manifest."))
-    region_long_side: int = field(
-        default=352,
-        metadata=_help("Long side in pixels of fetched region images (the features need 22 cells of 16 px)."),
+    max_image_bytes: int = setting(64 * 2**20, "Cap of one image response.", at_least=1)
+    max_image_pixels: int = setting(100_000_000, "Cap of one decoded image.", at_least=1)
+    max_decoded_bytes: int = setting(2**30, "Cap of the memory one image takes decoded.", at_least=1)
+    max_canvases: int = setting(10_000, "Canvases read from one manifest.", at_least=1)
+    region_long_side: int = setting(
+        352, "Long side in pixels of fetched region images (the features need 22 cells of 16 px).", at_least=1
     )
-    allow_private: bool = field(
-        default=False,
-        metadata=_help("Fetch from private, loopback and link-local addresses too (never on a public service)."),
+    allow_private: bool = setting(
+        False, "Fetch from private, loopback and link-local addresses too (never on a public service)."
     )
 
 
@@ -118,260 +132,323 @@ def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
 
 
 @dataclass(frozen=True)
-class Settings:
-    """The settings of one process. Field ``name`` is read from ``COLLATION_<NAME>``."""
+class StoreSettings:
+    """The data store: the object store that may hold it, how it is asked, and the disk a folder keeps free."""
 
-    redis_url: str | None = field(
-        default=None,
-        metadata=_help("Redis of the queues. Unset: `collate serve` starts a private one. Workers need it."),
-    )
-    data_dir: Path = field(
-        default=Path("data"),
-        metadata=_help(
-            "The data store: collations, region images, cached features and scores, shared by the API and all "
-            "workers. With `COLLATION_STORE_URL`: this machine's own cache of what it reads from the object store."
+    PREFIX: ClassVar[str] = "COLLATION_STORE_"
+
+    url: str | None = setting(
+        None,
+        "`s3://bucket/prefix`: keep the data store in an S3-compatible object store, for API and workers on "
+        "machines that share no disk (credentials from `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`, or "
+        "boto3's other usual sources). Unset: the folder `COLLATION_DATA_DIR`.",
+        pattern=(
+            r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?",
+            "s3://bucket or s3://bucket/prefix (a bucket name of 3-63 lower-case letters, digits, dots and hyphens)",
         ),
     )
-    store_url: str | None = field(
-        default=None,
-        metadata=_help(
-            "`s3://bucket/prefix`: keep the data store in an S3-compatible object store, for API and workers on "
-            "machines that share no disk (credentials from `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`, or "
-            "boto3's other usual sources). Unset: the folder `COLLATION_DATA_DIR`."
-        ),
+    endpoint: str | None = setting(
+        None, "URL of the object store's S3 API (SeaweedFS, MinIO, Ceph...); unset: `AWS_ENDPOINT_URL`, else AWS."
     )
-    store_endpoint: str | None = field(
-        default=None,
-        metadata=_help(
-            "URL of the object store's S3 API (SeaweedFS, MinIO, Ceph...); unset: `AWS_ENDPOINT_URL`, else AWS."
-        ),
+    cache_bytes: int = setting(
+        8 * 2**30,
+        "Bytes of features and region images a process keeps in its local cache of the object store.",
+        at_least=1,
     )
-    store_cache_bytes: int = field(
-        default=8 * 2**30,
-        metadata=_help("Bytes of features and region images a process keeps in its local cache of the object store."),
+    connect_timeout: float = setting(2.0, "Seconds to connect to the object store.", above=0)
+    read_timeout: float = setting(
+        5.0,
+        "Seconds to wait for an answer of the object store; after a wait that long it is not asked again for as "
+        "long (requests fail at once: the API answers 503 naming it instead of waiting on it in every thread).",
+        above=0,
     )
-    store_connect_timeout: float = field(default=2.0, metadata=_help("Seconds to connect to the object store."))
-    store_read_timeout: float = field(
-        default=5.0,
-        metadata=_help(
-            "Seconds to wait for an answer of the object store; after a wait that long it is not asked again for as "
-            "long (requests fail at once: the API answers 503 naming it instead of waiting on it in every thread)."
-        ),
+    retries: int = setting(1, "Further attempts of an object-store request after a 5xx.", at_least=0)
+    min_free_bytes: int = setting(
+        256 * 2**20, "Free disk a folder store keeps, else it is full.", variable="COLLATION_MIN_FREE_BYTES", at_least=0
     )
-    store_retries: int = field(default=1, metadata=_help("Further attempts of an object-store request after a 5xx."))
-    device: str = field(
-        default="auto",
-        metadata=_help("`auto` (CUDA when present), `cpu`, `cuda` or `cuda:N` for feature extraction and scoring."),
+
+
+@dataclass(frozen=True)
+class InspectionSettings:
+    """``GET /inspect``: a manifest looked at before a collation, from the workspace's New page."""
+
+    PREFIX: ClassVar[str] = "COLLATION_INSPECT_"
+
+    needs_token: bool = setting(
+        False, "`GET /inspect` needs a bearer token like POST (when `COLLATION_API_TOKENS` is set)."
     )
-    backbone: str = field(
-        default=defaults.BACKBONE,
-        metadata=_help("Default of the `backbone` option (`resnet50-conv4` is the paper's; it needs its weights)."),
+    concurrency: int = setting(4, "`GET /inspect` requests running at once; more are answered 503.", at_least=1)
+    per_client: int = setting(
+        1, "`GET /inspect` requests running at once per client address; more are answered 429.", at_least=1
     )
-    feature_precision: str = field(
-        default="auto", metadata=_help("Features' arithmetic: `auto` (bfloat16 where native), `float32`, `bfloat16`.")
+    timeout: float = setting(15.0, "Seconds one `GET /inspect` may fetch in all.", above=0)
+    max_json_bytes: int = setting(
+        8 * 2**20, "Cap of the manifest `GET /inspect` reads (collations use the IIIF cap).", at_least=1
     )
-    weights_dir: Path | None = field(
-        default=None, metadata=_help("Folder with `resnet50-0676ba61.pth` (else the torch cache).")
+    max_json_items: int = setting(
+        500_000,
+        "Cap of the values in the manifest `GET /inspect` reads (see `COLLATION_IIIF_MAX_JSON_ITEMS`).",
+        at_least=1,
     )
-    detector_model: Path | None = field(
-        default=None,
-        metadata=_help(
-            "TorchScript illustration detector for pages without region annotations (contract in "
-            "docs/detection.md); unset: the built-in image-analysis detector."
-        ),
+
+
+@dataclass(frozen=True)
+class LimitSettings:
+    """What one request, one collation and one client may ask of the service."""
+
+    PREFIX: ClassVar[str] = "COLLATION_"
+
+    max_body_bytes: int = setting(
+        256 * 2**10, "Largest request body in bytes; a larger one is refused with 413 before it is read.", at_least=1
     )
-    detector_min_score: float = field(
-        default=0.5, metadata=_help("Detected illustrations scoring lower (0..1) are dropped.")
+    max_manifests: int = setting(32, "Manifests per collation.", at_least=2)
+    max_regions: int = setting(5000, "Regions per manuscript.", at_least=1)
+    max_regions_total: int = setting(10_000, "Regions per collation, all manuscripts together.", at_least=1)
+    max_pairs: int = setting(5_000_000, "Region pairs per collation to score, x transpositions.", at_least=1)
+    client_max_active: int = setting(10, "Unfinished collations of one token (or address).", at_least=1)
+    client_max_regions: int = setting(20_000, "Regions listed by one client's running ones.", at_least=1)
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """The queues, the jobs on them and the workers that run them."""
+
+    PREFIX: ClassVar[str] = "COLLATION_"
+
+    queue_io: str = setting("collation-io", "Queue of manifests, regions and final results.")
+    queue_compute: str = setting(
+        "collation-compute", "Queue of features, candidate pairs and pair scores (GPU workers listen here)."
     )
-    allowed_hosts: tuple[str, ...] = field(
-        default=(),
-        metadata=_help(
-            "Comma-separated hosts that may be fetched although they resolve to private or loopback addresses, "
-            "e.g. `127.0.0.1` for a local image server. Everything else private is refused."
-        ),
+    chunk_pairs: int = setting(512, "Pairs per scoring job: about 10 s of CPU with efficientnet-lite0.", at_least=1)
+    job_timeout: int = setting(3600, "Seconds one job may run.", at_least=1)
+    job_retries: int = setting(2, "Retries of a failed or abandoned job.", at_least=0)
+    heartbeat_ttl: int = setting(20, "Seconds after which a silent worker's job is abandoned and retried.", at_least=1)
+    sweep_interval: float = setting(
+        15.0,
+        "Seconds between the API's recovery sweeps (re-enqueue what Redis lost, retry dead workers' jobs); 0: "
+        "one sweep at start only.",
+        at_least=0,
     )
-    api_tokens: tuple[str, ...] = field(
-        default=(),
-        metadata=_help(
-            "Comma-separated bearer tokens. When set, POST and DELETE need `Authorization: Bearer <token>`; reads "
-            "stay open for viewers."
-        ),
+    callback_timeout: float = setting(
+        5.0, "Seconds one `callback_url` POST may take in all (a job of its own, retried).", above=0
     )
-    access_token_key: str = field(
-        default="",
-        repr=False,
-        metadata=_help(
-            "Secret (any text) that encrypts the IIIF Auth 2 access tokens a request carries while its images are "
-            "fetched (the API's and the workers' must match); unset: requests with `access_tokens` are refused."
-        ),
+    features_cached: int = setting(8, "Feature sets a worker keeps in memory between jobs.", at_least=1)
+    metrics_port: int = setting(
+        0,
+        "Port of a worker's Prometheus `/metrics` (serve's N workers: N ports); 0: none.",
+        variable="COLLATION_WORKER_METRICS_PORT",
+        at_least=0,
+        at_most=65535,
     )
-    public_url: str | None = field(
-        default=None,
-        metadata=_help(
-            "External base URL (e.g. `https://collation.example.org`) used in annotation and manifest ids; unset: "
-            "the URL of each request."
-        ),
+    metrics_host: str = setting(
+        "127.0.0.1", "Address of a worker's `/metrics`.", variable="COLLATION_WORKER_METRICS_HOST"
     )
-    host: str = field(default="127.0.0.1", metadata=_help("Where `collate serve` listens (`--host` wins)."))
-    port: int = field(default=8000, metadata=_help("Port of `collate serve` (`--port` wins; 0 picks a free one)."))
-    queue_io: str = field(default="collation-io", metadata=_help("Queue of manifests, regions and final results."))
-    queue_compute: str = field(
-        default="collation-compute",
-        metadata=_help("Queue of features, candidate pairs and pair scores (GPU workers listen here)."),
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The settings of one process: its own fields, then one field per group."""
+
+    PREFIX: ClassVar[str] = ENV_PREFIX
+
+    redis_url: str | None = setting(
+        None, "Redis of the queues. Unset: `collate serve` starts a private one. Workers need it."
     )
-    chunk_pairs: int = field(
-        default=512, metadata=_help("Pairs per scoring job: about 10 s of CPU with efficientnet-lite0.")
+    data_dir: Path = setting(
+        Path("data"),
+        "The data store: collations, region images, cached features and scores, shared by the API and all "
+        "workers. With `COLLATION_STORE_URL`: this machine's own cache of what it reads from the object store.",
     )
-    job_timeout: int = field(default=3600, metadata=_help("Seconds one job may run."))
-    job_retries: int = field(default=2, metadata=_help("Retries of a failed or abandoned job."))
-    heartbeat_ttl: int = field(
-        default=20, metadata=_help("Seconds after which a silent worker's job is abandoned and retried.")
+    device: str = setting(
+        "auto",
+        "`auto` (CUDA when present), `cpu`, `cuda` or `cuda:N` for feature extraction and scoring.",
+        pattern=(r"auto|cpu|cuda(:[0-9]+)?", "auto, cpu, cuda or cuda:N"),
     )
-    sweep_interval: float = field(
-        default=15.0,
-        metadata=_help(
-            "Seconds between the API's recovery sweeps (re-enqueue what Redis lost, retry dead workers' jobs); 0: "
-            "one sweep at start only."
-        ),
+    backbone: str = setting(
+        defaults.BACKBONE,
+        "Default of the `backbone` option (`resnet50-conv4` is the paper's; it needs its weights).",
     )
-    draft_days: float = field(
-        default=30.0,
-        metadata=_help(
-            "Days after its last change that a draft of the New page (`/drafts`) or a detection for review "
-            "(`/detections`) is removed, by the API's sweep (hourly) and by `collate store prune`; 0: kept."
-        ),
+    feature_precision: str = setting(
+        "auto", "Features' arithmetic: `auto` (bfloat16 where native), `float32`, `bfloat16`.", one_of=PRECISIONS
     )
-    max_body_bytes: int = field(
-        default=256 * 2**10,
-        metadata=_help("Largest request body in bytes; a larger one is refused with 413 before it is read."),
+    weights_dir: Path | None = setting(None, "Folder with `resnet50-0676ba61.pth` (else the torch cache).")
+    detector_model: Path | None = setting(
+        None,
+        "TorchScript illustration detector for pages without region annotations (contract in docs/detection.md); "
+        "unset: the built-in image-analysis detector.",
     )
-    inspect_needs_token: bool = field(
-        default=False,
-        metadata=_help("`GET /inspect` needs a bearer token like POST (when `COLLATION_API_TOKENS` is set)."),
+    detector_min_score: float = setting(
+        0.5, "Detected illustrations scoring lower (0..1) are dropped.", at_least=0, at_most=1
     )
-    inspect_concurrency: int = field(
-        default=4, metadata=_help("`GET /inspect` requests running at once; more are answered 503.")
+    allowed_hosts: tuple[str, ...] = setting(
+        (),
+        "Comma-separated hosts that may be fetched although they resolve to private or loopback addresses, e.g. "
+        "`127.0.0.1` for a local image server. Everything else private is refused.",
     )
-    inspect_per_client: int = field(
-        default=1, metadata=_help("`GET /inspect` requests running at once per client address; more are answered 429.")
+    api_tokens: tuple[str, ...] = setting(
+        (),
+        "Comma-separated bearer tokens. When set, POST and DELETE need `Authorization: Bearer <token>`; reads "
+        "stay open for viewers.",
     )
-    inspect_timeout: float = field(default=15.0, metadata=_help("Seconds one `GET /inspect` may fetch in all."))
-    inspect_max_json_bytes: int = field(
-        default=8 * 2**20, metadata=_help("Cap of the manifest `GET /inspect` reads (collations use the IIIF cap).")
+    access_token_key: str = setting(
+        "",
+        "Secret (any text) that encrypts the IIIF Auth 2 access tokens a request carries while its images are "
+        "fetched (the API's and the workers' must match); unset: requests with `access_tokens` are refused.",
+        secret=True,
     )
-    inspect_max_json_items: int = field(
-        default=500_000,
-        metadata=_help("Cap of the values in the manifest `GET /inspect` reads (see `COLLATION_IIIF_MAX_JSON_ITEMS`)."),
+    public_url: str | None = setting(
+        None,
+        "External base URL (e.g. `https://collation.example.org`) used in annotation and manifest ids; unset: the "
+        "URL of each request.",
     )
-    callback_timeout: float = field(
-        default=5.0, metadata=_help("Seconds one `callback_url` POST may take in all (a job of its own, retried).")
+    host: str = setting("127.0.0.1", "Where `collate serve` listens (`--host` wins).")
+    port: int = setting(8000, "Port of `collate serve` (`--port` wins; 0 picks a free one).", at_least=0, at_most=65535)
+    page_size: int = setting(100, "Annotations per page of the AnnotationCollection.", at_least=1)
+    cors_origin: str = setting("*", "`Access-Control-Allow-Origin` of every response.")
+    openapi_path: Path | None = setting(
+        None, "The contract served at `/api/v1/openapi.yaml`; unset: the `openapi.yaml` of the repository."
     )
-    max_manifests: int = field(default=32, metadata=_help("Manifests per collation."))
-    max_regions: int = field(default=5000, metadata=_help("Regions per manuscript."))
-    max_regions_total: int = field(default=10_000, metadata=_help("Regions per collation, all manuscripts together."))
-    max_pairs: int = field(default=5_000_000, metadata=_help("Region pairs per collation to score, x transpositions."))
-    features_cached: int = field(default=8, metadata=_help("Feature sets a worker keeps in memory between jobs."))
-    page_size: int = field(default=100, metadata=_help("Annotations per page of the AnnotationCollection."))
-    cors_origin: str = field(default="*", metadata=_help("`Access-Control-Allow-Origin` of every response."))
-    openapi_path: Path | None = field(
-        default=None,
-        metadata=_help("The contract served at `/api/v1/openapi.yaml`; unset: the `openapi.yaml` of the repository."),
+    log_level: str = setting(
+        "INFO",
+        "Log level of `collate serve` and `collate worker`.",
+        pattern=("(?i)" + "|".join(LOG_LEVELS), "one of " + ", ".join(LOG_LEVELS)),
     )
-    log_level: str = field(default="INFO", metadata=_help("Log level of `collate serve` and `collate worker`."))
-    log_format: str = field(
-        default="text",
-        metadata=_help("`text` or `json`: JSON lines with `collation_id`, `job_id` and `step` (docs/deployment.md)."),
+    log_format: str = setting(
+        "text",
+        "`text` or `json`: JSON lines with `collation_id`, `job_id` and `step` (docs/deployment.md).",
+        one_of=("text", "json"),
     )
-    metrics_need_token: bool = field(
-        default=False, metadata=_help("`GET /metrics` needs a bearer token (when `COLLATION_API_TOKENS` is set).")
+    metrics_need_token: bool = setting(
+        False, "`GET /metrics` needs a bearer token (when `COLLATION_API_TOKENS` is set)."
     )
-    worker_metrics_port: int = field(
-        default=0, metadata=_help("Port of a worker's Prometheus `/metrics` (serve's N workers: N ports); 0: none.")
+    metrics_hosts: tuple[str, ...] = setting((), "IIIF hosts named in metrics; others: `other`.")
+    draft_days: float = setting(
+        30.0,
+        "Days after its last change that a draft of the New page (`/drafts`) or a detection for review "
+        "(`/detections`) is removed, by the API's sweep (hourly) and by `collate store prune`; 0: kept.",
+        at_least=0,
+        at_most=36500,
     )
-    client_max_active: int = field(default=10, metadata=_help("Unfinished collations of one token (or address)."))
-    client_max_regions: int = field(default=20_000, metadata=_help("Regions listed by one client's running ones."))
-    min_free_bytes: int = field(default=256 * 2**20, metadata=_help("Free disk a folder store keeps, else it is full."))
-    worker_metrics_host: str = field(default="127.0.0.1", metadata=_help("Address of a worker's `/metrics`."))
-    metrics_hosts: tuple[str, ...] = field(default=(), metadata=_help("IIIF hosts named in metrics; others: `other`."))
-    iiif: FetchSettings = field(
-        default_factory=FetchSettings,
-        metadata=_help("IIIF fetching, one `COLLATION_IIIF_<NAME>` variable per field of `FetchSettings`."),
-    )
+    store: StoreSettings = group(StoreSettings)
+    inspection: InspectionSettings = group(InspectionSettings)
+    limits: LimitSettings = group(LimitSettings)
+    workers: WorkerSettings = group(WorkerSettings)
+    iiif: FetchSettings = group(FetchSettings)
 
     # ----------------------------------------------------------------------------------------------
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
-        """Defaults, then the ``COLLATION_*`` environment, then ``overrides`` (by field name).
+        """Defaults, then the ``COLLATION_*`` environment, then ``overrides``.
 
-        ``overrides`` may hold ``iiif`` as a ``FetchSettings`` or as a dict of its fields. Values of
-        overrides are parsed like the environment's when they are strings.
+        An override is named like its variable, without ``COLLATION_`` and in lower case
+        (``chunk_pairs=8``, ``store_url="s3://b"``, ``iiif_per_host=2``), or is a whole group by its
+        field name (``iiif={"per_host": 2}`` or a ``FetchSettings``). String values are parsed like the
+        environment's.
 
         Raises:
-            SettingsError: a value that does not parse, naming the variable.
+            SettingsError: a value that does not parse or is out of its bounds, naming the variable.
         """
         environ = os.environ if environ is None else environ
-        iiif_overrides = overrides.pop("iiif", None) or {}
-        if isinstance(iiif_overrides, FetchSettings):
-            iiif_overrides = dataclasses.asdict(iiif_overrides)
-        iiif = _build(FetchSettings, environ, IIIF_PREFIX, iiif_overrides)
-        settings = _build(cls, environ, ENV_PREFIX, overrides, iiif=iiif)
+        values = {variable: raw for variable, raw in environ.items() if variable.startswith(ENV_PREFIX)}
+        settings = _build(cls, values, _by_variable(overrides))
         settings.check()
         return settings
 
     def replace(self, **changes: Any) -> Settings:
-        """A copy with ``changes`` (field values, not strings), checked again."""
-        settings = dataclasses.replace(self, **changes)
+        """A copy with ``changes`` (named as ``from_env``'s overrides), checked again."""
+        by_group: dict[str | None, dict[str, Any]] = {}
+        for variable, value in _by_variable(changes).items():
+            group_name, name = _VARIABLES[variable]
+            by_group.setdefault(group_name, {})[name] = value
+        top = by_group.pop(None, {})
+        for group_name, group_changes in by_group.items():
+            top[group_name] = dataclasses.replace(getattr(self, group_name), **group_changes)
+        settings = dataclasses.replace(self, **top)
         settings.check()
         return settings
 
     def check(self) -> None:
-        """Raises ``SettingsError`` on values that parse but cannot work."""
-        if self.device not in DEVICES and not self.device.startswith("cuda:"):
-            raise SettingsError(
-                f"{ENV_PREFIX}DEVICE must be auto, cpu, cuda or cuda:N, not {self.device!r}", field="DEVICE"
-            )
-        if self.log_level.upper() not in LOG_LEVELS:
-            raise SettingsError(
-                f"{ENV_PREFIX}LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, not {self.log_level!r}",
-                field="LOG_LEVEL",
-            )
-        if self.log_format not in LOG_FORMATS:
-            raise SettingsError(
-                f"{ENV_PREFIX}LOG_FORMAT must be text or json, not {self.log_format!r}", field="LOG_FORMAT"
-            )
-        if self.feature_precision not in PRECISIONS:
-            message = f"must be {', '.join(PRECISIONS[:-1])} or {PRECISIONS[-1]}, not {self.feature_precision!r}"
-            raise SettingsError(f"{ENV_PREFIX}FEATURE_PRECISION {message}", field="FEATURE_PRECISION")
-        if not 0 <= self.worker_metrics_port <= 65535:
-            raise SettingsError(f"{ENV_PREFIX}WORKER_METRICS_PORT must be 0..65535", field="WORKER_METRICS_PORT")
-        for name in AT_LEAST_ONE:
-            if getattr(self, name) < 1:
-                raise SettingsError(f"{ENV_PREFIX}{name.upper()} must be at least 1", field=name.upper())
-        for name in ("inspect_timeout", "callback_timeout", "store_connect_timeout", "store_read_timeout"):
-            if getattr(self, name) <= 0:
-                raise SettingsError(f"{ENV_PREFIX}{name.upper()} must be positive", field=name.upper())
-        if not (math.isfinite(self.draft_days) and self.draft_days >= 0):
-            raise SettingsError(f"{ENV_PREFIX}DRAFT_DAYS must be a number of days >= 0", field="DRAFT_DAYS")
-        if self.store_retries < 0:
-            raise SettingsError(f"{ENV_PREFIX}STORE_RETRIES must be at least 0", field="STORE_RETRIES")
-        if self.store_url is not None and not re.fullmatch(
-            r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?", self.store_url
-        ):
-            raise SettingsError(
-                f"{ENV_PREFIX}STORE_URL must be s3://bucket or s3://bucket/prefix (a bucket name of 3-63 lower-case "
-                f"letters, digits, dots and hyphens), not {self.store_url!r}",
-                field="STORE_URL",
-            )
-        for name in ("per_host", "region_long_side", "max_canvases", "max_json_items"):
-            if getattr(self.iiif, name) < 1:
-                raise SettingsError(f"{IIIF_PREFIX}{name.upper()} must be at least 1", field=name.upper())
+        """Raises ``SettingsError`` on a value out of its field's bounds, naming its variable."""
+        for owner, f, variable in _fields(self):
+            problem = _out_of_bounds(getattr(owner, f.name), f.metadata)
+            if problem:
+                raise SettingsError(f"{variable} must be {problem}", field=variable)
 
     def to_environ(self) -> dict[str, str]:
         """The ``COLLATION_*`` variables that give a child process (a worker) these settings."""
-        env = _environ(self, ENV_PREFIX, skip=("iiif",))
-        env.update(_environ(self.iiif, IIIF_PREFIX))
-        return env
+        return {
+            variable: _format(getattr(owner, f.name))
+            for owner, f, variable in _fields(self)
+            if getattr(owner, f.name) is not None
+        }
+
+
+GROUPS = ("store", "inspection", "limits", "workers", "iiif")
+"""The names of ``Settings``' groups, in the README table's order."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Fields, variables and bounds
+
+
+def _variable(prefix: str, f: dataclasses.Field) -> str:
+    return f.metadata.get("variable") or prefix + f.name.upper()
+
+
+def _leaves(cls: type) -> Iterator[tuple[str | None, dataclasses.Field, str]]:
+    """``(group or None, field, variable)`` for every setting of ``Settings``, top-level ones first."""
+    for f in fields(cls):
+        if not f.metadata.get("group"):
+            yield None, f, _variable(cls.PREFIX, f)
+    for name in GROUPS:
+        group_cls = _field_types(cls)[name]
+        for f in fields(group_cls):
+            yield name, f, _variable(group_cls.PREFIX, f)
+
+
+def _fields(settings: Settings) -> Iterator[tuple[Any, dataclasses.Field, str]]:
+    """``(object holding it, field, variable)`` for every setting of ``settings``."""
+    for group_name, f, variable in _leaves(Settings):
+        yield (settings if group_name is None else getattr(settings, group_name)), f, variable
+
+
+def _by_variable(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Overrides keyed by their variable: a whole group's fields, or one setting by its lower-case name."""
+    out: dict[str, Any] = {}
+    for key, value in overrides.items():
+        if key in GROUPS:
+            group_cls = _field_types(Settings)[key]
+            items = dataclasses.asdict(value) if dataclasses.is_dataclass(value) else dict(value)
+            known = {f.name: f for f in fields(group_cls)}
+            unknown = sorted(set(items) - set(known))
+            if unknown:
+                raise SettingsError(f"unknown settings {unknown} in {key}; known: {sorted(known)}", field=unknown[0])
+            out.update({_variable(group_cls.PREFIX, known[name]): v for name, v in items.items()})
+        elif ENV_PREFIX + key.upper() in _VARIABLES:
+            out[ENV_PREFIX + key.upper()] = value
+        else:
+            known = sorted(v.removeprefix(ENV_PREFIX).lower() for v in _VARIABLES)
+            raise SettingsError(f"unknown settings [{key!r}]; known: {known} and the groups {list(GROUPS)}", field=key)
+    return out
+
+
+def _out_of_bounds(value: Any, metadata: Mapping[str, Any]) -> str | None:
+    """What ``value`` must be, when it is not (``None`` when it is within its field's bounds)."""
+    if value is None:
+        return None
+    if metadata.get("at_least") is not None and value < metadata["at_least"]:
+        return f"at least {metadata['at_least']:g}"
+    if metadata.get("above") is not None and value <= metadata["above"]:
+        return "positive" if metadata["above"] == 0 else f"above {metadata['above']:g}"
+    if metadata.get("at_most") is not None and value > metadata["at_most"]:
+        return f"at most {metadata['at_most']:g}"
+    if metadata.get("one_of") and value not in metadata["one_of"]:
+        choices = metadata["one_of"]
+        return f"{', '.join(choices[:-1])} or {choices[-1]}, not {value!r}"
+    if metadata.get("pattern") and not re.fullmatch(metadata["pattern"][0], value):
+        return f"{metadata['pattern'][1]}, not {value!r}"
+    return None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -437,7 +514,7 @@ PARSERS: dict[Any, Callable[[str], Any]] = {
 
 
 def _field_types(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls, globalns={**globals(), "Path": Path}, localns={"FetchSettings": FetchSettings})
+    return typing.get_type_hints(cls, globalns={**globals(), "Path": Path})
 
 
 def _parser(tp: Any) -> Callable[[str], Any]:
@@ -464,26 +541,21 @@ def _coerce(value: Any, tp: Any) -> Any:
     return value
 
 
-def _build(cls: type, environ: Mapping[str, str], prefix: str, overrides: Mapping[str, Any], **fixed: Any) -> Any:
-    hints = _field_types(cls)
-    names = {f.name for f in fields(cls)}
-    unknown = sorted(set(overrides) - names)
-    if unknown:
-        raise SettingsError(f"unknown settings {unknown}; known: {sorted(names)}", field=unknown[0])
-    values: dict[str, Any] = dict(fixed)
-    for f in fields(cls):
-        if f.name in fixed:
-            continue
-        variable = prefix + f.name.upper()
+def _build(cls: type, environ: Mapping[str, str], overrides: Mapping[str, Any]) -> Settings:
+    """``cls`` from the variables of ``environ`` (raw text), then ``overrides`` (by variable, values)."""
+    values: dict[str | None, dict[str, Any]] = {None: {}, **{name: {} for name in GROUPS}}
+    for group_name, f, variable in _leaves(cls):
+        tp = _field_types(cls if group_name is None else _field_types(cls)[group_name])[f.name]
         try:
-            if f.name in overrides:
-                values[f.name] = _coerce(overrides[f.name], hints[f.name])
+            if variable in overrides:
+                values[group_name][f.name] = _coerce(overrides[variable], tp)
             elif variable in environ:
-                values[f.name] = _parser(hints[f.name])(environ[variable])
+                values[group_name][f.name] = _parser(tp)(environ[variable])
         except ValueError as exc:
-            raw = overrides.get(f.name, environ.get(variable))
+            raw = overrides.get(variable, environ.get(variable))
             raise SettingsError(f"{variable}={raw!r}: {exc}", field=variable) from None
-    return cls(**values)
+    groups = {name: _field_types(cls)[name](**values[name]) for name in GROUPS}
+    return cls(**values[None], **groups)
 
 
 def _format(value: Any) -> str:
@@ -494,12 +566,8 @@ def _format(value: Any) -> str:
     return str(value)
 
 
-def _environ(obj: Any, prefix: str, skip: tuple[str, ...] = ()) -> dict[str, str]:
-    return {
-        prefix + f.name.upper(): _format(getattr(obj, f.name))
-        for f in fields(obj)
-        if f.name not in skip and getattr(obj, f.name) is not None
-    }
+_VARIABLES: dict[str, tuple[str | None, str]] = {variable: (g, f.name) for g, f, variable in _leaves(Settings)}
+"""Every variable, with the group (``None``: top level) and the field it sets."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -507,22 +575,24 @@ def _environ(obj: Any, prefix: str, skip: tuple[str, ...] = ()) -> dict[str, str
 
 
 def _default_text(f: dataclasses.Field) -> str:
-    """A field's default as the table shows it: ``unset``, nothing (a nested group), or in backquotes."""
-    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-        return ""
+    """A field's default as the table shows it: ``unset`` or in backquotes."""
     if f.default is None or f.default == ():
         return "unset"
     return f"`{_format(f.default)}`"
 
 
 def settings_table() -> str:
-    """The Markdown table of every variable, its default and its meaning (the README's): one row per field
-    of ``Settings`` and of ``FetchSettings`` (its ``iiif`` group)."""
-    lines = ["| Variable | Default | Meaning |", "|---|---|---|"]
-    for prefix, cls in ((ENV_PREFIX, Settings), (IIIF_PREFIX, FetchSettings)):
-        for f in dataclasses.fields(cls):
-            if f.name != "iiif":
-                lines.append(f"| `{prefix}{f.name.upper()}` | {_default_text(f)} | {f.metadata['help']} |")
+    """The README's Markdown tables of every variable, its default and its meaning: the process's own
+    settings, then one table per group, under the first line of the group's docstring."""
+    header = ["| Variable | Default | Meaning |", "|---|---|---|"]
+    lines = list(header)
+    current: str | None = None
+    for group_name, f, variable in _leaves(Settings):
+        if group_name != current:
+            current = group_name
+            title = (_field_types(Settings)[group_name].__doc__ or "").strip().splitlines()[0]
+            lines += ["", f"`{group_name}`: {title}", "", *header]
+        lines.append(f"| `{variable}` | {_default_text(f)} | {f.metadata['help']} |")
     return "\n".join(lines) + "\n"
 
 

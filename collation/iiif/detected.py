@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from PIL import Image
 
 from collation.core.errors import CollationError, LimitError, ManifestError
-from collation.core.settings import Settings
+from collation.core.settings import LimitSettings
 from collation.iiif.annotation_pages import RegionProblem
 from collation.iiif.fetch import fetch_region
 from collation.iiif.geometry import image_for_region
@@ -110,9 +110,9 @@ def detect_regions(
     """Regions found by ``detector`` (default: the built-in one) on every canvas with an image.
 
     Canvases without an image or a size, and canvases whose image fails to load, are problems;
-    more than ``max_regions`` (default ``Settings.max_regions``) raises ``LimitError``.
+    more than ``max_regions`` (default ``LimitSettings.max_regions``) raises ``LimitError``.
     """
-    max_regions = Settings.max_regions if max_regions is None else max_regions
+    max_regions = LimitSettings.max_regions if max_regions is None else max_regions
     result = DetectedRegions(canvases=len(manifest.canvases))
     usable = []
     for canvas in manifest.canvases:

@@ -15,7 +15,7 @@ API::
 ``find_regions`` returns the regions it could read and a list of ``RegionProblem`` for the rest
 (an annotation list that failed to load, a target outside the manifest, an empty box); it raises
 only for unusable requests (``given`` regions that name no canvas of the manifest) or caps
-(``max_regions``, default ``Settings.max_regions``). Selectors and targets become rectangles in
+(``max_regions``, default ``LimitSettings.max_regions``). Selectors and targets become rectangles in
 ``collation.iiif.selectors``.
 """
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from collation.core.errors import InputError, LimitError
-from collation.core.settings import Settings
+from collation.core.settings import LimitSettings
 from collation.iiif.annotation_pages import RegionProblem, load_annotations
 from collation.iiif.geometry import image_to_canvas, parse_xywh
 from collation.iiif.model import Canvas, ImageSource, Manifest, as_list, bare, json_id, json_type, label_text
@@ -344,9 +344,9 @@ def find_regions(
     With ``given`` (canvas id or index + xywh per region, for manifests that carry no
     annotations), those regions; with ``whole_canvases``, one region per canvas that has an image;
     else the annotations selected by ``selector`` (embedded or fetched through ``fetcher``).
-    More than ``max_regions`` (default ``Settings.max_regions``) raises ``LimitError``.
+    More than ``max_regions`` (default ``LimitSettings.max_regions``) raises ``LimitError``.
     """
-    max_regions = Settings.max_regions if max_regions is None else max_regions
+    max_regions = LimitSettings.max_regions if max_regions is None else max_regions
     if given is not None and whole_canvases:
         raise InputError("give regions or ask for whole canvases, not both", field="whole_canvases")
     problems = [RegionProblem(p, source=manifest.url) for p in manifest.problems]

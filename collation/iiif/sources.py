@@ -28,7 +28,7 @@ nothing, the note is also a problem, next to the canvases whose image could not 
 the manifest's full list, and every failure is a line in ``problems``. This is the one path from
 a manifest to region pixels: the command line and the service's jobs both call it. Defaults come
 from the settings: ``long_side`` from ``fetcher.region_long_side``, ``max_regions`` from
-``Settings.max_regions``, the canvas cap from the fetcher's ``FetchSettings.max_canvases``.
+``LimitSettings.max_regions``, the canvas cap from the fetcher's ``FetchSettings.max_canvases``.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ WORKER_TTL_MARGIN = 16
 def worker_ttl(settings: Settings) -> int:
     """RQ's ``worker_ttl`` of a ``CollationWorker`` with these settings (its idle worker wakes every
     ``worker_ttl - 15`` seconds and sends a heartbeat)."""
-    return max(3, int(settings.heartbeat_ttl)) + WORKER_TTL_MARGIN
+    return max(3, int(settings.workers.heartbeat_ttl)) + WORKER_TTL_MARGIN
 
 
 def worker_health(

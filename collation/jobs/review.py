@@ -100,7 +100,7 @@ def run(runtime: Runtime, did: str) -> str:
     pages = [c for c in manifest.canvases if c.image is not None and c.width and c.height]
     doc.update(status=CollationStatus.RUNNING.value, total=len(pages), label=manifest.label)
     _save(store, doc)
-    limit, detector = runtime.settings.max_regions, runtime.detector  # the collation's detector (its model, its floor)
+    limit, detector = runtime.settings.limits.max_regions, runtime.detector  # the collation's (its model, floor)
     # the first page alone, so that the New page shows one as soon as it can; then BATCH at a time
     starts = [0, *range(1, len(pages), BATCH)] if pages else []
     with ThreadPoolExecutor(max_workers=BATCH) as pool:

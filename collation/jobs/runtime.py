@@ -106,7 +106,7 @@ class Runtime:
 
     def queue(self, kind: str) -> Queue:
         """The RQ queue of ``kind`` (``"io"`` or ``"compute"``, as ``StepKind.queue`` says)."""
-        names = {"io": self.settings.queue_io, "compute": self.settings.queue_compute}
+        names = {"io": self.settings.workers.queue_io, "compute": self.settings.workers.queue_compute}
         if kind not in names:
             raise ValueError(f"unknown queue {kind!r}: use io or compute")
         return Queue(names[kind], connection=self.connection())
@@ -176,7 +176,7 @@ class Runtime:
 
     def features(self, key: str) -> MultiScaleFeatures:
         """Cached features ``key`` from the store on this process's device (an LRU of
-        ``settings.features_cached`` entries, so consecutive chunks of a pair skip the disk)."""
+        ``settings.workers.features_cached`` entries, so consecutive chunks of a pair skip the disk)."""
         cache_key = (key, self.device)
         with self._lock:
             found = self._features.get(cache_key)
@@ -195,7 +195,7 @@ class Runtime:
         with self._lock:
             self._features[(key, self.device)] = feats
             self._features.move_to_end((key, self.device))
-            while len(self._features) > self.settings.features_cached:
+            while len(self._features) > self.settings.workers.features_cached:
                 self._features.popitem(last=False)
         return feats
 

@@ -418,14 +418,14 @@ class Scheduler:
         return job
 
     def _enqueue(self, queue: Queue, cid: str, step: Step, jid: str, depends_on: Sequence[Job]) -> Job:
-        retries = self.settings.job_retries
+        retries = self.settings.workers.job_retries
         return queue.enqueue_call(
             TASKS[step.kind],
             args=(cid, *step.args),
             job_id=jid,
             description=f"collation {cid}: {step}",
             depends_on=Dependency(jobs=list(depends_on), allow_failure=True) if depends_on else None,
-            timeout=self.settings.job_timeout,
+            timeout=self.settings.workers.job_timeout,
             result_ttl=RESULT_TTL,
             failure_ttl=FAILURE_TTL,
             retry=Retry(max=retries) if retries > 0 else None,
@@ -447,7 +447,7 @@ class Scheduler:
             args=(cid, record.request.callback_url, payload),
             job_id=jid,
             description=f"collation {cid}: callback",
-            timeout=int(self.settings.callback_timeout) + 10,
+            timeout=int(self.settings.workers.callback_timeout) + 10,
             result_ttl=RESULT_TTL,
             failure_ttl=FAILURE_TTL,
             retry=Retry(max=len(CALLBACK_RETRY_INTERVALS), interval=list(CALLBACK_RETRY_INTERVALS)),
@@ -487,7 +487,7 @@ class Scheduler:
         """
         if self._healthy(job, queue):
             return False
-        key, ttl = RedisKeys.suspect(job.id), self.settings.heartbeat_ttl
+        key, ttl = RedisKeys.suspect(job.id), self.settings.workers.heartbeat_ttl
         if self.connection.set(key, self.clock(), nx=True, ex=ttl * 20):
             return False
         first = float(self.connection.get(key) or self.clock())

@@ -88,7 +88,7 @@ def check_budget(
     (``COLLATION_MAX_REGIONS_TOTAL``, ``COLLATION_MAX_PAIRS``): they only grow as more are read."""
     counts = {m: len(doc.regions) for m, doc in enumerate(docs) if doc is not None} | dict(found or {})
     settings = runtime.settings
-    problem = over_budget(counts, record.options, settings.max_regions_total, settings.max_pairs)
+    problem = over_budget(counts, record.options, settings.limits.max_regions_total, settings.limits.max_pairs)
     if problem is not None:
         fail(runtime.store, record.id, problem)
         raise Gone(record.id)
@@ -128,7 +128,7 @@ def prepare_manuscript(runtime: Runtime, cid: str, m: int) -> str:
             m,
             store,
             fetcher,
-            max_regions=runtime.settings.max_regions,
+            max_regions=runtime.settings.limits.max_regions,
             precision=runtime.precision,
             on_regions=within_budget,
         )
@@ -239,14 +239,14 @@ class CallbackFailed(Exception):
 
 
 def send_callback(runtime: Runtime, cid: str, url: str, payload: dict) -> str:
-    """POSTs ``payload`` to ``url`` once, within ``settings.callback_timeout`` seconds in all (the same
+    """POSTs ``payload`` to ``url`` once, within ``settings.workers.callback_timeout`` seconds in all (the same
     address policy as every fetch; the address checked is the address connected to).
 
     Raises:
         CallbackFailed: no answer in time, a network error or a 5xx (retried); a URL the policy
             refuses, a 2xx, 3xx or 4xx end the job.
     """
-    timeout = runtime.settings.callback_timeout
+    timeout = runtime.settings.workers.callback_timeout
     fetcher = callback_fetcher(runtime.fetcher, timeout)
     try:
         status = fetcher.post_json(url, payload)

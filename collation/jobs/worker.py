@@ -66,7 +66,7 @@ class CollationWorker(SimpleWorker):
         queues: the queues (names or ``Queue``) to listen on.
         runtime: made current around the work loop, so jobs and their failure callbacks (which
             also run during registry maintenance) find the store and the models.
-        heartbeat_ttl: seconds; ``runtime.settings.heartbeat_ttl`` by default.
+        heartbeat_ttl: seconds; ``runtime.settings.workers.heartbeat_ttl`` by default.
     """
 
     log_result_lifespan = False  # RQ's "job ... result is kept for 500 seconds" after every job
@@ -75,7 +75,9 @@ class CollationWorker(SimpleWorker):
         self, queues: Any, *args: Any, runtime: Runtime, heartbeat_ttl: int | None = None, **kwargs: Any
     ) -> None:
         self.runtime = runtime
-        self.heartbeat_ttl = max(3, int(heartbeat_ttl if heartbeat_ttl is not None else runtime.settings.heartbeat_ttl))
+        self.heartbeat_ttl = max(
+            3, int(heartbeat_ttl if heartbeat_ttl is not None else runtime.settings.workers.heartbeat_ttl)
+        )
         self.stop_requested = False
         kwargs.setdefault("worker_ttl", self.heartbeat_ttl + 16)  # an idle worker wakes every ttl + 1 s
         kwargs.setdefault("maintenance_interval", self.heartbeat_ttl)
@@ -172,10 +174,10 @@ STEP_KINDS = (*(kind.value for kind in StepKind), "callback")
 
 
 def serve_metrics(runtime: Runtime) -> Any:
-    """Serves the worker's metrics on ``settings.worker_metrics_port`` when it counts, on
-    ``settings.worker_metrics_host`` (loopback unless the operator opens it: the port has no token);
+    """Serves the worker's metrics on ``settings.workers.metrics_port`` when it counts, on
+    ``settings.workers.metrics_host`` (loopback unless the operator opens it: the port has no token);
     returns the server, or None. A port already taken is logged: the worker works on without."""
-    port, host = runtime.settings.worker_metrics_port, runtime.settings.worker_metrics_host
+    port, host = runtime.settings.workers.metrics_port, runtime.settings.workers.metrics_host
     if runtime.metrics is None:
         return None
     try:
@@ -236,7 +238,7 @@ def queue_names(settings: Settings, which: Sequence[str] = ("io", "compute")) ->
     Raises:
         ValueError: an unknown queue kind.
     """
-    names = {"io": settings.queue_io, "compute": settings.queue_compute}
+    names = {"io": settings.workers.queue_io, "compute": settings.workers.queue_compute}
     unknown = [w for w in which if w not in names]
     if unknown:
         raise ValueError(f"unknown queues {unknown}: use io, compute or both")
@@ -318,7 +320,9 @@ def work(
         StoreRefused: the data store refuses this worker's credentials (``check_store``).
     """
     keep_freed_memory()  # as collate does: features and scores allocate large tensors over and over
-    metrics = Metrics(settings.metrics_hosts, role="worker", steps=STEP_KINDS) if settings.worker_metrics_port else None
+    metrics = (
+        Metrics(settings.metrics_hosts, role="worker", steps=STEP_KINDS) if settings.workers.metrics_port else None
+    )
     runtime = Runtime.create(settings, metrics=metrics)
     try:
         check_store(runtime)

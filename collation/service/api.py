@@ -92,7 +92,7 @@ def answered(doc: Any, status: int, location: str | None = None) -> Response:
 @bp.route("/collations", methods=["POST"])
 def create_collation() -> Response:
     runtime = current_runtime()
-    body = CollationRequestSchema(max_manifests=runtime.settings.max_manifests).load(json_body())
+    body = CollationRequestSchema(max_manifests=runtime.settings.limits.max_manifests).load(json_body())
     owner = caller_hash()
     client = quotas.client_of(owner, request.remote_addr)  # its limits: collation.service.quotas
     record, created = collations.submit(runtime, body, base_url(), owner, client)

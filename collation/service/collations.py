@@ -71,7 +71,9 @@ def submit(
         tuple(body["manifests"]), body.get("regions") or {}, body.get("options") or {}, body.get("callback_url")
     )
     settings = runtime.settings
-    problem = over_budget(given_counts(request.regions), options, settings.max_regions_total, settings.max_pairs)
+    problem = over_budget(
+        given_counts(request.regions), options, settings.limits.max_regions_total, settings.limits.max_pairs
+    )
     if problem is not None:  # before anything is stored or enqueued
         raise LimitError(problem, field="regions")
     tokens = access_tokens(body, settings)
@@ -89,7 +91,13 @@ def submit(
     connection = runtime.connection()
     regions = sum(given_counts(request.regions).values())
     quotas.admit(
-        runtime.store, connection, client, cid, regions, settings.client_max_active, settings.client_max_regions
+        runtime.store,
+        connection,
+        client,
+        cid,
+        regions,
+        settings.limits.client_max_active,
+        settings.limits.client_max_regions,
     )
     try:
         return jobs.submit(record)
@@ -246,7 +254,8 @@ def correspondences(
     candidates in ``pair[1]`` by the chosen score, those below ``min_score`` left out (a region
     may then have no candidate; ranks stay those of the full list). With transpositions, the
     document names them (``transposition_names``) and each candidate says which one gave its S. Each
-    candidate says whether it is ``weak`` (raw S under ``weak_below``, or a blank region: docs/concordance.md)."""
+    candidate says whether it is ``weak`` (by the collation's ``weak_rule``: the floor it learned from its own
+    scores, or raw S under ``weak_below``; or a ``blank`` region: docs/concordance.md)."""
     record = finished_record(store, cid)
     a, b = pair
     res = pair_results(store, record, a, b)
@@ -263,7 +272,8 @@ def correspondences(
         items.append({"source": _region(region), "candidates": [_candidate(c, res, assessed) for c in found]})
     if base is not None:
         _add_share_links(items, base, cid, a, b)
-    doc = {"id": cid, "pair": [a, b], "score": score, "top": top, "weak_below": record.options.floor, "items": items}
+    doc = {"id": cid, "pair": [a, b], "score": score, "top": top, "weak_below": record.options.floor}
+    doc.update(weak_rule="learned" if record.options.learns_floor else "fixed", items=items)
     if res.transposition_names is not None:
         doc["transposition_names"] = res.transposition_names
     if min_score is not None:
@@ -292,6 +302,8 @@ def _candidate(c: Correspondence, res: PairView, assessed: dict[tuple[int, int],
         "cycle_consistent": c.cycle_consistent,
         "weak": c.weak,
     }
+    if res.doc0.blank[c.source.position] or res.doc1.blank[c.target.position]:
+        candidate["blank"] = True  # weak whatever its S: the viewer says so in its own words
     if c.transposition is not None:
         candidate["transposition"] = c.transposition
     if c.verdict is not None:

@@ -25,8 +25,9 @@ from collation.core.tables import csv_text
 from collation.core.vocabulary import CATEGORY_LABELS, VERDICT_ALIASES
 from collation.service.collations import collation_name
 from collation.service.concordance_rows import concordance
-from collation.service.images import region_from_store
+from collation.service.images import stored_region_image
 from collation.store.datastore import CollationNotFound, DataStore
+from collation.store.stored import PreparedManuscript
 
 FIELDS = (("No.", "index"), ("folio", "label"), ("region", "xywh"), ("image", "image"), ("canvas", "canvas"))
 """Each witness's columns: (the header's word, the cell's field); the verdict comes last."""
@@ -199,10 +200,13 @@ def _web_link(value: Any) -> bool:
 
 def stored_thumbnail(store: DataStore, cid: str) -> Thumbnail:
     """Thumbnails of the regions the service stored for the collation (no request to any library)."""
+    manuscripts: dict[int, PreparedManuscript | None] = {}  # each document read once, not once per region
 
     def thumbnail(m: int, index: int) -> bytes | None:
+        if m not in manuscripts:
+            manuscripts[m] = store.load_manuscript(cid, m) if store.exists(cid) else None
         try:
-            image = region_from_store(store, cid, m, index).convert("RGB")
+            image = stored_region_image(store, manuscripts[m], m, index).convert("RGB")
         except (CollationNotFound, OSError):
             return None
         image.thumbnail((PICTURE, PICTURE))

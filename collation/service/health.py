@@ -30,7 +30,7 @@ def readiness(runtime: Runtime) -> dict[str, Any]:
             runtime.redis.ping()
             checks["redis"] = True
             workers = Worker.all(runtime.redis)
-            for name in (runtime.settings.queue_io, runtime.settings.queue_compute):
+            for name in (runtime.settings.workers.queue_io, runtime.settings.workers.queue_compute):
                 checks["workers"][name] = sum(name in w.queue_names() for w in workers)
             if checks["store"]:
                 sharing.publish(runtime.store, runtime.redis)

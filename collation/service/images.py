@@ -16,6 +16,7 @@ from collation.iiif.links import is_web_link
 from collation.iiif.model import Canvas
 from collation.service.urls import collation_url
 from collation.store.datastore import CollationNotFound, DataStore
+from collation.store.stored import PreparedManuscript
 
 THUMBNAIL_WIDTH = 160
 """Width requested for list thumbnails (never more than the region's own width: no upscaling)."""
@@ -59,10 +60,15 @@ def stored_region_url(base: str, cid: str, m: int, index: int) -> str:
 
 def region_from_store(store: DataStore, cid: str, m: int, index: int) -> Image.Image:
     """The stored image of region ``index`` of manuscript ``m`` (404 when there is none)."""
-    doc = store.load_manuscript(cid, m) if store.exists(cid) else None
+    return stored_region_image(store, store.load_manuscript(cid, m) if store.exists(cid) else None, m, index)
+
+
+def stored_region_image(store: DataStore, doc: PreparedManuscript | None, m: int, index: int) -> Image.Image:
+    """The stored image of region ``index`` of manuscript ``m``, whose document ``doc`` the caller read
+    (once for many regions: a manuscript of 400 regions is a document of 400 regions)."""
     region = doc.region(index) if doc else None
     if region is None or not region.digest:
-        raise CollationNotFound(f"collation {cid} has no region {index} in manuscript {m}")
+        raise CollationNotFound(f"the collation has no region {index} in manuscript {m}")
     try:
         return store.load_image(region.digest)
     except FileNotFoundError:

@@ -12,7 +12,7 @@ most ``inspect_concurrency`` run at once (then 503) and ``inspect_per_client`` p
 ends). Its fetcher has the runtime's policy with tighter caps: each fetch gets half the deadline,
 no retries, ``inspect_max_json_bytes`` and ``inspect_max_json_items`` (a document of millions of
 tiny objects is refused before it is parsed), and no ``info.json`` is started after half the
-deadline. ``settings.inspect_needs_token`` makes it need a bearer token like POST (``app``).
+deadline. ``settings.inspection.needs_token`` makes it need a bearer token like POST (``app``).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class UnusableManifest(CollationError):
 
 
 class InspectTimeout(CollationError):
-    """The inspection took longer than ``settings.inspect_timeout``."""
+    """The inspection took longer than ``settings.inspection.timeout``."""
 
     http_status = 504
 
@@ -55,9 +55,9 @@ class InspectGate:
     """Runs inspections in its own threads, a bounded number at once, in all and per client."""
 
     def __init__(self, settings: Settings) -> None:
-        self.total = settings.inspect_concurrency
-        self.per_client = settings.inspect_per_client
-        self.timeout = settings.inspect_timeout
+        self.total = settings.inspection.concurrency
+        self.per_client = settings.inspection.per_client
+        self.timeout = settings.inspection.timeout
         self._lock = threading.Lock()
         self._running: dict[str, int] = {}
         self._pool = ThreadPoolExecutor(max_workers=self.total, thread_name_prefix="inspect")
@@ -105,10 +105,10 @@ def inspect_fetcher(runtime: Runtime) -> Fetcher:
     """The runtime's fetcher (policy, resolver, clocks) with inspect's tighter caps and deadline."""
     base, settings = runtime.fetcher, runtime.settings
     return base.with_limits(
-        total_timeout=settings.inspect_timeout / 2,
+        total_timeout=settings.inspection.timeout / 2,
         retries=0,
-        max_json_bytes=min(base.conf.max_json_bytes, settings.inspect_max_json_bytes),
-        max_json_items=min(base.conf.max_json_items, settings.inspect_max_json_items),
+        max_json_bytes=min(base.conf.max_json_bytes, settings.inspection.max_json_bytes),
+        max_json_items=min(base.conf.max_json_items, settings.inspection.max_json_items),
     )
 
 
@@ -179,9 +179,9 @@ def inspect(runtime: Runtime, query: dict[str, Any], fetcher: Fetcher | None = N
             fetcher=fetcher,
             selector=RegionSelector.parse(query.get("selector")),
             whole_canvases=query["whole_canvases"],
-            max_regions=runtime.settings.max_regions,
+            max_regions=runtime.settings.limits.max_regions,
             max_info=query["max_info"],
-            info_deadline=time.monotonic() + runtime.settings.inspect_timeout / 2,
+            info_deadline=time.monotonic() + runtime.settings.inspection.timeout / 2,
             detect=detect,
         )
     except ManifestError as exc:

@@ -159,7 +159,7 @@ class Unavailable(CollationError):
 
 
 class PayloadTooLarge(CollationError):
-    """A request body larger than ``settings.max_body_bytes``."""
+    """A request body larger than ``settings.limits.max_body_bytes``."""
 
     http_status = 413
 

@@ -2,7 +2,7 @@
 waitress answers itself.
 
 waitress reads a request's headers and body before the app sees it. With ``max_request_body_size``
-set to ``settings.max_body_bytes`` it refuses a larger body as soon as the Content-Length header (or
+set to ``settings.limits.max_body_bytes`` it refuses a larger body as soon as the Content-Length header (or
 the running total of a chunked body) passes the cap, without reading the rest. Its own error answers
 (413, and the 400 of a header it cannot parse, e.g. a NUL byte in a bearer token) are plain text
 without CORS headers; ``ProblemErrorTask`` answers them as the app's problem documents, with the
@@ -34,13 +34,13 @@ LIVENESS_PATHS = frozenset({"/api/v1/healthz"})
 
 def make_server(app: Flask, settings: Settings, *, threads: int = 8) -> Any:
     """A waitress server of ``app`` on ``settings.host``/``settings.port``, bodies capped at
-    ``settings.max_body_bytes``; ``server.run()`` serves, ``server.effective_port`` is its port."""
+    ``settings.limits.max_body_bytes``; ``server.run()`` serves, ``server.effective_port`` is its port."""
     server = create_server(
         app,
         host=settings.host,
         port=settings.port,
         threads=threads,
-        max_request_body_size=settings.max_body_bytes,
+        max_request_body_size=settings.limits.max_body_bytes,
         _dispatcher=LivenessFirst(threads),
     )
     server.channel_class = problem_channel(settings.cors_origin)

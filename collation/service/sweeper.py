@@ -1,4 +1,4 @@
-"""The API's recovery sweep: at start, then every ``settings.sweep_interval`` seconds, make every
+"""The API's recovery sweep: at start, then every ``settings.workers.sweep_interval`` seconds, make every
 unfinished collation in the store progress again (re-enqueue what Redis lost, hand the jobs of dead
 workers back to their queues).
 
@@ -77,11 +77,11 @@ class Sweeper:
 
     @classmethod
     def for_runtime(cls, runtime: Runtime) -> Sweeper:
-        """The sweeper of ``runtime``'s scheduler, every ``runtime.settings.sweep_interval`` seconds,
+        """The sweeper of ``runtime``'s scheduler, every ``runtime.settings.workers.sweep_interval`` seconds,
         probing its data store first."""
         return cls(
             lambda: Scheduler(runtime).recover(),  # enabled only with a Redis
-            runtime.settings.sweep_interval,
+            runtime.settings.workers.sweep_interval,
             enabled=runtime.redis is not None,
             probe=lambda: writable.check(runtime.store, runtime.redis),
             expire=lambda: len(expire_drafts(runtime.store, runtime.settings.draft_days)),

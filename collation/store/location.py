@@ -20,17 +20,17 @@ if TYPE_CHECKING:
 def open_store(settings: Settings, metrics: Metrics | None = None) -> DataStore:
     """The data store the settings name (nothing is read or written yet); it counts its operations in
     ``metrics`` when given (``collation.store.metering``)."""
-    if settings.store_url:
+    if settings.store.url:
         from collation.store.objects import ObjectStore  # boto3 only where an object store is used
 
         return ObjectStore(
-            settings.store_url,
+            settings.store.url,
             settings.data_dir,
-            settings.store_cache_bytes,
-            endpoint=settings.store_endpoint,
-            connect_timeout=settings.store_connect_timeout,
-            read_timeout=settings.store_read_timeout,
-            retries=settings.store_retries,
+            settings.store.cache_bytes,
+            endpoint=settings.store.endpoint,
+            connect_timeout=settings.store.connect_timeout,
+            read_timeout=settings.store.read_timeout,
+            retries=settings.store.retries,
             metrics=metrics,
         )
-    return FolderStore(settings.data_dir, metrics=metrics, min_free=settings.min_free_bytes)
+    return FolderStore(settings.data_dir, metrics=metrics, min_free=settings.store.min_free_bytes)

@@ -267,9 +267,9 @@ S_FEATURES_CHUNK_PAIRS = 1 << 20
 
 
 def chunk_pairs(options: CollationOptions, settings: Settings) -> int:
-    """Pairs of one scoring job: ``settings.chunk_pairs`` (about 10 s of S_trans), or for s_features
+    """Pairs of one scoring job: ``settings.workers.chunk_pairs`` (about 10 s of S_trans), or for s_features
     every pair of most manuscript pairs (``S_FEATURES_CHUNK_PAIRS``)."""
-    return S_FEATURES_CHUNK_PAIRS if options.similarity == "s_features" else int(settings.chunk_pairs)
+    return S_FEATURES_CHUNK_PAIRS if options.similarity == "s_features" else int(settings.workers.chunk_pairs)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ class StepKind(StrEnum):
 
     @property
     def queue(self) -> str:
-        """``"io"`` or ``"compute"``: the queue kind of this step (``Settings.queue_io``/``queue_compute``).
+        """``"io"`` or ``"compute"``: the queue kind of this step (``WorkerSettings.queue_io``/``queue_compute``).
 
         ``plan`` computes the candidates' cheap local scores (``collation.engine.cascade``): compute, like the
         features and the chunks, so that a GPU worker does it."""

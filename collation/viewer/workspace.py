@@ -27,7 +27,7 @@ New page shows what is found (issue 39, item 1: at 59 pages the inspection took 
 def page(template: str, view: str, cid: str | None = None) -> Response:
     """A workspace page with what every page's script needs (``collation.viewer.browser.page_config``:
     the API root, whether tokens are asked, the rules and links) and how many manifests a collation takes."""
-    most = current_runtime().settings.max_manifests
+    most = current_runtime().settings.limits.max_manifests
     config = page_config(cid, view=view, max_manifests=most, detect_in_inspection=DETECT_IN_INSPECTION)
     html = render_template(
         f"workspace/{template}",

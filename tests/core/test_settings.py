@@ -33,7 +33,7 @@ def test_each_type_has_its_parser():
         }
     )
     assert settings.port == 8080
-    assert settings.sweep_interval == 2.5
+    assert settings.workers.sweep_interval == 2.5
     assert settings.allowed_hosts == ("127.0.0.1", "iiif.local")
     assert settings.weights_dir == Path("~/weights").expanduser()
     assert settings.public_url is None
@@ -89,6 +89,42 @@ def test_overrides_win_over_the_environment_and_are_checked():
         Settings.from_env({}, prot=1)
     with pytest.raises(SettingsError):
         Settings().replace(device="quantum")
+
+
+def test_settings_come_in_groups_named_by_their_variables():
+    settings = Settings.from_env(
+        {"COLLATION_STORE_URL": "s3://bucket/x", "COLLATION_INSPECT_TIMEOUT": "3", "COLLATION_MIN_FREE_BYTES": "0"},
+        max_regions=7,
+        worker_metrics_port="9100",
+    )
+    assert settings.store.url == "s3://bucket/x" and settings.store.min_free_bytes == 0
+    assert settings.inspection.timeout == 3.0 and settings.limits.max_regions == 7
+    assert settings.workers.metrics_port == 9100
+    changed = settings.replace(chunk_pairs=8, inspect_timeout=1.5)
+    assert changed.workers.chunk_pairs == 8 and changed.inspection.timeout == 1.5
+    assert changed.limits == settings.limits and settings.workers.chunk_pairs == 512
+    with pytest.raises(SettingsError, match="unknown settings"):
+        Settings.from_env({}, limits={"max_region": 1})
+
+
+@pytest.mark.parametrize(
+    "variable, raw, must",
+    [
+        ("COLLATION_WORKER_METRICS_PORT", "70000", "at most 65535"),
+        ("COLLATION_INSPECT_TIMEOUT", "0", "positive"),
+        ("COLLATION_STORE_RETRIES", "-1", "at least 0"),
+        ("COLLATION_MAX_MANIFESTS", "1", "at least 2"),
+        ("COLLATION_DETECTOR_MIN_SCORE", "1.5", "at most 1"),
+        ("COLLATION_IIIF_CONNECT_TIMEOUT", "0", "positive"),
+        ("COLLATION_LOG_FORMAT", "xml", "text or json"),
+        ("COLLATION_STORE_URL", "s3://A", "s3://bucket"),
+    ],
+)
+def test_each_field_carries_its_bounds(variable, raw, must):
+    with pytest.raises(SettingsError) as info:
+        Settings.from_env({variable: raw})
+    assert info.value.message.startswith(f"{variable} must be {must}")
+    assert info.value.field == variable
 
 
 def test_settings_are_frozen():

@@ -76,7 +76,7 @@ def test_a_bad_setting_value_is_an_error_naming_the_setting() -> None:
     with pytest.raises(SettingsError) as e:
         Settings.from_env({"COLLATION_FEATURE_PRECISION": "float16"})
     assert "COLLATION_FEATURE_PRECISION" in e.value.message and "'float16'" in e.value.message
-    assert e.value.field == "FEATURE_PRECISION"
+    assert e.value.field == "COLLATION_FEATURE_PRECISION"
     for value in PRECISIONS:  # the settings accept what the backbone accepts, and nothing else
         assert Settings.from_env({"COLLATION_FEATURE_PRECISION": value}).feature_precision == value
 

@@ -15,7 +15,6 @@ are printed (``scripts/hostile.sh`` runs them with ``-s`` and more rounds: ``HOS
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import os
@@ -25,18 +24,15 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
 from hostile_helpers import PeakRSS, SlowServer
-from service_helpers import WorkerProcesses, drain, service_settings, wait_for
+from service_helpers import WorkerProcesses, drain, served_like_production, service_settings, wait_for
 
 from collation.app import create_app
-from collation.core.settings import Settings
-from collation.service.serving import make_server
 from collation.service.state import service_state
 
 API = "/api/v1"
@@ -48,24 +44,6 @@ MB = 2**20
 def request_body(synthetic: Any, seed: int = 0, **extra: Any) -> dict[str, Any]:
     body = {"manifests": [synthetic.a, synthetic.b], "regions": {"1": synthetic.b_regions}, "options": {"seed": seed}}
     return {**body, **extra}
-
-
-@contextmanager
-def serving(app: Any, settings: Settings) -> Iterator[str]:
-    """The app behind the waitress server of ``collate serve`` on a free loopback port; yields its API URL."""
-    server = make_server(app, settings.replace(host="127.0.0.1", port=0))
-
-    def run() -> None:
-        with contextlib.suppress(OSError):  # EBADF: the loop's select on the sockets close() closed
-            server.run()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.effective_port}{API}"
-    finally:
-        server.close()
-        thread.join(5)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -138,7 +116,7 @@ def test_inspects_of_a_dripping_manifest_leave_the_api_responsive(tmp_path: Path
     app = create_app(config, TESTING=True)
     drip = SlowServer("drip", b'{"type": "Manifest"}' * 100)
     try:
-        with serving(app, config) as url, ThreadPoolExecutor(24) as pool:
+        with served_like_production(app, config) as url, ThreadPoolExecutor(24) as pool:
 
             def inspect(k: int) -> tuple[int, float, str | None]:
                 start = time.monotonic()
@@ -171,9 +149,9 @@ def test_inspects_of_a_dripping_manifest_leave_the_api_responsive(tmp_path: Path
     print(f"/healthz max {max(polls):.2f} s")
     assert max(polls) < 1.0
     assert set(statuses) <= {429, 502, 503, 504}, statuses  # 502: the fetch's own deadline (half of it)
-    assert statuses[502] + statuses[504] <= config.inspect_concurrency, statuses
+    assert statuses[502] + statuses[504] <= config.inspection.concurrency, statuses
     assert all(retry for status, _, retry in answers if status in (429, 503))
-    assert slowest < config.inspect_timeout + 2
+    assert slowest < config.inspection.timeout + 2
 
 
 def test_an_inspected_document_of_millions_of_objects_is_refused_before_it_is_parsed(client: Any, site: Any) -> None:
@@ -303,7 +281,7 @@ def test_bodies_over_the_cap_are_refused_before_they_are_read(tmp_path: Path, re
 
     results = {}
     try:
-        with serving(app, config) as url, PeakRSS() as rss:
+        with served_like_production(app, config) as url, PeakRSS() as rss:
             head = b"POST %s/collations HTTP/1.1\r\n" % API.encode() + auth
             length = b"Content-Length: %d\r\n\r\n"
             results["500 MB announced"] = send_raw(url, head + length % (500 * MB), announced(500))
@@ -328,7 +306,7 @@ def test_a_token_with_a_nul_byte_gets_a_problem_document(tmp_path: Path, redis_u
     config = service_settings(tmp_path / "data", redis_url, api_tokens=("s3cret",))
     app = create_app(config, TESTING=True)
     try:
-        with serving(app, config) as url:
+        with served_like_production(app, config) as url:
             head = b"POST %s/collations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3\x00cret\r\n" % API.encode()
             answer, _, _ = send_raw(url, head + b"Content-Length: 2\r\n\r\n", iter([b"{}"]))
     finally:

@@ -280,10 +280,10 @@ def test_an_abandoned_job_is_retried(api: Any, synthetic: Any, run_jobs: Any, se
         job.prepare_for_execution(dying.name, pipeline=pipe)
         pipe.execute()
     assert Job.fetch(job.id, connection=redis).get_status() == JobStatus.STARTED
-    time.sleep(settings.heartbeat_ttl + 0.5)
+    time.sleep(settings.workers.heartbeat_ttl + 0.5)
     scheduler(settings).recover()
     again = Job.fetch(job.id, connection=redis)
-    assert again.get_status() == JobStatus.QUEUED and again.retries_left == settings.job_retries - 1
+    assert again.get_status() == JobStatus.QUEUED and again.retries_left == settings.workers.job_retries - 1
     run_jobs()
     assert status(api, cid)["status"] == "finished"
     redis.close()
@@ -307,7 +307,7 @@ def test_failing_steps_are_retried_then_recorded(
     doc = status(api, cid)
     assert doc["status"] == "failed"
     assert "scoring exploded" in doc["errors"][-1]["message"]
-    tries = 1 + settings.job_retries  # 3 chunks, each tried then retried; once one has failed for good,
+    tries = 1 + settings.workers.job_retries  # 3 chunks, each tried then retried; once one has failed for good,
     assert tries <= len(calls) < 3 * tries  # the collation is failed and the other chunks stop
 
     monkeypatch.undo()
@@ -390,7 +390,7 @@ def test_a_job_lost_while_being_dequeued_is_enqueued_again(
     clock = [1000.0]
     scheduler(settings, clock=lambda: clock[0]).recover()  # first look: suspect, not yet stuck
     assert lost not in Queue("collation-io", connection=redis).job_ids
-    clock[0] += settings.heartbeat_ttl - 0.5
+    clock[0] += settings.workers.heartbeat_ttl - 0.5
     scheduler(settings, clock=lambda: clock[0]).recover()  # still within the heartbeat: not yet
     assert lost not in Queue("collation-io", connection=redis).job_ids
     clock[0] += 0.7
@@ -440,7 +440,7 @@ def test_a_starting_worker_takes_a_job_while_its_backbone_loads(settings: Any, m
     from collation.jobs.worker import work
 
     redis = Redis.from_url(settings.redis_url)
-    job = Queue(settings.queue_compute, connection=redis).enqueue_call("time.time")
+    job = Queue(settings.workers.queue_compute, connection=redis).enqueue_call("time.time")
     finished_while_loading: list[bool] = []
 
     def slow_load(*args: Any, **kwargs: Any) -> Any:

@@ -90,7 +90,7 @@ def test_the_worker_tracks_a_stop_request(settings: dict[str, Any]) -> None:
     runtime = runtime_for(settings)
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     worker = CollationWorker(queue_names(runtime.settings), connection=runtime.connection(), runtime=runtime)
-    assert worker.heartbeat_ttl == settings.heartbeat_ttl and not worker.stop_requested
+    assert worker.heartbeat_ttl == settings.workers.heartbeat_ttl and not worker.stop_requested
     try:
         with pytest.raises(StopRequested):  # idle: RQ stops the loop at once
             worker.request_stop(signal.SIGTERM, None)

@@ -68,7 +68,7 @@ def test_the_heartbeat_age_allowed_is_the_workers_own_ttl(settings: Settings) ->
     runtime = Runtime.create(settings)
     try:
         worker = CollationWorker(["q"], connection=runtime.connection(), runtime=runtime)
-        assert worker.worker_ttl == worker_ttl(settings) == settings.heartbeat_ttl + 16
+        assert worker.worker_ttl == worker_ttl(settings) == settings.workers.heartbeat_ttl + 16
     finally:
         runtime.close()
 

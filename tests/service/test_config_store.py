@@ -34,7 +34,7 @@ def test_settings_come_from_defaults_then_environment_then_overrides(tmp_path: P
     assert settings.redis_url == "redis://r:6379/2"
     assert settings.allowed_hosts == ("127.0.0.1", "iiif.local")
     assert settings.api_tokens == ("a", "b")
-    assert settings.chunk_pairs == 8 and settings.device == "cpu"
+    assert settings.workers.chunk_pairs == 8 and settings.device == "cpu"
     assert settings.backbone == Settings().backbone == "efficientnet-lite0"
     assert settings.data_dir == tmp_path
     assert Settings.from_env(settings.to_environ()) == settings  # what worker subprocesses get

@@ -80,7 +80,7 @@ def test_a_clients_only_collation_goes_before_another_clients_flood(limited: Any
     )
     mine = client.post(f"{API}/collations", json=body(synthetic, 6), headers=B).get_json()["id"]
     runtime = service_state(limited).runtime
-    queued = Queue(runtime.settings.queue_io, connection=runtime.connection()).get_job_ids()
+    queued = Queue(runtime.settings.workers.queue_io, connection=runtime.connection()).get_job_ids()
     owners = [jid.split("-", 1)[0] for jid in queued]
     assert owners[0] == mine and owners.count(mine) == 2, owners  # both its prepare steps, first
     assert owners[2:4] == [flood[0]] * 2, owners  # A's first collation was its only one then: light too

@@ -99,7 +99,7 @@ def test_a_job_remnant_does_not_stop_the_worker(client: Any, synthetic: Any, set
     """A hash holding only a status, listed as ready: RQ's maintenance failed on it and the worker quit."""
     redis = Redis.from_url(settings.redis_url)
     redis.hset(Job.key_for("remnant"), "status", "ready_to_enqueue")
-    redis.zadd(ReadyJobRegistry(settings.queue_io, connection=redis).key, {"remnant": 1})
+    redis.zadd(ReadyJobRegistry(settings.workers.queue_io, connection=redis).key, {"remnant": 1})
     broken = [synthetic.broken, synthetic.broken.replace("manifest.json", "other.json")]  # no features to compute
     cid = client.post(f"{API}/collations", json={"manifests": broken}).get_json()["id"]
     run_jobs()  # before: maintenance raised NoSuchJobError at the start and the worker quit with nothing done

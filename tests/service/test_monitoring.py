@@ -162,7 +162,7 @@ def test_the_worker_counts_its_jobs_fetches_store_operations_and_feature_cache(o
 
 
 def test_the_api_reports_queues_workers_collations_and_requests(observed: Observed) -> None:
-    queues = (observed.settings.queue_io, observed.settings.queue_compute)
+    queues = (observed.settings.workers.queue_io, observed.settings.workers.queue_compute)
     during, after = observed.api_during, observed.api_after
     assert value(during, "collation_redis_up") == 1
     assert (
@@ -274,7 +274,7 @@ def test_failure_series_start_at_zero_and_each_process_exposes_what_it_fills(obs
 
 def test_the_api_exposes_rq_exporter_s_names_beside_its_own(observed: Observed) -> None:
     for text in (observed.api_during, observed.api_after):
-        for queue in (observed.settings.queue_io, observed.settings.queue_compute):
+        for queue in (observed.settings.workers.queue_io, observed.settings.workers.queue_compute):
             statuses = {
                 dict(labels)["status"]
                 for name, labels in samples(text)
@@ -287,7 +287,10 @@ def test_the_api_exposes_rq_exporter_s_names_beside_its_own(observed: Observed) 
                 )
         workers = [dict(labels) for name, labels in samples(text) if name == "rq_workers"]
         assert len(workers) == 1 and workers[0]["state"] in ("busy", "idle")
-        assert set(workers[0]["queues"].split(",")) == {observed.settings.queue_io, observed.settings.queue_compute}
+        assert set(workers[0]["queues"].split(",")) == {
+            observed.settings.workers.queue_io,
+            observed.settings.workers.queue_compute,
+        }
     assert total(observed.api_after, "rq_jobs", status="finished") >= 1
     assert total(observed.api_after, "rq_workers_success_total") >= 1
 

@@ -93,7 +93,7 @@ def test_the_second_manuscripts_also_get_transposed_features() -> None:
     assert feature_keys(mirror, 1, "k") == ["k", "k.mirror"] == ["k", transposed_features_key("k", "mirror")]
     assert second_features_key(mirror, "k") == "k.mirror"
 
-    settings = Settings(chunk_pairs=4)
+    settings = Settings.from_env({}, chunk_pairs=4)
     record = new_record(CID, CollationRequest(("https://x/0.json", "https://x/1.json")), mirror, settings)
     regions = tuple(StoredRegion(i, f"c{i}", i, (0, 0, 10, 10), f"d{i}") for i in range(2))
     docs = [PreparedManuscript(m, f"https://x/{m}.json", regions=regions, features_key=f"f{m}") for m in (0, 1)]

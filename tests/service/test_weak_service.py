@@ -62,14 +62,17 @@ def test_weak_links_and_blank_pages_join_no_group(finished_api: Any) -> None:
 
 def test_correspondences_say_which_candidates_are_weak(finished_api: Any) -> None:
     doc = finished_api.get(f"{API}/correspondences?pair=0,1&score=raw&top=1").get_json()
-    assert doc["weak_below"] == 0.5
+    assert doc["weak_below"] == 0.5 and doc["weak_rule"] == "learned"
+    assert not any("blank" in c for item in doc["items"] for c in item["candidates"])
     assert [(c["index"], c["S"], c["weak"]) for item in doc["items"] for c in item["candidates"]] == [
         (0, 1.2, False),
         (1, 1.2, False),
         (2, 0.3, True),
     ]
     blank = finished_api.get(f"{API}/correspondences?pair=2,0&score=raw&top=1").get_json()  # S 1.9, a blank region
-    assert [(c["S"], c["weak"]) for item in blank["items"] for c in item["candidates"]] == [(1.9, True)] * 3
+    assert [(c["S"], c["weak"], c["blank"]) for item in blank["items"] for c in item["candidates"]] == [
+        (1.9, True, True)
+    ] * 3
 
 
 def test_an_expert_may_lower_the_floor(tmp_path: Path, openapi: dict[str, Any]) -> None:
@@ -80,6 +83,7 @@ def test_an_expert_may_lower_the_floor(tmp_path: Path, openapi: dict[str, Any]) 
     client = OpenAPIClient(app.test_client(), openapi)
     doc = client.get(f"{API}/concordance").get_json()
     assert doc["weak_below"] == 0.2 and [(0, 2), (1, 2), None] in members(doc)
+    assert client.get(f"{API}/correspondences?pair=0,1").get_json()["weak_rule"] == "fixed"
     assert client.get(API).get_json()["options"]["weak_below"] == 0.2
     service_state(app).close()
 

@@ -25,11 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from service_helpers import WorkerProcesses, drain, service_settings, stop_seaweedfs
+from service_helpers import WorkerProcesses, drain, served_like_production, service_settings, stop_seaweedfs
 
 from collation.app import create_app
 from collation.cli.private_servers import SEAWEEDFS_KEYS, start_seaweedfs
-from collation.service.serving import make_server
 from collation.service.state import service_state
 from collation.store.location import open_store
 
@@ -76,19 +75,6 @@ def weed_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
 
 
-class LiveServer:
-    """The API under waitress (8 request threads, as ``collate serve``) on a free loopback port."""
-
-    def __init__(self, app: Any, settings: Any) -> None:
-        self.server = make_server(app, settings.replace(port=0))
-        self.root = f"http://127.0.0.1:{self.server.effective_port}{API}"
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.close()
-
-
 @pytest.mark.usefixtures("weed_keys")
 def test_a_frozen_object_store_does_not_freeze_the_api(
     synthetic: Any, redis_url: str, tmp_path: Path, seaweedfs: tuple[subprocess.Popen, str]
@@ -96,37 +82,38 @@ def test_a_frozen_object_store_does_not_freeze_the_api(
     weed, endpoint = seaweedfs
     config = service_settings(tmp_path / "api", redis_url, store_url="s3://frozen/data", store_endpoint=endpoint)
     app = create_app(config)
-    live = LiveServer(app, config)
     thaw = threading.Timer(40, weed.send_signal, args=(signal.SIGCONT,))  # bounds the test on a frozen API
-    try:
-        open_store(config).ensure_bucket()
-        cid = app.test_client().post(f"{API}/collations", json=body(synthetic)).get_json()["id"]
-        assert timed_get(f"{live.root}/collations/{cid}")[0] == 200
-        weed.send_signal(signal.SIGSTOP)
-        thaw.start()
-        with ThreadPoolExecutor(16) as pool:
-            statuses = [pool.submit(timed_get, f"{live.root}/collations/{cid}") for _ in range(16)]
-            time.sleep(0.5)  # every request thread is busy with a status GET by now
-            health = timed_get(f"{live.root}/healthz", timeout=10)
-            results = [s.result() for s in statuses]
-        ready = timed_get(f"{live.root}/readyz")
-        times = sorted(round(t, 2) for _, _, t in results)
-        print(f"\nfrozen store: 16 status GETs took {times} s, /healthz {health[2]:.3f} s, /readyz {ready[2]:.2f} s")
-        assert health[0] == 200 and health[2] < 1.0, health
-        assert {status for status, _, _ in results} == {503}, results
-        assert all("object store s3://frozen/data" in doc["detail"] for _, doc, _ in results), results[0]
-        assert max(times) < 8.0, times
-        assert ready[0] == 503 and "object store s3://frozen/data" in ready[1]["detail"] and ready[2] < 8.0, ready
-        weed.send_signal(signal.SIGCONT)
-        deadline = time.monotonic() + 30
-        while (back := timed_get(f"{live.root}/collations/{cid}"))[0] != 200 and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert back[0] == 200 and back[1]["status"] == "queued", back
-    finally:
-        thaw.cancel()
-        weed.send_signal(signal.SIGCONT)
-        live.close()
-        service_state(app).close()
+    with served_like_production(app, config) as root:
+        try:
+            open_store(config).ensure_bucket()
+            cid = app.test_client().post(f"{API}/collations", json=body(synthetic)).get_json()["id"]
+            assert timed_get(f"{root}/collations/{cid}")[0] == 200
+            weed.send_signal(signal.SIGSTOP)
+            thaw.start()
+            with ThreadPoolExecutor(16) as pool:
+                statuses = [pool.submit(timed_get, f"{root}/collations/{cid}") for _ in range(16)]
+                time.sleep(0.5)  # every request thread is busy with a status GET by now
+                health = timed_get(f"{root}/healthz", timeout=10)
+                results = [s.result() for s in statuses]
+            ready = timed_get(f"{root}/readyz")
+            times = sorted(round(t, 2) for _, _, t in results)
+            print(
+                f"\nfrozen store: 16 status GETs took {times} s, /healthz {health[2]:.3f} s, /readyz {ready[2]:.2f} s"
+            )
+            assert health[0] == 200 and health[2] < 1.0, health
+            assert {status for status, _, _ in results} == {503}, results
+            assert all("object store s3://frozen/data" in doc["detail"] for _, doc, _ in results), results[0]
+            assert max(times) < 8.0, times
+            assert ready[0] == 503 and "object store s3://frozen/data" in ready[1]["detail"] and ready[2] < 8.0, ready
+            weed.send_signal(signal.SIGCONT)
+            deadline = time.monotonic() + 30
+            while (back := timed_get(f"{root}/collations/{cid}"))[0] != 200 and time.monotonic() < deadline:
+                time.sleep(0.5)
+            assert back[0] == 200 and back[1]["status"] == "queued", back
+        finally:
+            thaw.cancel()
+            weed.send_signal(signal.SIGCONT)
+            service_state(app).close()
 
 
 def worker_log_lines(processes: WorkerProcesses) -> int:
@@ -158,7 +145,7 @@ def test_a_worker_with_wrong_store_credentials_refuses_to_start(
         log = processes.logs()
         assert "object store s3://creds/data" in log and "refused" in log and "SignatureDoesNotMatch" in log, log
         assert lines <= 5, log
-        assert ready.status_code == 503 and ready.get_json()["checks"]["workers"][config.queue_io] == 0
+        assert ready.status_code == 503 and ready.get_json()["checks"]["workers"][config.workers.queue_io] == 0
     finally:
         processes.stop_all()
         service_state(app).close()

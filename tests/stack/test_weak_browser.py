@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import weak_collation
-from service_helpers import offline_page, served_app
+from builders import hard_collation, weak_collation
+from service_helpers import offline_page, page_picture, served_app
 
 from collation.app import create_app
 from collation.core.options import CollationOptions
@@ -33,8 +33,8 @@ def url(tmp_path: Path) -> Iterator[str]:
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    """A new page; the images of the made-up libraries are answered locally."""
-    with offline_page(browser, "http://img.test/**") as page:
+    """A new page; the images of the made-up libraries are answered locally (a plain page)."""
+    with offline_page(browser, "http://img.test/**", body=page_picture()) as page:
         yield page
 
 
@@ -62,4 +62,19 @@ def test_the_pair_page_marks_weak_candidates_in_plain_words(page: Any, url: str)
     page.goto(f"{url}/view?pair=0,2")
     page.wait_for_function("() => document.querySelectorAll('.candidate').length >= 3", timeout=TIMEOUT_MS)
     assert page.locator(".candidate .badge.weak").first.inner_text() == "weak: a blank region, nothing drawn to match"
+    assert page.errors == []
+
+
+def test_a_hard_copy_kept_by_the_learned_floor_is_not_called_hardly_alike(page: Any, tmp_path: Path) -> None:
+    """Raw S 0.35, under the fixed floor, but far above its rows' unrelated pairs: the learned floor keeps it,
+    and the page says so in its words (no weak badge, not "Hardly alike", the scale of the learned rule)."""
+    store = hard_collation(tmp_path / "hard", CollationOptions(), CID)
+    with served_app(create_app(Settings.from_env({}, data_dir=store.root), TESTING=True)) as root:
+        page.goto(f"{root}/api/v1/collations/{CID}/view?pair=0,1")
+        page.wait_for_function("() => document.querySelectorAll('.candidate').length >= 8", timeout=TIMEOUT_MS)
+        best = page.locator('.candidate[data-source="0"][data-target="0"]')
+        assert best.get_attribute("data-weak") == "false" and best.locator(".badge.weak").count() == 0
+        assert best.locator(".likeness").inner_text() == "Somewhat alike"
+        details = best.locator("details.scores").text_content()
+        assert "learned from what this collation" in details and "under 0.50" not in details
     assert page.errors == []

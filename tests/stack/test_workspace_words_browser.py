@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pytest
 from builders import finished_collation, prepared_manuscript, v3_canvas, v3_image_body, v3_manifest
-from service_helpers import offline_page, served_app
+from service_helpers import offline_page, page_picture, served_app
 from test_viewer_browser import need_mirador
 
 from collation.app import create_app
@@ -107,13 +107,7 @@ def root(tmp_path: Path, redis_url: str) -> Iterator[str]:
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
     """A page of the session's browser; the made-up library's images are answered locally (a grey page)."""
-    import io
-
-    from PIL import Image
-
-    picture = io.BytesIO()
-    Image.new("RGB", (1000, 800), (200, 190, 170)).save(picture, format="JPEG")
-    with offline_page(browser, "http://img.test/**", body=picture.getvalue()) as page:
+    with offline_page(browser, "http://img.test/**", body=page_picture()) as page:
         page.set_viewport_size({"width": 1280, "height": 800})
         page.set_default_timeout(TIMEOUT_MS)
         yield page

@@ -102,7 +102,7 @@ def test_the_command_and_its_refusals(folder_store: FolderStore, monkeypatch: py
     assert "--older-than must be a number of days >= 0" in capsys.readouterr().err
 
     settings = Settings.from_env({}, data_dir=folder_store.root, store_url="s3://bucket/prefix")
-    objects = ObjectStore(settings.store_url, settings.data_dir, 2**20, endpoint="http://127.0.0.1:9")
+    objects = ObjectStore(settings.store.url, settings.data_dir, 2**20, endpoint="http://127.0.0.1:9")
     with pytest.raises(InputError, match="prune works on a folder store; give an object store's bucket a lifecycle"):
         prune(objects, 30)
 

@@ -130,26 +130,27 @@
 
   function has(map, key) { return !!key && Object.prototype.hasOwnProperty.call(map, key); }
 
-  // a weak match (docs/concordance.md, "Weak matches"): raw S under the collation's floor, or a blank region
-  function lowLikeness(c) { return typeof c.S === 'number' && typeof state.weakBelow === 'number' && c.S < state.weakBelow; }
+  // a weak match (docs/concordance.md, "Weak matches"): as little alike as the collation's unrelated
+  // images (the server decides, by the floor it learned or the one set), or a blank region
   function weakText(c) {
-    return lowLikeness(c) ? 'weak: as little alike as unrelated images' : 'weak: a blank region, nothing drawn to match';
+    return c.blank ? 'weak: a blank region, nothing drawn to match' : 'weak: as little alike as unrelated images';
   }
 
   // The likeness in words (the statistics are behind "details", with their scale). S, the raw image
-  // similarity, runs from 0 to 2: unrelated images score under the collation's floor (0.5 by default),
-  // restyled copies about 0.9 to 1.5, near-identical ones more (docs/concordance.md, "Weak matches").
+  // similarity, runs from 0 to 2: restyled copies score about 0.9 to 1.5, near-identical ones more; hard
+  // copies may score as low as 0.2, which is why "hardly alike" is the server's weak verdict, not a number.
   function likeness(c) {
     if (typeof c.S !== 'number') return 'likeness unknown';
-    if (lowLikeness(c)) return 'Hardly alike';
+    if (c.weak && !c.blank) return 'Hardly alike';
     if (c.S >= 1.5) return 'Very alike';
     return c.S >= 0.9 ? 'Alike' : 'Somewhat alike';
   }
   function statistics(c) {
-    var floor = typeof state.weakBelow === 'number' ? fmt(state.weakBelow, 2) : '0.50';
+    var scale = state.weakRule === 'fixed' && typeof state.weakBelow === 'number'
+      ? '(this collation calls weak what scores under ' + fmt(state.weakBelow, 2) + ')'
+      : '(copies about 0.9 and more; what is weak is learned from what this collation\u2019s unrelated images score)';
     return [
-      'Similarity S ' + fmt(c.S, 2) + ' on a scale of 0 to 2 (unrelated images under ' + floor +
-        ', copies about 0.9 and more).',
+      'Similarity S ' + fmt(c.S, 2) + ' on a scale of 0 to 2 ' + scale + '.',
       'Among its candidates N_S ' + fmt(c.N_S, 2) + ' of 2 (2: each is the other\u2019s best).',
       'With the other matches P_S ' + fmt(c.P_S, 2) + ' (0 and up; the ranking\u2019s score).'
     ].map(function (text) { return el('div', { text: text }); });
@@ -298,6 +299,7 @@
     return api(url).then(function (doc) {
       state.items = doc.items || [];
       state.weakBelow = doc.weak_below;
+      state.weakRule = doc.weak_rule;
       renderList();
       refreshMatrix();
       return state.items;
