@@ -17,9 +17,10 @@ The table goes to standard output (and the pytest summary after it).
 ``--folios 400`` walks instead with a generated manuscript of 400 folios without region annotations
 (``test_detection_review_browser.generated_manuscript``: plain JPEGs, one drawing a folio) beside P2
 (issue 39, item 1): the inspection does not search its pages; two worker processes (``python -m
-collation worker``, one thread each, started before the page as on a server) search them page by page
-(``POST /detections``) while the page shows them; the table adds the seconds from "Look" to the first
-page shown and to the last, then the collation runs with the regions found::
+collation worker``, one thread each, started before the page as on a server: it opens once both listen)
+search them page by page (``POST /detections``) while the page shows them; the table adds the seconds
+from "Look" to the first page shown (the issue's goal: 10 s) and to the last, then the collation runs
+with the regions found::
 
     COLLATION_TEST_DATA=/work/shared/data/physiologus .venv/bin/python benchmarks/walk.py --folios 400
 """
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "service")]
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "stack"), str(REPO / "tests" / "service")]
 
 import pytest  # noqa: E402
 import test_viewer_browser as viewer_test  # noqa: E402
@@ -45,6 +46,7 @@ from test_workspace_browser import manifests  # noqa: E402, F401  (a fixture)
 
 served, page = viewer_test.served, viewer_test.page  # fixtures
 TIMEOUT_MS = 300_000  # a cold collation on a shared CPU
+FIRST_PAGE_GOAL_S = 10  # issue 39: the first detected page shown within 10 s of "Look"
 
 
 class Steps:
@@ -77,6 +79,20 @@ def workbook_rows(data: bytes) -> tuple[int, str]:
 
         return len(read(data)) - 1, "zipfile (openpyxl not installed)"
     return openpyxl.load_workbook(io.BytesIO(data), read_only=True).active.max_row - 1, "openpyxl"
+
+
+def listening(settings: Any, n: int, timeout: float = 120) -> None:
+    """Waits until ``n`` workers are registered in Redis, i.e. take jobs (as on a server whose workers are
+    up; their default backbone may still be loading, beside the work loop)."""
+    from redis import Redis
+    from rq import Worker
+
+    connection, deadline = Redis.from_url(settings.redis_url), time.monotonic() + timeout
+    while Worker.count(connection=connection) < n:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"fewer than {n} workers listen after {timeout} s")
+        time.sleep(0.1)
+    connection.close()
 
 
 def test_walk(served: Any, manifests: list[str], page: Any) -> None:  # noqa: F811
@@ -162,7 +178,7 @@ def test_walk_with_a_long_manuscript(served: Any, manifests: list[str], page: An
         workers.start(threads=1)
     try:
         page.goto(f"{root}/new")  # warm the page's files
-        page.wait_for_timeout(8000)  # the workers have imported torch and loaded the detector by now
+        step("start two workers, until they listen (not timed work)", lambda: listening(served.settings, 2))
 
         def open_new() -> None:
             page.goto(f"{root}/new")
@@ -207,7 +223,8 @@ def test_walk_with_a_long_manuscript(served: Any, manifests: list[str], page: An
         workers.stop_all()
     assert rows > 0 and page.errors == [], page.errors
     print(
-        f"\ncollation {state['cid']}: {state['found']} first detected page shown {state['first']:.1f} s after Look,"
+        f"\ncollation {state['cid']}: {state['found']} first detected page shown {state['first']:.1f} s after Look"
+        f" ({'within' if state['first'] <= FIRST_PAGE_GOAL_S else 'over'} the {FIRST_PAGE_GOAL_S} s goal),"
         f" the last {state['last']:.1f} s after; workbook rows {rows} (read with {reader})\n\n{step.table()}\n"
     )
 

@@ -38,7 +38,11 @@ def add_subcommands(subparsers: Any) -> None:
     )
     migrate.add_argument("--json", action="store_true", help="print the inventory after, as JSON")
     migrate.set_defaults(handler=cmd_migrate)
-    prune = actions.add_parser("prune", help="remove cached features and scores not used for a while (folder store)")
+    prune = actions.add_parser(
+        "prune",
+        help="remove cached features and scores not used for a while (folder store), and drafts older than "
+        "COLLATION_DRAFT_DAYS",
+    )
     prune.add_argument(
         "--older-than", type=float, required=True, metavar="DAYS", help="remove what was not used for DAYS days"
     )
@@ -123,10 +127,16 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    from collation.store.retention import prune
+    from collation.store.retention import expire_drafts, prune
 
-    done = prune(_store(args.settings), args.older_than, dry_run=args.dry_run)
+    store, days = _store(args.settings), args.settings.draft_days
+    drafts = expire_drafts(store, days, dry_run=args.dry_run)
+    done = prune(store, args.older_than, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
+    for key in drafts if args.dry_run else ():
+        print(key)
+    if days:
+        print(f"{verb} {len(drafts)} drafts and detections for review unchanged for {days:g} days (DRAFT_DAYS)")
     for key in done.removed if args.dry_run else ():
         print(key)
     for key, reason in done.unreadable.items():

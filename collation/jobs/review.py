@@ -7,7 +7,8 @@ One document per detection, ``detections/<id>.json`` in the data store, rewritte
 ``BATCH`` pages: the manifest, ``status`` (a collation's words: queued, running, finished, failed),
 ``done`` and ``total`` pages, the ``regions`` found so far (the inspection's region form, numbered in
 page order) and the ``problems`` (a page whose image could not be loaded). The job runs on the compute
-queue (the detector is a CNN) with the worker's fetcher (the address policy and politeness of a collation).
+queue (the detector is a CNN) with the worker's detector and fetcher (the model, the address policy and
+politeness of a collation). Removed once unchanged for ``settings.draft_days`` days, as drafts are.
 """
 
 from __future__ import annotations
@@ -99,13 +100,13 @@ def run(runtime: Runtime, did: str) -> str:
     pages = [c for c in manifest.canvases if c.image is not None and c.width and c.height]
     doc.update(status=CollationStatus.RUNNING.value, total=len(pages), label=manifest.label)
     _save(store, doc)
-    limit = runtime.settings.limits.max_regions
+    limit, detector = runtime.settings.limits.max_regions, runtime.detector  # the collation's (its model, floor)
     # the first page alone, so that the New page shows one as soon as it can; then BATCH at a time
     starts = [0, *range(1, len(pages), BATCH)] if pages else []
     with ThreadPoolExecutor(max_workers=BATCH) as pool:
         for start_at, end in zip(starts, [*starts[1:], len(pages)], strict=True):
             batch = pages[start_at:end]
-            outcomes = pool.map(lambda c: search_canvas(c, None, DETECT_LONG_SIDE, fetcher), batch)
+            outcomes = pool.map(lambda c: search_canvas(c, detector, DETECT_LONG_SIDE, fetcher), batch)
             for canvas, outcome in zip(batch, outcomes, strict=True):
                 if isinstance(outcome, CollationError):
                     doc["problems"].append(

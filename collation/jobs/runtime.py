@@ -54,6 +54,9 @@ class Runtime:
     _detector: Detector | None = field(default=None, repr=False)
     _features: OrderedDict[tuple[str, str], MultiScaleFeatures] = field(default_factory=OrderedDict, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    _loading: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    """Held while a backbone loads (seconds): the fetcher, the detector and the features, under ``_lock``,
+    are not kept waiting by it."""
 
     @classmethod
     def create(
@@ -147,7 +150,7 @@ class Runtime:
 
         own = self.precision
         key = (name, self.device, precision or own)
-        with self._lock:
+        with self._loading:
             if key not in self._backbones:
                 if key[2] != own:
                     log.warning("Backbone %s in %s, recorded at prepare; this worker's own is %s", name, key[2], own)

@@ -246,7 +246,10 @@ def queue_names(settings: Settings, which: Sequence[str] = ("io", "compute")) ->
 
 
 def preload_backbone(runtime: Runtime) -> None:
-    """Loads the default backbone before the first job, so that no job's time pays the load.
+    """Loads the default backbone as the worker starts, so that no job's time pays the load. ``work`` runs
+    it in a thread beside the work loop: a job that needs the backbone waits for this load (``Runtime.backbone``
+    loads once), and one that does not (detection for review, an io step) is not kept waiting 10-30 s by it
+    (issue 39: the first page of a detection waited for it).
 
     A backbone that cannot load (ResNet-50 without its weights file) is logged, not fatal: jobs that
     ask for it fail with the loader's message, and jobs of other backbones still run.
@@ -258,6 +261,20 @@ def preload_backbone(runtime: Runtime) -> None:
         log.warning("Worker: default backbone %s not preloaded: %s", runtime.settings.backbone, exc)
     else:
         log.info("Worker: backbone %s loaded in %.1f s", runtime.settings.backbone, time.monotonic() - started)
+
+
+def preload_detector(runtime: Runtime) -> None:
+    """Loads the illustration detector (``Runtime.detector``: torch imported, a model file read) before the
+    worker takes a job, so that the first page of a detection for review does not pay it (issue 39: the
+    first page shown within 10 s). A detector that cannot load is logged: the jobs that need it fail with
+    its message, the others run."""
+    started = time.monotonic()
+    try:
+        detector = runtime.detector
+    except Exception as exc:  # the worker must start whatever the detector's state
+        log.warning("Worker: the illustration detector was not preloaded: %s", exc)
+    else:
+        log.info("Worker: illustration detector %s loaded in %.1f s", detector.name, time.monotonic() - started)
 
 
 def check_store(runtime: Runtime) -> None:
@@ -315,7 +332,9 @@ def work(
     names = queue_names(settings, which)
     metrics_server = serve_metrics(runtime)
     if "compute" in which:
-        preload_backbone(runtime)
+        preload_detector(runtime)  # seconds (torch's import): before listening, not in a detection's first page
+        # beside the work loop: a job that needs no backbone (detection for review) starts at once
+        threading.Thread(target=preload_backbone, args=(runtime,), name="preload-backbone", daemon=True).start()
     delay = RESTART_DELAY
     try:
         while True:

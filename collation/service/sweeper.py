@@ -4,6 +4,10 @@ workers back to their queues).
 
 A ``Sweeper`` belongs to one app (``ServiceState.sweeper``); ``collate serve`` starts and stops it.
 
+The sweep also removes, at most once every ``EXPIRE_EVERY`` seconds (the first sweep included), the drafts
+and detections for review not changed for ``settings.draft_days`` days (``collation.store.retention.
+expire_drafts``).
+
 Each tick first probes the data store with a small write (``store.writable.check``): while the store
 cannot be written (a full disk) nothing can progress, so the sweep is skipped and the wait before the
 next one doubles, up to ``MAX_BACKOFF`` intervals (and never more than ``MAX_BACKOFF_SECONDS``), with
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from redis.exceptions import RedisError
@@ -22,6 +27,7 @@ from redis.exceptions import RedisError
 from collation.jobs.runtime import Runtime
 from collation.jobs.scheduling import Scheduler
 from collation.store import writable
+from collation.store.retention import expire_drafts
 
 log = logging.getLogger("collation.service.sweeper")
 
@@ -31,6 +37,8 @@ MAX_BACKOFF = 16
 """The longest wait between two sweeps that fail, in intervals."""
 MAX_BACKOFF_SECONDS = 300.0
 """... and in seconds."""
+EXPIRE_EVERY = 3600.0
+"""Seconds between two expiries of old drafts (each reads every draft: not at every sweep)."""
 
 
 class Sweeper:
@@ -40,6 +48,8 @@ class Sweeper:
         recover: one sweep; returns how many collations it advanced.
         interval: seconds between sweeps; 0 sweeps only once.
         enabled: False for an app without Redis (``start`` does nothing).
+        expire: removes old drafts and detections; returns how many. Run by a sweep when
+            ``EXPIRE_EVERY`` seconds of ``clock`` have passed since the last time.
     """
 
     def __init__(
@@ -49,11 +59,17 @@ class Sweeper:
         *,
         enabled: bool = True,
         probe: Callable[[], str | None] = lambda: None,
+        expire: Callable[[], int] = lambda: 0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.recover = recover
         self.interval = float(interval)
         self.enabled = enabled
         self.probe = probe
+        self.expire = expire
+        self.clock = clock
+        self._expire_due: float | None = None
+        """``clock`` time of the next expiry; None: at the next sweep."""
         self.delay = self.interval
         """Seconds until the next sweep: the interval, or longer after failures."""
         self._stop = threading.Event()
@@ -68,6 +84,7 @@ class Sweeper:
             runtime.settings.workers.sweep_interval,
             enabled=runtime.redis is not None,
             probe=lambda: writable.check(runtime.store, runtime.redis),
+            expire=lambda: len(expire_drafts(runtime.store, runtime.settings.draft_days)),
         )
 
     @property
@@ -87,6 +104,7 @@ class Sweeper:
             return 0
         try:
             count = self.recover()
+            self._expire_if_due()
         except EXPECTED_FAILURES as exc:
             self._back_off()
             log.warning("Sweep failed, trying again in %g s: %s", self.delay, exc)
@@ -98,6 +116,14 @@ class Sweeper:
         if count:
             log.info("Sweep: %d unfinished collation(s) advanced", count)
         return count
+
+    def _expire_if_due(self) -> None:
+        if self._expire_due is not None and self.clock() < self._expire_due:
+            return
+        removed = self.expire()
+        self._expire_due = self.clock() + EXPIRE_EVERY
+        if removed:
+            log.info("Sweep: %d draft(s) and detection(s) for review removed, unchanged for too long", removed)
 
     def _back_off(self) -> None:
         cap = min(self.interval * MAX_BACKOFF, MAX_BACKOFF_SECONDS)

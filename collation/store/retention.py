@@ -1,4 +1,5 @@
-"""Retention of cached work in a folder store: ``collate store prune --older-than DAYS``.
+"""Retention of cached work in a folder store (``collate store prune --older-than DAYS``), and expiry of the
+New page's work kept on the server (``expire_drafts``, any store).
 
 Features (``features/``) and score matrices, chunks and candidate pairs (``scores/``) are caches:
 every collation's results are in its own folder, so a finished collation never reads them again,
@@ -15,10 +16,12 @@ object store has no access times: give its bucket a lifecycle rule instead (docs
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from itertools import combinations
 
 from collation.core.errors import InputError, StoreFormatError
@@ -28,6 +31,8 @@ from collation.store.records import feature_keys, pair_key
 
 CACHES = ("features/", "scores/")
 """The prefixes of cached work that ``prune`` may remove."""
+DRAFTS = ("drafts/", "detections/")
+"""The prefixes of the New page's work kept on the server, which ``expire_drafts`` removes when old."""
 
 
 @dataclass
@@ -129,3 +134,39 @@ def remove_empty_folders(root: os.PathLike | str) -> None:
                 os.rmdir(dirpath)
             except OSError:  # something was written into it meanwhile
                 continue
+
+
+def changed_at(data: bytes) -> float | None:
+    """When a draft or detection document last changed (its ``updated``, else ``created``, ISO 8601 with a
+    zone), in seconds since the epoch; None when the document does not say (not JSON, no such field)."""
+    try:
+        doc = json.loads(data)
+        stamp = doc.get("updated") or doc.get("created")
+        return datetime.fromisoformat(stamp).timestamp() if isinstance(stamp, str) else None
+    except (ValueError, AttributeError):
+        return None
+
+
+def expire_drafts(store: DataStore, days: float, *, dry_run: bool = False, now: float | None = None) -> list[str]:
+    """Removes the drafts and detections for review (``DRAFTS``) not changed for ``days`` days (0: none) and
+    returns their keys (with ``dry_run``, only says which). A document that does not say when it changed is
+    kept: it is not ours to judge.
+
+    Raises:
+        InputError: ``days`` is negative or not finite.
+    """
+    if not (math.isfinite(days) and days >= 0):
+        raise InputError(f"the age of drafts must be a number of days >= 0 (finite), not {days}", field="draft_days")
+    if days == 0:
+        return []
+    limit = (time.time() if now is None else now) - days * 86400
+    removed = []
+    for key in sorted(key for prefix in DRAFTS for key in store.versions(prefix)):
+        data = store.read(key)
+        when = changed_at(data) if data is not None else None
+        if when is None or when >= limit:
+            continue
+        if not dry_run:
+            store.delete(key)
+        removed.append(key)
+    return removed

@@ -401,7 +401,7 @@ def test_a_job_lost_while_being_dequeued_is_enqueued_again(
     redis.close()
 
 
-def test_a_worker_loads_its_default_backbone_before_the_first_job(
+def test_a_worker_loads_its_default_backbone_and_its_detector(
     settings: Any, caplog: Any, monkeypatch: Any, tmp_path: Path
 ) -> None:
     from dataclasses import replace
@@ -409,11 +409,17 @@ def test_a_worker_loads_its_default_backbone_before_the_first_job(
     import torch
 
     from collation.jobs.runtime import Runtime
-    from collation.jobs.worker import preload_backbone
+    from collation.jobs.worker import preload_backbone, preload_detector
 
     runtime = runtime_for(settings)
     preload_backbone(runtime)
     assert (settings.backbone, runtime.device, runtime.precision) in runtime._backbones
+    preload_detector(runtime)
+    assert runtime._detector is not None and runtime._detector.name == "builtin"
+    with caplog.at_level("WARNING", logger="collation.jobs.worker"):
+        preload_detector(Runtime.create(replace(settings, detector_model=tmp_path / "missing.pt")))
+    assert "detector was not preloaded" in caplog.text and "missing.pt" in caplog.text
+    caplog.clear()
 
     # A default backbone that cannot load (no ResNet-50 weights anywhere) is logged; the worker still starts.
     monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path))
@@ -422,6 +428,50 @@ def test_a_worker_loads_its_default_backbone_before_the_first_job(
         preload_backbone(missing)
     assert missing._backbones == {}
     assert "not preloaded" in caplog.text and "resnet50-conv4" in caplog.text
+
+
+def test_a_starting_worker_takes_a_job_while_its_backbone_loads(settings: Any, monkeypatch: Any) -> None:
+    """The default backbone loads beside the work loop (issue 39: the first page of a detection for review
+    waited the 10-30 s of that load): a job that needs no backbone runs while the load is under way. The
+    detector (torch's import) is loaded before the first job."""
+    import signal
+
+    from collation.engine import backbones, detection
+    from collation.jobs.worker import work
+
+    redis = Redis.from_url(settings.redis_url)
+    job = Queue(settings.workers.queue_compute, connection=redis).enqueue_call("time.time")
+    finished_while_loading: list[bool] = []
+
+    def slow_load(*args: Any, **kwargs: Any) -> Any:
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline and not finished_while_loading:
+            if job.get_status(refresh=True) == JobStatus.FINISHED:
+                finished_while_loading.append(True)
+            time.sleep(0.05)
+        raise RuntimeError("no backbone in this test")
+
+    monkeypatch.setattr(backbones, "load_backbone", slow_load)
+    detector_loaded: list[Any] = []
+    load_detector = detection.load_detector
+    monkeypatch.setattr(
+        detection,
+        "load_detector",
+        lambda *a, **k: (detector_loaded.append(job.get_status(refresh=True)), load_detector(*a, **k))[1],
+    )
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        work(settings, ("compute",), burst=True)
+    finally:
+        for s, handler in handlers.items():
+            signal.signal(s, handler)
+    assert job.get_status(refresh=True) == JobStatus.FINISHED
+    deadline = time.monotonic() + 10
+    while not finished_while_loading and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert finished_while_loading == [True]
+    assert detector_loaded == [JobStatus.QUEUED]
+    redis.close()
 
 
 def test_a_store_failing_while_a_step_finds_its_collation_gone_is_remembered(

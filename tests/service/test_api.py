@@ -376,3 +376,28 @@ def test_sweeper_thread_starts_and_stops() -> None:
     finally:
         sweeper.stop()
     assert not sweeper.running
+
+
+def test_sweeper_expires_old_drafts_once_an_hour() -> None:
+    from collation.service.sweeper import EXPIRE_EVERY, Sweeper
+
+    now, expired = [0.0], []
+    sweeper = Sweeper(lambda: 0, interval=15, expire=lambda: expired.append(now[0]) or 1, clock=lambda: now[0])
+    for moment in (0.0, 15.0, EXPIRE_EVERY - 1, EXPIRE_EVERY, EXPIRE_EVERY + 15):
+        now[0] = moment
+        sweeper.sweep()
+    assert expired == [0.0, EXPIRE_EVERY]  # at the first sweep, then once EXPIRE_EVERY has passed
+
+
+def test_the_apps_sweep_removes_drafts_unchanged_for_draft_days(settings: Settings) -> None:
+    import json
+
+    app = create_app(settings.replace(draft_days=2), TESTING=True)
+    client, store = app.test_client(), service_state(app).runtime.store
+    old, new = (client.post("/api/v1/drafts", json={"text": t}).get_json()["id"] for t in ("old", "new"))
+    doc = json.loads(store.read(f"drafts/{old}.json"))
+    store.write(f"drafts/{old}.json", json.dumps({**doc, "updated": "2026-01-01T00:00:00+00:00"}).encode())
+    service_state(app).sweeper.sweep()
+    assert client.get(f"/api/v1/drafts/{old}").status_code == 404
+    assert client.get(f"/api/v1/drafts/{new}").get_json()["text"] == "new"
+    service_state(app).close()

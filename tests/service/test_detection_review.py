@@ -56,3 +56,24 @@ def test_a_detection_of_a_missing_manifest_fails_in_words_and_unknown_ids_are_40
     assert api.get(f"{API}/detections/{'0' * 16}").status_code == 404
     assert api.get(f"{API}/detections/nope").status_code == 404
     assert api.post(f"{API}/detections", json={"manifest": "ftp://x"}).status_code == 400
+
+
+def test_the_pages_are_searched_with_the_detector_of_the_collations(
+    api: Any, synthetic: Any, run_jobs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker's detector (``Runtime.detector``: ``COLLATION_DETECTOR_MODEL`` and its floor), not the
+    built-in one whatever the settings: the regions reviewed are those the collation would find."""
+    from collation.engine import detection
+
+    class OneBox:
+        name = "one box"
+
+        def __call__(self, image: Any) -> list[detection.Detection]:
+            return [detection.Detection((0, 0, image.width // 2, image.height // 2), 0.9, "miniature")]
+
+    monkeypatch.setattr(detection, "load_detector", lambda *args, **kwargs: OneBox())
+    did = api.post(f"{API}/detections", json={"manifest": synthetic.b}).get_json()["id"]
+    run_jobs()
+    doc = api.get(f"{API}/detections/{did}").get_json()
+    assert doc["status"] == "finished" and len(doc["regions"]) == synthetic.n
+    assert {(r["xywh"][0], r["xywh"][1], r["score"]) for r in doc["regions"]} == {(0, 0, 0.9)}

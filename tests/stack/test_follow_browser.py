@@ -14,6 +14,7 @@ from service_helpers import served_app
 
 from collation.app import create_app
 from collation.core.settings import Settings
+from collation.core.vocabulary import CollationStatus
 from collation.service.state import service_state
 from collation.store.records import Progress
 from collation.store.stored import PreparedManuscript
@@ -25,8 +26,8 @@ WAITING, FAILED, COMPARING = "0123456789abcdef", "fedcba9876543210", "00aa00aa00
 
 
 @pytest.fixture(scope="module")
-def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The service's root URL, with a collation waiting for a worker and a failed one."""
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any]]:
+    """The service's root URL and its store, with a collation waiting for a worker and a failed one."""
     settings = Settings.from_env(
         {}, data_dir=tmp_path_factory.mktemp("follow") / "data", allowed_hosts=("127.0.0.1",), sweep_interval=0
     )
@@ -38,7 +39,12 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     for m, label in enumerate(("P2 Ott.gr.354", "P3 Marc.gr.IV.35")):
         store.save_manuscript(FAILED, PreparedManuscript(m, f"https://x/{m}.json", label=label))
     with served_app(app) as root:
-        yield f"{root}"
+        yield root, store
+
+
+@pytest.fixture
+def root(served: tuple[str, Any]) -> str:
+    return served[0]
 
 
 def test_a_collation_that_counted_nothing_yet_shows_words_and_a_moving_bar(page: Any, root: str) -> None:
@@ -112,4 +118,41 @@ def test_every_step_is_counted_and_a_step_without_a_count_says_how_long_it_has_r
         r"Step 3 of 4: Comparing the illustrations with each other\u2026 \(\d+ s so far\)",
         page.locator("#state").inner_text(),
     )
+    assert page.errors == []
+
+
+def test_the_time_left_only_falls_and_the_finishing_step_is_shown(page: Any, served: tuple[str, Any]) -> None:
+    """Issue 39, item 8 ("About 23 s left", then finished 14 s later; the finishing step never shown): the
+    page's clock is driven, the worker's progress written into the record between two polls. A slow stretch
+    does not make the time left count up; "Step 4 of 4" shows while the results are put together."""
+    root, store = served
+    cid = "00bb00bb00bb00bb"
+    store.create_collation(record(status="running", cid=cid, progress=Progress("scoring", 0, 12)))
+
+    def progress(stage: str, done: int, total: int, status: str = "running") -> None:
+        def change(r: Any) -> None:
+            r.status, r.progress = CollationStatus(status), Progress(stage, done, total)
+
+        store.update_record(cid, change)
+
+    def after(ms: int, expected: str) -> tuple[str, str]:
+        page.clock.run_for(ms)  # the next poll, at the page's time
+        page.locator("#state", has_text=expected).wait_for()
+        return page.locator("#state").inner_text(), page.locator("#eta").inner_text()
+
+    page.clock.install()
+    page.goto(f"{root}/collations/{cid}")
+    page.locator("#state", has_text="Step 3 of 4").wait_for()
+    seen = []
+    for ms, (done, total) in ((4000, (3, 12)), (16000, (6, 12)), (2000, (9, 12))):
+        progress("scoring", done, total)
+        seen.append(after(ms, f"{done} of {total}"))
+    left = [int(re.fullmatch(r"About (\d+) s left in this step\.", eta).group(1)) for _, eta in seen]
+    # 3 pairs in 4 s: 12 s left (13 when the poll came a second late); 6 in 20 s would say 20: not shown
+    assert 12 <= left[0] <= 13 and left[1] == left[0] and 6 <= left[2] <= 8, left
+    progress("finalizing", 0, 1)
+    state, eta = after(1000, "Step 4 of 4")
+    assert state.startswith("Step 4 of 4: Putting the results together") and eta == ""
+    progress("finished", 1, 1, status="finished")
+    assert after(1000, "Finished.")[0] == "Finished. All 4 steps done."
     assert page.errors == []

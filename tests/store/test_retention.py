@@ -1,11 +1,15 @@
 """``collate store prune --older-than DAYS``: cached features and scores not used for DAYS days go,
-unless an unfinished collation needs them; recent ones, records, results and images stay."""
+unless an unfinished collation needs them; recent ones, records, results and images stay. Drafts and
+detections for review unchanged for ``COLLATION_DRAFT_DAYS`` days go too (``expire_drafts``)."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,7 +22,7 @@ from collation.core.settings import Settings
 from collation.store.folder import FolderStore
 from collation.store.objects import ObjectStore
 from collation.store.records import pair_key
-from collation.store.retention import prune
+from collation.store.retention import expire_drafts, prune
 from collation.store.stored import PairResults, PreparedManuscript
 
 DAY = 86400.0
@@ -101,3 +105,45 @@ def test_the_command_and_its_refusals(folder_store: FolderStore, monkeypatch: py
     objects = ObjectStore(settings.store.url, settings.data_dir, 2**20, endpoint="http://127.0.0.1:9")
     with pytest.raises(InputError, match="prune works on a folder store; give an object store's bucket a lifecycle"):
         prune(objects, 30)
+
+
+def stamped(store: FolderStore, key: str, days: float | None) -> str:
+    """A draft or detection document last changed ``days`` days ago (None: it does not say when)."""
+    moment = datetime.fromtimestamp(NOW - days * DAY, UTC).isoformat(timespec="seconds") if days is not None else None
+    store.write(key, json.dumps({"id": key, "created": moment, "updated": moment}).encode())
+    return key
+
+
+def test_drafts_and_detections_unchanged_for_their_days_expire(tmp_path: Path) -> None:
+    store = FolderStore(tmp_path / "data")
+    old = [stamped(store, "detections/00000000000000aa.json", 40), stamped(store, "drafts/00000000000000bb.json", 31)]
+    kept = [
+        stamped(store, "drafts/00000000000000cc.json", 29),
+        stamped(store, "detections/00000000000000dd.json", 0),
+        stamped(store, "drafts/00000000000000ee.json", None),  # it does not say: not ours to judge
+    ]
+    store.write("drafts/00000000000000ff.json", b"not JSON")
+    aged(store, "features/old.pt", 40)  # a cache: prune's, not this
+    assert expire_drafts(store, 30, dry_run=True, now=NOW) == sorted(old) and all(store.has(k) for k in old)
+    assert expire_drafts(store, 0, now=NOW) == []  # 0: kept
+    assert expire_drafts(store, 30, now=NOW) == sorted(old)
+    assert not any(store.has(k) for k in old) and all(store.has(k) for k in kept)
+    assert store.has("drafts/00000000000000ff.json") and store.has("features/old.pt")
+    with pytest.raises(InputError, match="number of days >= 0"):
+        expire_drafts(store, float("nan"))
+
+
+def test_prune_expires_drafts_by_their_setting(
+    folder_store: FolderStore, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    stamped(folder_store, "drafts/00000000000000aa.json", 40)
+    stamped(folder_store, "drafts/00000000000000bb.json", 10)
+    monkeypatch.setenv("COLLATION_DATA_DIR", str(folder_store.root))
+    monkeypatch.setenv("COLLATION_DRAFT_DAYS", "30")
+    assert main(["store", "prune", "--older-than", "365", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "drafts/00000000000000aa.json\n" in out and "would remove 1 drafts and detections for review" in out
+    monkeypatch.setenv("COLLATION_DRAFT_DAYS", "7")
+    assert main(["store", "prune", "--older-than", "365"]) == 0
+    assert "removed 2 drafts and detections for review unchanged for 7 days" in capsys.readouterr().out
+    assert folder_store.versions("drafts/") == {} and folder_store.has("features/old.pt")

@@ -252,7 +252,9 @@
           ' pages searched, ' + plural(doc.regions.length, 'illustration') + ' found so far. You can review them now.';
       bar.hidden = done || failed;
       changed();
-      if (!done && !failed && box.isConnected) setTimeout(poll, 1000);
+      // asked often until the first page is shown (it comes within a second or two of a worker taking the job),
+      // then every second
+      if (!done && !failed && box.isConnected) setTimeout(poll, doc.done ? 1000 : 250);
     }
     function poll() { api(links.detections + '/' + report.detection.id).then(show).catch(retryLater); }
     function retryLater(error) { line.textContent = 'Finding the illustrations: ' + error.message; setTimeout(poll, 3000); }
