@@ -41,7 +41,7 @@ def add_subcommands(subparsers: Any) -> None:
     prune = actions.add_parser(
         "prune",
         help="remove cached features and scores not used for a while (folder store), and drafts older than "
-        "COLLATION_DRAFT_DAYS",
+        "COLLATION_STORE_DRAFT_DAYS",
     )
     prune.add_argument(
         "--older-than", type=float, required=True, metavar="DAYS", help="remove what was not used for DAYS days"
@@ -129,7 +129,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 def cmd_prune(args: argparse.Namespace) -> int:
     from collation.store.retention import expire_drafts, prune
 
-    store, days = _store(args.settings), args.settings.draft_days
+    store, days = _store(args.settings), args.settings.store.draft_days
     drafts = expire_drafts(store, days, dry_run=args.dry_run)
     done = prune(store, args.older_than, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"

@@ -166,6 +166,13 @@ class StoreSettings:
     min_free_bytes: int = setting(
         256 * 2**20, "Free disk a folder store keeps, else it is full.", variable="COLLATION_MIN_FREE_BYTES", at_least=0
     )
+    draft_days: float = setting(
+        30.0,
+        "Days after its last change that a draft of the New page (`/drafts`) or a detection for review "
+        "(`/detections`) is removed, by the API's sweep (hourly) and by `collate store prune`; 0: kept.",
+        at_least=0,
+        at_most=36500,
+    )
 
 
 @dataclass(frozen=True)
@@ -322,13 +329,6 @@ class Settings:
         False, "`GET /metrics` needs a bearer token (when `COLLATION_API_TOKENS` is set)."
     )
     metrics_hosts: tuple[str, ...] = setting((), "IIIF hosts named in metrics; others: `other`.")
-    draft_days: float = setting(
-        30.0,
-        "Days after its last change that a draft of the New page (`/drafts`) or a detection for review "
-        "(`/detections`) is removed, by the API's sweep (hourly) and by `collate store prune`; 0: kept.",
-        at_least=0,
-        at_most=36500,
-    )
     store: StoreSettings = group(StoreSettings)
     inspection: InspectionSettings = group(InspectionSettings)
     limits: LimitSettings = group(LimitSettings)

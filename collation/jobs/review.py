@@ -8,7 +8,7 @@ One document per detection, ``detections/<id>.json`` in the data store, rewritte
 ``done`` and ``total`` pages, the ``regions`` found so far (the inspection's region form, numbered in
 page order) and the ``problems`` (a page whose image could not be loaded). The job runs on the compute
 queue (the detector is a CNN) with the worker's detector and fetcher (the model, the address policy and
-politeness of a collation). Removed once unchanged for ``settings.draft_days`` days, as drafts are.
+politeness of a collation). Removed once unchanged for ``settings.store.draft_days`` days, as drafts are.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ state (``editors``: manifest URL -> its corrected boxes, its undo history and th
 undo survives a reload. Its id (16 random hex digits) is the capability: whoever has the address reads
 and replaces it; with ``COLLATION_API_TOKENS`` writing needs a token, as every write does. Stored as one
 JSON object, ``drafts/<id>.json``, in the data store; never read by the workers. Removed once unchanged
-for ``settings.draft_days`` days (``collation.store.retention.expire_drafts``).
+for ``settings.store.draft_days`` days (``collation.store.retention.expire_drafts``).
 """
 
 from __future__ import annotations

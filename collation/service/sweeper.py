@@ -5,7 +5,7 @@ workers back to their queues).
 A ``Sweeper`` belongs to one app (``ServiceState.sweeper``); ``collate serve`` starts and stops it.
 
 The sweep also removes, at most once every ``EXPIRE_EVERY`` seconds (the first sweep included), the drafts
-and detections for review not changed for ``settings.draft_days`` days (``collation.store.retention.
+and detections for review not changed for ``settings.store.draft_days`` days (``collation.store.retention.
 expire_drafts``).
 
 Each tick first probes the data store with a small write (``store.writable.check``): while the store
@@ -84,7 +84,7 @@ class Sweeper:
             runtime.settings.workers.sweep_interval,
             enabled=runtime.redis is not None,
             probe=lambda: writable.check(runtime.store, runtime.redis),
-            expire=lambda: len(expire_drafts(runtime.store, runtime.settings.draft_days)),
+            expire=lambda: len(expire_drafts(runtime.store, runtime.settings.store.draft_days)),
         )
 
     @property

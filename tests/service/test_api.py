@@ -392,7 +392,7 @@ def test_sweeper_expires_old_drafts_once_an_hour() -> None:
 def test_the_apps_sweep_removes_drafts_unchanged_for_draft_days(settings: Settings) -> None:
     import json
 
-    app = create_app(settings.replace(draft_days=2), TESTING=True)
+    app = create_app(settings.replace(store_draft_days=2), TESTING=True)
     client, store = app.test_client(), service_state(app).runtime.store
     old, new = (client.post("/api/v1/drafts", json={"text": t}).get_json()["id"] for t in ("old", "new"))
     doc = json.loads(store.read(f"drafts/{old}.json"))

@@ -1,6 +1,6 @@
 """``collate store prune --older-than DAYS``: cached features and scores not used for DAYS days go,
 unless an unfinished collation needs them; recent ones, records, results and images stay. Drafts and
-detections for review unchanged for ``COLLATION_DRAFT_DAYS`` days go too (``expire_drafts``)."""
+detections for review unchanged for ``COLLATION_STORE_DRAFT_DAYS`` days go too (``expire_drafts``)."""
 
 from __future__ import annotations
 
@@ -139,11 +139,11 @@ def test_prune_expires_drafts_by_their_setting(
     stamped(folder_store, "drafts/00000000000000aa.json", 40)
     stamped(folder_store, "drafts/00000000000000bb.json", 10)
     monkeypatch.setenv("COLLATION_DATA_DIR", str(folder_store.root))
-    monkeypatch.setenv("COLLATION_DRAFT_DAYS", "30")
+    monkeypatch.setenv("COLLATION_STORE_DRAFT_DAYS", "30")
     assert main(["store", "prune", "--older-than", "365", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "drafts/00000000000000aa.json\n" in out and "would remove 1 drafts and detections for review" in out
-    monkeypatch.setenv("COLLATION_DRAFT_DAYS", "7")
+    monkeypatch.setenv("COLLATION_STORE_DRAFT_DAYS", "7")
     assert main(["store", "prune", "--older-than", "365"]) == 0
     assert "removed 2 drafts and detections for review unchanged for 7 days" in capsys.readouterr().out
     assert folder_store.versions("drafts/") == {} and folder_store.has("features/old.pt")
