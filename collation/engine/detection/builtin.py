@@ -124,14 +124,17 @@ def paper_colour(rgb: np.ndarray, grid: int = 8) -> np.ndarray:
 
 
 def running_mean(a: np.ndarray, k: int, axis: int) -> np.ndarray:
-    """(H, W) float32 the mean of a (H, W) array over k values along axis, centred, cut at the edges
-    (cumulative sums: a long thin window costs no more than a short one)."""
-    a = np.moveaxis(a.astype(np.float32), axis, -1)
-    n = a.shape[-1]
-    total = np.concatenate([np.zeros((*a.shape[:-1], 1), np.float32), np.cumsum(a, axis=-1)], axis=-1)
+    """(H, W) the mean of a (H, W) array over k values along axis, centred, cut at the edges (cumulative
+    sums: a long thin window costs no more than a short one). Summed and gathered along ``axis`` in place,
+    not on a transposed view: a strided cumulative sum and gather took 40% of the detector's time."""
+    n = a.shape[axis]
+    total = np.cumsum(a, axis=axis, dtype=np.float32)
     lo = np.clip(np.arange(n) - k // 2, 0, n)
     hi = np.clip(np.arange(n) - k // 2 + k, 0, n)
-    return np.moveaxis((total[..., hi] - total[..., lo]) / (hi - lo), -1, axis)
+    shape = (n, 1) if axis == 0 else (1, n)
+    # total[i] holds the sum of the first i + 1 values; a sum that starts at 0 subtracts nothing
+    start = np.where((lo > 0).reshape(shape), np.take(total, np.maximum(lo - 1, 0), axis=axis), np.float32(0))
+    return (np.take(total, hi - 1, axis=axis) - start) / (hi - lo).reshape(shape)
 
 
 def local_paper_light(light: np.ndarray, paper_light: float, conf: SimpleNamespace) -> np.ndarray:
