@@ -120,6 +120,15 @@ TRANSPOSITIONS_SCORED = 2
 cheap score (``collation.engine.cascade.likely_transpositions``) is highest, so ``all`` and ``turns`` cost
 about 2x the pairs of ``none`` in S_trans, not 6x or 8x. Keys the pair's scores (``store.records.pair_key``)."""
 
+TRANSPOSE_CHEAP_BELOW = 0.25
+TRANSPOSE_CHEAP_MARGIN = 1.0
+"""Which pairs S_trans also scores transposed when an option has more transpositions than
+``TRANSPOSITIONS_SCORED`` (``collation.engine.cascade``): a second illustration is *suspected* when it has no
+mutual best partner by cheap score as drawn, or one scoring under ``TRANSPOSE_CHEAP_BELOW``; only these are
+described transposed (at the query scale), and a pair of a suspected one is scored under its transposition of
+highest cheap score when that score beats the cheap score as drawn ``TRANSPOSE_CHEAP_MARGIN`` times. Both key
+the pair's scores (``store.records.pair_key``). Chosen on ... (docs/transpositions.md)."""
+
 PARTIAL = False
 """Partial-copy S_trans: divide by the query cells of the matched area, not all of them (docs/transpositions.md).
 Off: it raises partial copies' margins but lowers plain copies' (docs/benchmarks.md)."""

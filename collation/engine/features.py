@@ -142,6 +142,18 @@ class MultiScaleFeatures:
             self.desc[idx], self.pos[idx], self.mask[idx], self.scales, self.query_scale, self.backbone
         )
 
+    def scatter(self, indices: torch.Tensor, size: int) -> MultiScaleFeatures:
+        """A set of ``size`` illustrations holding these k at ``indices`` ``(k,)`` and empty maps (no cell)
+        elsewhere: the inverse of ``select`` for a set described in part."""
+        check_shape("indices", indices, (len(self),))
+        shape = (size, *self.desc.shape[1:])
+        desc = self.desc.new_zeros(shape)
+        pos = self.pos.new_zeros((size, *self.pos.shape[1:]))
+        mask = self.mask.new_zeros((size, *self.mask.shape[1:]))
+        idx = indices.long()
+        desc[idx], pos[idx], mask[idx] = self.desc, self.pos, self.mask
+        return MultiScaleFeatures(desc, pos, mask, self.scales, self.query_scale, self.backbone)
+
     def to(self, device: torch.device | str) -> MultiScaleFeatures:
         return MultiScaleFeatures(
             self.desc.to(device),

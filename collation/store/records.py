@@ -309,8 +309,9 @@ def pair_key(
             parts[name] = stored[name]
     if options.partial:
         parts["partial_min_area"] = defaults.PARTIAL_MIN_AREA
-    if options.n_transpositions > defaults.TRANSPOSITIONS_SCORED:  # only the likeliest are scored
+    if options.n_transpositions > defaults.TRANSPOSITIONS_SCORED:  # only suspected pairs, at their likeliest
         parts["transpositions_scored"] = defaults.TRANSPOSITIONS_SCORED
+        parts["transpose_cheap"] = [defaults.TRANSPOSE_CHEAP_BELOW, defaults.TRANSPOSE_CHEAP_MARGIN]
     return digest(parts)
 
 
@@ -318,9 +319,12 @@ def transposed_features_key(features_key: str, transpositions: str) -> str:
     """Key of a manuscript's features under every transposition of ``transpositions`` ("mirror",
     "all"): its plain features key plus the option value, since the transposed images are exact
     pixel moves of the same images (docs/transpositions.md). ``turns`` turns by small angles, filling the
-    corners: its key also names the angles (``options.TURNS``), so other angles never share it."""
+    corners: its key also names the angles (``options.TURNS``), so other angles never share it. ``all`` and
+    ``turns`` are described at the query scale only, which their keys name."""
     if transpositions == "turns":
-        return f"{features_key}.turns-{digest(TURNS)[:12]}"
+        return f"{features_key}.turns-{digest([TURNS, defaults.QUERY_SCALE])[:12]}"
+    if transpositions == "all":  # turned at the query scale only (engine.transpositions.extract_turned_features)
+        return f"{features_key}.all-q{defaults.QUERY_SCALE}"
     return f"{features_key}.{transpositions}"
 
 
