@@ -33,7 +33,14 @@ from collation.jobs.runtime import Runtime
 from collation.jobs.scheduling import Scheduler, update_scoring_progress
 from collation.net.http import Fetcher
 from collation.store.datastore import CollationNotFound, DataStore
-from collation.store.records import CollationRecord, chunk_count, feature_keys, pair_key, second_features_key
+from collation.store.records import (
+    CollationRecord,
+    chunk_count,
+    feature_keys,
+    pair_key,
+    second_features_key,
+    turned_features_key,
+)
 from collation.store.stored import PreparedManuscript
 from collation.store.transitions import AlreadyEnded, fail, finish, name_by_labels, set_progress
 
@@ -163,8 +170,9 @@ def store_candidates(runtime: Runtime, record: CollationRecord) -> int:
     manuscript (docs/transpositions.md). Nothing to do without pruning, or for a pair whose scores or
     candidates are stored already.
     """
-    from collation.engine.pipeline import candidate_pairs, choose_transpositions, suspects
+    from collation.engine.pipeline import candidate_pairs, choose_transpositions, describe_transposed, suspects
     from collation.engine.transpositions import picks_transpositions
+    from collation.jobs.manuscripts import StoredImages
 
     options = record.options
     picks = picks_transpositions(options.transpositions)
@@ -182,11 +190,17 @@ def store_candidates(runtime: Runtime, record: CollationRecord) -> int:
             continue  # planned again once they are there
         check = CancellationCheck(store, cid)
         feats0 = runtime.features(key0)
-        if picks:  # the cascade as drawn, then each pair's transposition (the turned features of all of b)
-            plain1 = runtime.features(docs[b].features_key)
+        if picks:  # the cascade as drawn, then the transpositions the pair chooses, described here
+            plain1 = runtime.features(key1)
             pairs = candidate_pairs(feats0, plain1, options, progress=check)
             suspected = suspects(feats0, plain1, pairs, options)
-            pairs = choose_transpositions(feats0, runtime.features(key1), pairs, suspected, options)
+            images1 = StoredImages(store, docs[b].digests)
+            backbone = runtime.backbone(options.backbone, docs[b].precision)
+            pairs, turns = choose_transpositions(feats0, images1, backbone, pairs, suspected, options)
+            live_record(store, cid)
+            store.save_features(
+                turned_features_key(key), describe_transposed(images1, backbone, options, plain1, turns=turns)
+            )
         else:
             pairs = candidate_pairs(feats0, runtime.features(key1), options, progress=check)
         store.save_pairs(key, pairs)
@@ -361,8 +375,8 @@ def score_chunk(runtime: Runtime, cid: str, a: int, b: int, k: int) -> str:
         return "cached"
     feats0 = runtime.features(doc0.features_key)
     feats1, turned1 = runtime.features(second_features_key(options, doc1.features_key)), None
-    if picks_transpositions(options.transpositions):  # plain features, and the turned ones for the chosen pairs
-        feats1, turned1 = runtime.features(doc1.features_key), feats1
+    if picks_transpositions(options.transpositions):  # the turned features the plan step chose for the pair
+        turned1 = runtime.features(turned_features_key(key))
     pairs = _scored_pairs(store, options, key, len(doc0.regions), len(doc1.regions))
     if pairs is None:
         raise CollationError(f"the candidate pairs of manuscripts {a} and {b} are missing")
@@ -402,7 +416,7 @@ def assemble_scores(
     from collation.engine.pipeline import assemble
 
     options = record.options
-    transposed = second_features_key(options, doc1.features_key) != doc1.features_key
+    transposed = options.n_transpositions > 1
     key = pair_key(options, doc0.features_key, doc1.features_key)
     matrix = store.load_scores(key)
     if matrix is not None:

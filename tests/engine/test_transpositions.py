@@ -15,11 +15,19 @@ from collation.cli.main import main
 from collation.core.errors import InputError, OptionError
 from collation.core.options import CollationOptions
 from collation.core.vocabulary import INVERSES, TRANSPOSITION_NAMES, TRANSPOSITION_SETS
-from collation.engine.candidates import UNSCORED, global_scores, recall
-from collation.engine.cascade import cascade_pairs
+from collation.engine.candidates import global_scores, recall
 from collation.engine.features import extract_features
 from collation.engine.partial import matched_cells, partial_normalizer
-from collation.engine.pipeline import Manuscript, assemble, candidate_pairs, run_collation, score_candidates
+from collation.engine.pipeline import (
+    Manuscript,
+    assemble,
+    candidate_pairs,
+    choose_transpositions,
+    describe_transposed,
+    run_collation,
+    score_candidates,
+    suspects,
+)
 from collation.engine.similarity import score_pairs
 from collation.engine.transpositions import (
     extract_transposed_features,
@@ -160,39 +168,31 @@ def test_global_scores_take_the_best_transposition(originals, transposed):
         transposed_global_scores(originals, transposed, 5)
 
 
-@pytest.mark.parametrize("k", [2, 3])
+@pytest.mark.parametrize("k", [2, 3, None])
 @pytest.mark.heavy
-def test_pruned_transposed_scores_equal_the_full_ones_on_the_candidates(originals, transposed, k):
-    t = len(TRANSPOSITIONS)
-    full_s, full_t = full_scores_transposed(originals, transposed, t, seed=2)
+def test_all_scores_the_suspected_copies_under_their_likeliest_transposition(originals, transposed, backbone, k):
+    _, full_t = full_scores_transposed(originals, transposed, len(TRANSPOSITIONS), seed=2)
     options = CollationOptions(seed=2, candidates=k, transpositions="all")
-    pairs = candidate_pairs(originals, transposed, options)
-    s, winners = assemble((N, N), pairs, *score_candidates(originals, transposed, pairs, options))
-    assert np.array_equal(pairs, cascade_pairs(originals, transposed, k, t, seed=2))
-    # On these drawings (global scores 0.97-0.99) K = 1 misses the mirrored copy; K = 2 holds every true pair.
-    assert recall(pairs, np.stack([np.arange(N)] * 2, axis=1)) == 1.0
-    scored = np.zeros((N, N), dtype=bool)
-    scored[pairs[:, 0], pairs[:, 1]] = True
-    # Each candidate is scored as drawn and under its likeliest transposition by the cheap score
-    # (defaults.TRANSPOSITIONS_SCORED): never above the best of all, and the true pairs get exactly it.
-    assert (s[scored] <= full_s[scored] + 1e-12).all()
-    diagonal = np.arange(N)
-    assert np.array_equal(s[diagonal, diagonal], full_s[diagonal, diagonal])
-    assert np.array_equal(winners[diagonal, diagonal], full_t[diagonal, diagonal])
-    assert (s[~scored] == UNSCORED).all() and not winners[~scored].any()
-    if k == 2:
-        assert (~scored).any()  # pruning left pairs out
-    # Pruned, the decisions are those of every pair: each copy's original, under its transposition.
-    assert (s.argmax(axis=1) == full_s.argmax(axis=1)).all() and (s.argmax(axis=0) == full_s.argmax(axis=0)).all()
-    assert (s.argmax(axis=1) == np.arange(N)).all()
-    names = winner_names(winners, "all")
-    assert names[MIRRORED, MIRRORED] == "mirror" and names[TURNED, TURNED] == "rot270"
-    # No candidates scores every pair, each under as drawn and its likeliest transposition.
-    every_pair = options.replace(candidates=None)
-    every = candidate_pairs(originals, transposed, every_pair)
-    s_all, t_all = assemble((N, N), every, *score_candidates(originals, transposed, every, every_pair))
-    assert len(every) == N * N and (s_all <= full_s + 1e-12).all()
-    assert np.array_equal(np.diag(s_all), np.diag(full_s)) and np.array_equal(np.diag(t_all), np.diag(full_t))
+    plain = transposed.select(range(N))
+    pairs = candidate_pairs(originals, plain, options)  # the cascade as drawn
+    suspected = suspects(originals, plain, pairs, options)
+    # The mirrored and the turned copies have no good partner as drawn; the others have.
+    assert suspected.columns.tolist() == [False, True, True, False]
+    chosen, turns = choose_transpositions(originals, _copies(), backbone, pairs, suspected, options)
+    assert winner_names(turns, "all").tolist() == ["identity", "mirror", "rot270", "identity"]
+    turned = describe_transposed(_copies(), backbone, options, plain, turns=turns)
+    s, winners = assemble((N, N), chosen, *score_candidates(originals, plain, chosen, options, turned=turned))
+    if k is None:
+        assert len(chosen) == N * N
+    assert recall(chosen[:, :2], np.stack([np.arange(N)] * 2, axis=1)) == 1.0
+    # Each copy is matched, the transposed ones under the transposition that undoes them, as scoring all
+    # six for every pair finds; the copies as drawn score what they score without transpositions.
+    assert (s.argmax(axis=1) == np.arange(N)).all() and (s.argmax(axis=0) == np.arange(N)).all()
+    assert np.array_equal(np.diag(winners), np.diag(full_t))
+    plain_s = full_scores(originals, plain, seed=2)
+    assert s[0, 0] == plain_s[0, 0] and s[3, 3] == plain_s[3, 3]
+    assert s[TURNED, TURNED] > 1.2 > 0.6 > plain_s[TURNED, TURNED]
+    assert s[MIRRORED, MIRRORED] > plain_s[MIRRORED, MIRRORED] + 0.2
 
 
 def _half_scene_case(backbone):
