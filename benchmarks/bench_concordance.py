@@ -75,12 +75,14 @@ def control_set(kind: str, n: int, seed: int) -> tuple[list[Image.Image], list[I
 
 
 def load_set(spec: str) -> tuple[list[Image.Image], list[Image.Image], np.ndarray]:
-    """``N0xN1:difficulty:seed`` (``copies.make_pair``), or ``random:n:seed`` / ``blank:n:seed`` (``control_set``)."""
+    """``N0xN1:difficulty:seed[:shared]`` (``copies.make_pair``; shared: the true pairs, e.g. 30), or
+    ``random:n:seed`` / ``blank:n:seed`` (``control_set``)."""
     parts = spec.split(":")
     if parts[0] in ("random", "blank"):
         return control_set(parts[0], int(parts[1]), int(parts[2]))
     n0, n1 = (int(v) for v in parts[0].lower().split("x"))
-    images0, images1, gt, _ = make_pair(n0, n1, int(parts[2]), parts[1])
+    shared = int(parts[3]) if len(parts) > 3 else None
+    images0, images1, gt, _ = make_pair(n0, n1, int(parts[2]), parts[1], shared)
     return images0, images1, gt
 
 
@@ -176,7 +178,9 @@ def report(spec: str, data: dict, options: CollationOptions, rules: list[str]) -
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--set", nargs="+", required=True, help="N0xN1:difficulty:seed, random:n:seed, blank:n:seed")
+    parser.add_argument(
+        "--set", nargs="+", required=True, help="N0xN1:difficulty:seed[:shared], random:n:seed, blank:n:seed"
+    )
     parser.add_argument("--options", default="", help="the collation's options as JSON (default: the defaults)")
     parser.add_argument("--tag", default="default", help="names the cached matrices of these options")
     parser.add_argument("--cache", type=Path, required=True)

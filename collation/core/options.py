@@ -193,6 +193,12 @@ class CollationOptions:
         return len(self.transposition_names)
 
     @property
+    def scored_transpositions(self) -> int:
+        """The most S_trans a pair costs: as drawn and each transposition with ``mirror``; as drawn and one
+        chosen transposition with more (docs/transpositions.md)."""
+        return min(self.n_transpositions, defaults.TRANSPOSITIONS_SCORED)
+
+    @property
     def floor(self) -> float:
         """The floor of raw S under which a match is weak: ``weak_below``, else the one calibrated for the
         backbone, similarity and ``partial`` (``defaults.WEAK_BELOW``), else 0 (none is weak for its score)."""

@@ -121,7 +121,8 @@ class Suspects:
 
     Attributes:
         columns: ``(n1,)`` bool: illustration j has no mutual best partner by cheap score as drawn, or one
-            scoring under ``defaults.TRANSPOSE_CHEAP_BELOW``: its copy may be mirrored or turned.
+            scoring under ``defaults.TRANSPOSE_SUSPECT_BELOW`` of the upper quartile of the pairs' mutual best
+            cheap scores: its copy may be mirrored or turned.
         cheap: ``(P,)`` float64 the cheap score of each pair as drawn.
     """
 
@@ -136,14 +137,17 @@ def suspect_transposed(
     *,
     seed: int,
     partial: bool,
-    below: float = defaults.TRANSPOSE_CHEAP_BELOW,
+    below: float = defaults.TRANSPOSE_SUSPECT_BELOW,
 ) -> Suspects:
     """The second illustrations whose copy the pairs ``(P, 2)`` do not match well as drawn (``Suspects``).
 
     A copy as drawn has a mutual best partner by cheap score (a corridor seed, ``order_corridor``) that
-    scores well; a mirrored or turned one scores like chance as drawn (docs/transpositions.md), so its
-    illustration has no such partner, or a weak one. Only these are described and scored transposed.
+    scores like the collation's good matches; a mirrored or turned one scores like chance as drawn
+    (docs/transpositions.md), so its illustration has no such partner, or a weak one: under ``below`` times
+    the upper quartile of the mutual best pairs' cheap scores, a level each collation sets from its own
+    scores (copies and backbones differ in how high they score). Only these are described transposed.
     """
+    check_positive_float("below", below)
     n1 = len(feats1)
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     cheap = cheap_scores(coarse_features(feats0), coarse_features(feats1), pairs, 1, seed=seed, partial=partial)
@@ -151,9 +155,10 @@ def suspect_transposed(
     matrix[pairs[:, 0], pairs[:, 1]] = cheap
     seeds = mutual_best(normalize(matrix, CASCADE.normalization))
     seeds = seeds[np.isfinite(matrix[seeds[:, 0], seeds[:, 1]])]
-    best = np.zeros(n1)
+    best = np.full(n1, -np.inf)
     best[seeds[:, 1]] = matrix[seeds[:, 0], seeds[:, 1]]
-    return Suspects(best < below, cheap)
+    level = below * np.quantile(best[seeds[:, 1]], 0.75) if len(seeds) else np.inf
+    return Suspects(best < level, cheap)
 
 
 def likely_transpositions(

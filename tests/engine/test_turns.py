@@ -22,7 +22,7 @@ from collation.engine.pipeline import (
 )
 from collation.engine.similarity import score_pairs
 from collation.engine.transpositions import transpose_image, winner_names
-from collation.store.records import pair_key, transposed_features_key
+from collation.store.records import pair_key, transposed_features_key, turned_features_key
 
 ANGLES = (30, -30, 30, -30, 0, 0)
 N = len(ANGLES)
@@ -101,6 +101,8 @@ def test_turns_are_named_keyed_and_inverted():
     image = drawing(0, (64, 48))
     turned = transpose_image(image, "rot30")
     assert turned.size == image.size and not np.array_equal(np.asarray(turned), np.asarray(image))
-    assert transposed_features_key("k", "turns") != "k.turns" and transposed_features_key("k", "all") == "k.all-q20"
+    # Only mirror describes a manuscript transposed; all and turns describe what a pair chose, under its key,
+    # which names the angles too.
+    assert transposed_features_key("k", "mirror") == "k.mirror" and turned_features_key("p").startswith("p.turned-")
     keys = {pair_key(CollationOptions(transpositions=v), "a", "b") for v in ("none", "mirror", "all", "turns")}
     assert len(keys) == 4

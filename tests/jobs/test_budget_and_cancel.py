@@ -44,10 +44,14 @@ def service(redis_url: str, tmp_path: Path) -> Any:
 
 
 def test_the_budget_figures() -> None:
-    every_pair, pruned = CollationOptions(candidates=None), CollationOptions(candidates=10)
+    every_pair = CollationOptions(candidates=None, transpositions="none")
+    pruned = CollationOptions(candidates=10, transpositions="none")
     assert pairs_upper_bound({0: 5, 1: 5, 2: 4}, every_pair) == 25 + 20 + 20
     assert pairs_upper_bound({0: 100, 1: 50}, pruned) == 10 * 150  # candidates x (n_a + n_b) < n_a n_b
-    assert pairs_upper_bound({0: 100, 1: 50}, CollationOptions(candidates=10, transpositions="all")) == 6 * 1500
+    # A pair is scored as drawn and under one transposition at most: mirror, or the one chosen (all, turns).
+    for transpositions in ("mirror", "all", "turns"):
+        options = CollationOptions(candidates=10, transpositions=transpositions)
+        assert pairs_upper_bound({0: 100, 1: 50}, options) == 2 * 1500
     assert over_budget({0: 6000, 1: 4000}, pruned, 10_000, 10**9) is None
     message = over_budget({0: 6000, 1: 4001}, pruned, 10_000, 10**9)
     assert message.startswith("10001 regions (6000 in manuscript 0, 4001 in manuscript 1) are more than the 10000")
