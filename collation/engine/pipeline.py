@@ -218,6 +218,40 @@ def correspond(
     )
 
 
+def score_manuscripts(
+    feats0: MultiScaleFeatures,
+    feats1: MultiScaleFeatures,
+    images1: Sequence[Image.Image],
+    backbone: Backbone,
+    options: CollationOptions,
+    *,
+    dtype: torch.dtype = FEATURES_DTYPE,
+    stage: Callable[[str], ProgressCallback | None] = lambda name: None,
+    label: str = "",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One pair of manuscripts' stages in one process: candidates, and with ``picks_transpositions`` the
+    suspects, their chosen transpositions and those features, then S_trans.
+
+    Args:
+        feats1: the second manuscript's features from ``describe_transposed`` (its plain ones with
+            ``picks_transpositions``); images1: its images (described transposed where a pair chooses).
+        stage: the progress callback of a named stage, or None.
+
+    Returns:
+        pairs ``(P, 2)`` int64, their S ``(P,)`` float64 and winners ``(P,)`` int8.
+    """
+    turned1 = None
+    pairs = candidate_pairs(feats0, feats1, options, progress=stage(f"candidates {label}"))
+    if picks_transpositions(options.transpositions):  # only what the pair does not match well as drawn
+        suspected = suspects(feats0, feats1, pairs, options)
+        pairs, turns = choose_transpositions(feats0, images1, backbone, pairs, suspected, options, dtype=dtype)
+        turned1 = describe_transposed(
+            images1, backbone, options, feats1, turns=turns, dtype=dtype, progress=stage(f"transposed {label}")
+        )
+    s, t = score_candidates(feats0, feats1, pairs, options, turned=turned1, progress=stage(f"scores {label}"))
+    return pairs[:, :2], s, t
+
+
 # --------------------------------------------------------------------------------------------------
 # The whole collation in one process
 
@@ -298,22 +332,10 @@ def run_collation(
     for a in range(len(manuscripts)):
         for b in range(a + 1, len(manuscripts)):
             label = f"{names[a]}-{names[b]}"
-            feats1, turned1 = second.get(b, plain[b]), None
-            pairs = candidate_pairs(plain[a], feats1, options, progress=stage(f"candidates {label}"))
-            if picks:  # only the illustrations the pair does not match well as drawn are described transposed
-                suspected = suspects(plain[a], feats1, pairs, options)
-                pairs, turns = choose_transpositions(plain[a], images[b], model, pairs, suspected, options, dtype=dtype)
-                turned1 = describe_transposed(
-                    images[b],
-                    model,
-                    options,
-                    plain[b],
-                    turns=turns,
-                    dtype=dtype,
-                    progress=stage(f"transposed features {label}"),
-                )
-            s, t = score_candidates(plain[a], feats1, pairs, options, turned=turned1, progress=stage(f"scores {label}"))
-            scores[(a, b)], turned = assemble((len(plain[a]), len(plain[b])), pairs[:, :2], s, t)
+            pairs, s, t = score_manuscripts(
+                plain[a], second.get(b, plain[b]), images[b], model, options, dtype=dtype, stage=stage, label=label
+            )
+            scores[(a, b)], turned = assemble((len(plain[a]), len(plain[b])), pairs, s, t)
             if options.n_transpositions > 1:
                 transposed[(a, b)] = turned
     del model

@@ -77,12 +77,16 @@ def test_a_post_over_the_pairs_budget_is_a_422_naming_the_limit(service: Any, sy
     client, _ = service(max_pairs=20)
     box = synthetic.b_regions[0]
     body = {"manifests": [synthetic.b, synthetic.b + "?copy"], "regions": {"0": [box] * 5, "1": [box] * 5}}
-    r = client.post(f"{API}/collations", json={**body, "options": {"candidates": None}})
+    r = client.post(f"{API}/collations", json={**body, "options": {"candidates": None, "transpositions": "none"}})
     assert r.status_code == 422, r.data
     detail = r.get_json()["detail"]
     assert detail.startswith("25 region pairs to score (5 in manuscript 0, 5 in manuscript 1; every pair")
     assert "more than the 20 one collation may score (COLLATION_MAX_PAIRS)" in detail
-    assert client.post(f"{API}/collations", json={**body, "options": {"candidates": 2}}).status_code == 202  # 20 pairs
+    # By default (turns) a pair may be scored twice: as drawn and under its chosen transposition.
+    r = client.post(f"{API}/collations", json={**body, "options": {"candidates": 2}})
+    assert r.status_code == 422 and "40 region pairs to score" in r.get_json()["detail"], r.data
+    options = {"candidates": 2, "transpositions": "none"}
+    assert client.post(f"{API}/collations", json={**body, "options": options}).status_code == 202  # 20 pairs
 
 
 def test_regions_read_from_manifests_over_the_budget_fail_the_collation_before_features(
