@@ -120,7 +120,7 @@ def run(spec: str, options: CollationOptions, cache: Path, tag: str) -> dict:
     out = {
         "S": matrix,
         "T": turned,
-        "pairs": pairs,
+        "pairs": pairs[:, :2],
         "gt": gt,
         "blank0": np.array([is_blank(im) for im in images0]),
         "blank1": np.array([is_blank(im) for im in images1]),

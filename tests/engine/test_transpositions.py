@@ -247,8 +247,9 @@ def test_partial_is_checked(originals):
 
 
 def test_collation_options_are_validated_and_recorded():
-    plain = CollationOptions()
+    plain = CollationOptions(transpositions="none")
     assert "transpositions" not in plain.to_record() and "partial" not in plain.to_record()
+    assert CollationOptions().to_record()["transpositions"] == "turns"  # the default since issue 38
     options = CollationOptions(transpositions="mirror", partial=True)
     assert options.to_record()["transpositions"] == "mirror" and options.to_record()["partial"] is True
     assert options.transposition_names == ("identity", "mirror") and options.n_transpositions == 2
@@ -299,7 +300,7 @@ def test_collate_match_writes_the_winner(tmp_path, capsys):
     assert [m["match"]["index"] for m in matches] == [0, 1, 2]
     assert [m["transposition"] for m in matches] == ["identity", "identity", "rot270"]  # the mirror matches as drawn
     t = np.load(out / "A-B" / "T.npy")
-    assert t.dtype == np.int8 and t.shape == (3, 3) and t[1, 1] == 1
+    assert t.dtype == np.int8 and t.shape == (3, 3) and t[2, 2] == TRANSPOSITIONS.index("rot270") and t[1, 1] == 0
     capsys.readouterr()
     with pytest.raises(SystemExit):
         main(["match", f"A={tmp_path / 'A'}", f"B={tmp_path / 'B'}", "--out", str(out), "--transpositions", "x"])
