@@ -71,10 +71,12 @@ def test_bad_transposition_and_partial_options_are_400(
 
 
 def test_options_are_recorded_only_when_they_change_the_scores() -> None:
-    plain = CollationOptions.parse({})
+    plain = CollationOptions.parse({"transpositions": "none"})
     assert "transpositions" not in plain.to_record() and "partial" not in plain.to_record()
-    for same in ({"transpositions": "none"}, {"partial": False}, {"transpositions": "none", "partial": False}):
+    assert CollationOptions.parse({}).to_record() == {**plain.to_record(), "transpositions": "turns"}  # the default
+    for same in ({"transpositions": "none", "partial": False},):
         assert CollationOptions.parse(same) == plain  # the same record, the same collation id
+    assert CollationOptions.parse({"partial": False}) == CollationOptions.parse({})
     mirror = CollationOptions.parse({"transpositions": "mirror", "partial": True})
     assert mirror.to_record() == {**plain.to_record(), "transpositions": "mirror", "partial": True}
     ids = {
@@ -83,7 +85,10 @@ def test_options_are_recorded_only_when_they_change_the_scores() -> None:
     }
     assert len(ids) == 4
     # Plain pair keys are those they were; each option gives its own cached matrix.
-    keys = {pair_key(CollationOptions.parse(o), "f0", "f1") for o in ({}, {"transpositions": "mirror"})}
+    keys = {
+        pair_key(CollationOptions.parse(o), "f0", "f1")
+        for o in ({"transpositions": "none"}, {"transpositions": "mirror"})
+    }
     keys |= {pair_key(CollationOptions.parse({"partial": True}), "f0", "f1")}
     assert len(keys) == 3
 
@@ -209,7 +214,9 @@ def test_without_transpositions_nothing_new_is_recorded_or_served(
     api: Any, synthetic: Any, mirrored: str, run_jobs: Any, settings: Settings
 ) -> None:
     cid = run(api, run_jobs, [synthetic.a, mirrored], {"transpositions": "none", "partial": False})
-    assert cid == run(api, run_jobs, [synthetic.a, mirrored], {})  # the same collation as a plain request
+    # the same collation as a request without partial; the default (turns) is another collation
+    assert cid == run(api, run_jobs, [synthetic.a, mirrored], {"transpositions": "none"})
+    assert cid != collation_id([synthetic.a, mirrored], None, CollationOptions.parse({}))
     store = FolderStore(settings.data_dir)
     record = store.load_record(cid)
     assert set(record.options.to_record()) == {
