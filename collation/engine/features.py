@@ -150,7 +150,7 @@ class MultiScaleFeatures:
         desc = self.desc.new_zeros(shape)
         pos = self.pos.new_zeros((size, *self.pos.shape[1:]))
         mask = self.mask.new_zeros((size, *self.mask.shape[1:]))
-        idx = indices.long()
+        idx = indices.to(self.desc.device).long()
         desc[idx], pos[idx], mask[idx] = self.desc, self.pos, self.mask
         return MultiScaleFeatures(desc, pos, mask, self.scales, self.query_scale, self.backbone)
 
