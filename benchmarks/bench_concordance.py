@@ -38,11 +38,14 @@ from collation.engine.evaluation import accuracy
 from collation.engine.pipeline import (
     assemble,
     candidate_pairs,
+    choose_transpositions,
     correspond,
     describe,
     describe_transposed,
     score_candidates,
+    suspects,
 )
+from collation.engine.transpositions import picks_transpositions
 from collation.engine.weak import is_blank, weak_matches
 
 
@@ -72,12 +75,14 @@ def control_set(kind: str, n: int, seed: int) -> tuple[list[Image.Image], list[I
 
 
 def load_set(spec: str) -> tuple[list[Image.Image], list[Image.Image], np.ndarray]:
-    """``N0xN1:difficulty:seed`` (``copies.make_pair``), or ``random:n:seed`` / ``blank:n:seed`` (``control_set``)."""
+    """``N0xN1:difficulty:seed[:shared]`` (``copies.make_pair``; shared: the true pairs, e.g. 30), or
+    ``random:n:seed`` / ``blank:n:seed`` (``control_set``)."""
     parts = spec.split(":")
     if parts[0] in ("random", "blank"):
         return control_set(parts[0], int(parts[1]), int(parts[2]))
     n0, n1 = (int(v) for v in parts[0].lower().split("x"))
-    images0, images1, gt, _ = make_pair(n0, n1, int(parts[2]), parts[1])
+    shared = int(parts[3]) if len(parts) > 3 else None
+    images0, images1, gt, _ = make_pair(n0, n1, int(parts[2]), parts[1], shared)
     return images0, images1, gt
 
 
@@ -96,22 +101,32 @@ def run(spec: str, options: CollationOptions, cache: Path, tag: str) -> dict:
     t0 = time.perf_counter()
     f0 = describe(images0, model, options)
     f1 = describe(images1, model, options)
-    second = describe_transposed(images1, model, options, f1)
+    picks = picks_transpositions(options.transpositions)
+    second = f1 if picks else describe_transposed(images1, model, options, f1)
     t1 = time.perf_counter()
     pairs = candidate_pairs(f0, second, options)
+    turned1, turned_s = None, 0.0
+    if picks:  # as run_collation: the suspected illustrations described transposed, then each pair's choice
+        suspected = suspects(f0, f1, pairs, options)
+        t = time.perf_counter()
+        pairs, turns = choose_transpositions(f0, images1, model, pairs, suspected, options)
+        t_choice = time.perf_counter()
+        turned1 = describe_transposed(images1, model, options, f1, turns=turns)
+        turned_s = time.perf_counter() - t_choice
     t2 = time.perf_counter()
-    s, t = score_candidates(f0, second, pairs, options)
+    s, t = score_candidates(f0, second, pairs, options, turned=turned1)
     t3 = time.perf_counter()
     matrix, turned = assemble((len(images0), len(images1)), pairs, s, t)
     out = {
         "S": matrix,
         "T": turned,
-        "pairs": pairs,
+        "pairs": pairs[:, :2],
         "gt": gt,
         "blank0": np.array([is_blank(im) for im in images0]),
         "blank1": np.array([is_blank(im) for im in images1]),
-        "features_s": t1 - t0,
-        "candidates_s": t2 - t1,
+        "features_s": t1 - t0 + turned_s,
+        "candidates_s": t2 - t1 - turned_s,
+        "turned": np.count_nonzero(pairs[:, 2]) if picks else 0,
         "strans_s": t3 - t2,
     }
     cache.mkdir(parents=True, exist_ok=True)
@@ -152,7 +167,7 @@ def report(spec: str, data: dict, options: CollationOptions, rules: list[str]) -
         f"{recall(data['pairs'], gt) if len(gt) else float('nan'):.3f}, top-1 S/N_S/P_S "
         f"{top['S']:.3f}/{top['N_S']:.3f}/{top['P_S']:.3f}, time {seconds:.1f} s (features "
         f"{float(data['features_s']):.1f}, candidates {float(data['candidates_s']):.1f}, "
-        f"S_trans {float(data['strans_s']):.1f})"
+        f"S_trans {float(data['strans_s']):.1f}; {int(data.get('turned', 0))} pairs also scored transposed)"
     )
     print(head)
     for rule in rules:
@@ -163,7 +178,9 @@ def report(spec: str, data: dict, options: CollationOptions, rules: list[str]) -
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--set", nargs="+", required=True, help="N0xN1:difficulty:seed, random:n:seed, blank:n:seed")
+    parser.add_argument(
+        "--set", nargs="+", required=True, help="N0xN1:difficulty:seed[:shared], random:n:seed, blank:n:seed"
+    )
     parser.add_argument("--options", default="", help="the collation's options as JSON (default: the defaults)")
     parser.add_argument("--tag", default="default", help="names the cached matrices of these options")
     parser.add_argument("--cache", type=Path, required=True)

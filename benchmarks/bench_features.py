@@ -65,8 +65,9 @@ def timed(images: list, backbone: torch.nn.Module) -> tuple[float, MultiScaleFea
 
 
 def decisions(feats0: MultiScaleFeatures, feats1: MultiScaleFeatures) -> dict[str, np.ndarray]:
-    """Top-1 of S both ways and the 2-cycles of P_S, with the default options (cascade, S_trans)."""
-    options = CollationOptions()
+    """Top-1 of S both ways and the 2-cycles of P_S, with the default options (cascade, S_trans) but as drawn
+    only (features, not images, are compared here)."""
+    options = CollationOptions(transpositions="none")
     pairs = candidate_pairs(feats0, feats1, options)
     scores, winners = score_candidates(feats0, feats1, pairs, options)
     matrix, _ = assemble((len(feats0), len(feats1)), pairs, scores, winners)

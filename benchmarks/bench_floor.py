@@ -45,8 +45,8 @@ sys.path.insert(0, str(REPO / "tests"))
 from collation.core.options import CollationOptions  # noqa: E402
 from collation.engine.backbones import load_backbone  # noqa: E402
 from collation.engine.illustrations import via_illustrations  # noqa: E402
-from collation.engine.pipeline import describe, describe_transposed, score_candidates  # noqa: E402
-from collation.engine.similarity import all_pairs  # noqa: E402
+from collation.engine.pipeline import assemble, describe, describe_transposed, score_manuscripts  # noqa: E402
+from collation.engine.transpositions import picks_transpositions  # noqa: E402
 from collation.engine.weak import is_blank  # noqa: E402
 
 QUANTILES = (0.0, 0.01, 0.05, 0.5, 0.95, 0.99, 1.0)
@@ -70,7 +70,7 @@ def blank_page(k: int, sigma: float, jpeg: int | None, size: tuple[int, int] = (
 
 
 class Scorer:
-    """S of every pair of two image lists under the options (``score_candidates`` on all pairs)."""
+    """S of every pair of two image lists under the options (``score_manuscripts`` on all pairs)."""
 
     def __init__(self, options: CollationOptions) -> None:
         self.options = options.replace(candidates=None)
@@ -78,10 +78,11 @@ class Scorer:
 
     def __call__(self, images0: list[Image.Image], images1: list[Image.Image]) -> np.ndarray:
         feats0 = describe(images0, self.model, self.options)
-        feats1 = describe_transposed(images1, self.model, self.options, describe(images1, self.model, self.options))
-        pairs = all_pairs(len(images0), len(images1)).numpy()
-        s, _ = score_candidates(feats0, feats1, pairs, self.options)
-        return s.reshape(len(images0), len(images1))
+        plain1 = describe(images1, self.model, self.options)
+        picks = picks_transpositions(self.options.transpositions)
+        feats1 = plain1 if picks else describe_transposed(images1, self.model, self.options, plain1)
+        pairs, s, _ = score_manuscripts(feats0, feats1, images1, self.model, self.options)
+        return assemble((len(images0), len(images1)), pairs, s, np.zeros(len(s), dtype=np.int8))[0]
 
 
 def best_unrelated(s: np.ndarray, truth: np.ndarray | None = None) -> np.ndarray:

@@ -185,9 +185,11 @@ def drawing_subjects() -> list[tuple[Image.Image, Image.Image]]:
 
 
 def page_crops(count: int, rng: np.random.Generator) -> list[Image.Image]:
-    """``count`` crops of folio pages, from disjoint cells of a 3 x 3 grid per folio (no two overlap)."""
+    """``count`` crops of folio pages, from disjoint cells of a 3 x 3 grid per folio (no two overlap), or of a
+    4 x 4 grid when the folios have fewer cells than that (816 x 405 with 30 true pairs needs 1,161)."""
     folios = sorted((DATA / "P2" / "folios").glob("*.jpg")) + sorted((DATA / "P3" / "folios").glob("*.jpg"))
-    cells = [(f, r, c) for f in folios for r in range(3) for c in range(3)]
+    side = 3 if count <= 9 * len(folios) else 4
+    cells = [(f, r, c) for f in folios for r in range(side) for c in range(side)]
     if count > len(cells):
         raise SystemExit(f"{count} crops asked for, the folios give {len(cells)}")
     chosen = [cells[k] for k in rng.permutation(len(cells))[:count]]
@@ -197,7 +199,7 @@ def page_crops(count: int, rng: np.random.Generator) -> list[Image.Image]:
             opened.clear()
             opened[folio] = Image.open(folio).convert("RGB")
         page = opened[folio]
-        cw, ch = page.width // 3, page.height // 3
+        cw, ch = page.width // side, page.height // side
         w, h = int(cw * rng.uniform(0.6, 1.0)), int(ch * rng.uniform(0.6, 1.0))
         x0 = c * cw + int(rng.integers(0, cw - w + 1))
         y0 = r * ch + int(rng.integers(0, ch - h + 1))
@@ -206,17 +208,19 @@ def page_crops(count: int, rng: np.random.Generator) -> list[Image.Image]:
 
 
 def make_pair(
-    n0: int, n1: int, seed: int, difficulty: str = "moderate"
+    n0: int, n1: int, seed: int, difficulty: str = "moderate", shared: int | None = None
 ) -> tuple[list[Image.Image], list[Image.Image], np.ndarray, np.ndarray]:
     """Two manuscripts of n0 and n1 illustrations, their ground-truth pairs ``(G, 2)`` row-major, and
     ``(G,)`` bool: True where the pair's subject is a drawing (whole or quadrant), False for a page crop.
 
-    With ``moderate`` the data is exactly the first scale benchmark's (same draws, same images).
+    With ``moderate`` the data is exactly the first scale benchmark's (same draws, same images). ``shared``
+    sets G (default: ``GT_SHARE`` of n1): with 30 or fewer outside ``moderate``, every true pair is a
+    drawing, hidden among page crops (issue 38's "hard copies among page-crop distractors").
     """
     if difficulty not in DIFFICULTIES:
         raise SystemExit(f"difficulty must be one of {', '.join(DIFFICULTIES)}")
     rng = np.random.default_rng(seed)
-    g = min(round(GT_SHARE * n1), n1)
+    g = min(round(GT_SHARE * n1), n1) if shared is None else min(shared, n1)
     if difficulty == "moderate":  # the first benchmark: the 15 real pairs, then restyled page crops
         subjects = drawing_subjects()[:15]
         n_real = n_draw = min(len(subjects), g)

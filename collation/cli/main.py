@@ -242,10 +242,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     match.add_argument(
         "--transpositions",
-        default=defaults.TRANSPOSITIONS,
+        default=None,
         choices=tuple(options.TRANSPOSITION_SETS),
         help="also score mirrored (mirror), mirrored and quarter-turned (all) or mirrored and turned by "
-        "±15/30/45° (turns) copies; the winner is reported (docs/transpositions.md)",
+        "±15/30/45° (turns) copies; the winner is reported (docs/transpositions.md); default turns (none "
+        "with s_features)",
     )
     match.add_argument(
         "--partial",

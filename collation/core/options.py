@@ -97,7 +97,8 @@ class CollationOptions:
         candidates: S_trans (or S_matching) only on each illustration's ``candidates`` best pairs
             (``collation.engine.cascade``); None scores every pair.
         transpositions: also score the second illustration mirrored ("mirror"), turned by quarter turns
-            ("all") or mirrored and turned by ±15°, ±30° and ±45° ("turns").
+            ("all") or mirrored and turned by ±15°, ±30° and ±45° ("turns"). None (unset): ``defaults.TRANSPOSITIONS``
+            ("turns"), or "none" with s_features, which takes no transpositions.
         partial: partial-copy S_trans (``collation.engine.partial``).
         weak_below: matches whose raw S is below it are weak: flagged, and never join a concordance
             group (docs/concordance.md, "Weak matches"); 0 flags none. None (unset): the floor each
@@ -115,11 +116,14 @@ class CollationOptions:
     kernel: str = defaults.KERNEL
     candidates: int | None = defaults.CANDIDATES
     orientation: str = defaults.ORIENTATION
-    transpositions: str = defaults.TRANSPOSITIONS
+    transpositions: str | None = None
     partial: bool = defaults.PARTIAL
     weak_below: float | None = None
 
     def __post_init__(self) -> None:
+        if self.transpositions is None:  # the default where the similarity takes transpositions
+            default = "none" if self.similarity == "s_features" else defaults.TRANSPOSITIONS
+            object.__setattr__(self, "transpositions", default)
         for name, allowed in CHOICES.items():
             value = getattr(self, name)
             if not isinstance(value, str) or value not in allowed:
@@ -164,8 +168,9 @@ class CollationOptions:
     @classmethod
     def from_record(cls, stored: Mapping[str, Any]) -> CollationOptions:
         """The options of a stored record (``to_record``'s dict); a record without ``candidates`` scored
-        every pair (it was made before pruning existed)."""
-        return cls(**{"candidates": None, **{k: v for k, v in stored.items() if k != "transposition_names"}})
+        every pair (it was made before pruning existed), one without ``transpositions`` none."""
+        stored = {k: v for k, v in stored.items() if k != "transposition_names"}
+        return cls(**{"candidates": None, "transpositions": RECORDED_WHEN_SET["transpositions"], **stored})
 
     def to_record(self) -> dict[str, Any]:
         """The options as a record stores them and a collation id hashes them: every option, but those of
@@ -191,6 +196,12 @@ class CollationOptions:
     @property
     def n_transpositions(self) -> int:
         return len(self.transposition_names)
+
+    @property
+    def scored_transpositions(self) -> int:
+        """The most S_trans a pair costs: as drawn and each transposition with ``mirror``; as drawn and one
+        chosen transposition with more (docs/transpositions.md)."""
+        return min(self.n_transpositions, defaults.TRANSPOSITIONS_SCORED)
 
     @property
     def floor(self) -> float:

@@ -36,6 +36,7 @@ import torch
 
 from collation.core import defaults
 from collation.core.defaults import CASCADE, CascadeConfig
+from collation.core.errors import InputError
 from collation.engine.candidates import UNSCORED, top_k_pairs
 from collation.engine.checks import check_positive_float, check_positive_int
 from collation.engine.correspondences import mutual_best, normalize, propagate
@@ -114,32 +115,101 @@ def cheap_scores(
     return scores.numpy()
 
 
-def likely_transpositions(
+@dataclasses.dataclass(frozen=True)
+class Suspects:
+    """What the cheap score says of a pair list as drawn: which second illustrations may be transposed.
+
+    Attributes:
+        columns: ``(n1,)`` bool: illustration j has no mutual best partner by cheap score as drawn, or one
+            scoring under ``defaults.TRANSPOSE_SUSPECT_BELOW`` of the upper quartile of the pairs' mutual best
+            cheap scores: its copy may be mirrored or turned.
+        cheap: ``(P,)`` float64 the cheap score of each pair as drawn.
+    """
+
+    columns: np.ndarray
+    cheap: np.ndarray
+
+
+def suspect_transposed(
     feats0: MultiScaleFeatures,
-    transposed1: MultiScaleFeatures,
+    feats1: MultiScaleFeatures,
     pairs: np.ndarray,
-    n_transpositions: int,
-    count: int = defaults.TRANSPOSITIONS_SCORED,
     *,
     seed: int,
     partial: bool,
-) -> np.ndarray:
-    """``(P, min(count, T))`` int64 ascending: for each pair, the transpositions S_trans scores, as drawn (0)
-    and the ``count - 1`` others of highest cheap score (``cheap_scores`` on coarse maps, per transposition).
+    below: float = defaults.TRANSPOSE_SUSPECT_BELOW,
+) -> Suspects:
+    """The second illustrations whose copy the pairs ``(P, 2)`` do not match well as drawn (``Suspects``).
 
-    As drawn is always among them, so a copy as drawn scores what it scores without transpositions; the
-    others are the turn or mirror the cheap score finds the pair most alike under.
+    A copy as drawn has a mutual best partner by cheap score (a corridor seed, ``order_corridor``) that
+    scores like the collation's good matches; a mirrored or turned one scores like chance as drawn
+    (docs/transpositions.md), so its illustration has no such partner, or a weak one: under ``below`` times
+    the upper quartile of the mutual best pairs' cheap scores, a level each collation sets from its own
+    scores (copies and backbones differ in how high they score). Only these are described transposed.
     """
-    t, n1 = transposition_count(transposed1, n_transpositions)
-    count = min(check_positive_int("count", count), t)
-    if len(pairs) == 0 or count == t:
-        return np.broadcast_to(np.arange(t), (len(pairs), t)).copy()
-    coarse0, coarse1 = coarse_features(feats0), coarse_features(transposed1)
-    rows = np.repeat(pairs[:, 0], t - 1)
-    cols = (np.arange(1, t)[None, :] * n1 + pairs[:, 1:2]).reshape(-1)
-    cheap = cheap_scores(coarse0, coarse1, np.stack([rows, cols], axis=1), 1, seed=seed, partial=partial)
-    others = np.argsort(-cheap.reshape(len(pairs), t - 1), axis=1, kind="stable")[:, : count - 1] + 1
-    return np.sort(np.concatenate([np.zeros((len(pairs), 1), dtype=np.int64), others], axis=1), axis=1)
+    check_positive_float("below", below)
+    n1 = len(feats1)
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    cheap = cheap_scores(coarse_features(feats0), coarse_features(feats1), pairs, 1, seed=seed, partial=partial)
+    matrix = np.full((len(feats0), n1), UNSCORED)
+    matrix[pairs[:, 0], pairs[:, 1]] = cheap
+    seeds = mutual_best(normalize(matrix, CASCADE.normalization))
+    seeds = seeds[np.isfinite(matrix[seeds[:, 0], seeds[:, 1]])]
+    best = np.full(n1, -np.inf)
+    best[seeds[:, 1]] = matrix[seeds[:, 0], seeds[:, 1]]
+    level = below * np.quantile(best[seeds[:, 1]], 0.75) if len(seeds) else np.inf
+    return Suspects(best < level, cheap)
+
+
+def likely_transpositions(
+    feats0: MultiScaleFeatures,
+    turned1: MultiScaleFeatures,
+    pairs: np.ndarray,
+    suspects: Suspects,
+    n_transpositions: int,
+    *,
+    seed: int,
+    partial: bool,
+    margin: float = defaults.TRANSPOSE_CHEAP_MARGIN,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which transposition of each suspected second illustration S_trans also scores, and for which pairs.
+
+    A copy is one transposition of its original, whatever it is compared with: the transposition of a
+    suspected illustration j is the one of highest cheap score over all its pairs and transpositions. Each
+    pair of j is scored under it too when its cheap score there beats the cheap score as drawn ``margin``
+    times; the other pairs are scored as drawn only.
+
+    Args:
+        turned1: ``((T - 1) * n1)`` query-scale maps of the suspected illustrations, transposition-major
+            (``transpositions.cheap_turned_features``).
+        suspects: ``suspect_transposed`` of ``pairs``.
+
+    Returns:
+        turns ``(n1,)`` int64, each illustration's transposition (0: none of its pairs is scored transposed),
+        and ``(P,)`` int64 the transposition each pair is also scored under (its illustration's, or 0).
+    """
+    check_positive_float("margin", margin)
+    t = check_positive_int("n_transpositions", n_transpositions)
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    n1 = len(suspects.columns)
+    if len(turned1) != (t - 1) * n1:
+        raise InputError(f"{len(turned1)} turned illustrations are not {t - 1} transpositions of {n1}", field="turned")
+    turns, chosen = np.zeros(n1, dtype=np.int64), np.zeros(len(pairs), dtype=np.int64)
+    rows = np.flatnonzero(suspects.columns[pairs[:, 1]])
+    if not len(rows) or t == 1:
+        return turns, chosen
+    coarse0, coarse1 = coarse_features(feats0), coarse_features(turned1)
+    j = pairs[rows, 1]
+    asked = np.stack([np.repeat(pairs[rows, 0], t - 1), ((np.arange(t - 1) * n1)[None, :] + j[:, None]).reshape(-1)], 1)
+    cheap = cheap_scores(coarse0, coarse1, asked, 1, seed=seed, partial=partial).reshape(len(rows), t - 1)
+    best = np.full((n1, t - 1), -np.inf)
+    np.maximum.at(best, j, cheap)  # each column's best cheap score per transposition, over its pairs
+    suspected = np.flatnonzero(np.isfinite(best).any(axis=1))
+    turns[suspected] = best[suspected].argmax(axis=1) + 1  # the first of equal maxima: the option's order
+    wins = cheap[np.arange(len(rows)), turns[j] - 1] > margin * suspects.cheap[rows]
+    chosen[rows[wins]] = turns[j[wins]]
+    turns[~np.isin(np.arange(n1), pairs[chosen > 0, 1])] = 0  # described only where a pair scores it
+    return turns, chosen
 
 
 def order_corridor(scores: np.ndarray, config: CascadeConfig = CASCADE) -> np.ndarray:

@@ -142,6 +142,18 @@ class MultiScaleFeatures:
             self.desc[idx], self.pos[idx], self.mask[idx], self.scales, self.query_scale, self.backbone
         )
 
+    def scatter(self, indices: torch.Tensor, size: int) -> MultiScaleFeatures:
+        """A set of ``size`` illustrations holding these k at ``indices`` ``(k,)`` and empty maps (no cell)
+        elsewhere: the inverse of ``select`` for a set described in part."""
+        check_shape("indices", indices, (len(self),))
+        shape = (size, *self.desc.shape[1:])
+        desc = self.desc.new_zeros(shape)
+        pos = self.pos.new_zeros((size, *self.pos.shape[1:]))
+        mask = self.mask.new_zeros((size, *self.mask.shape[1:]))
+        idx = indices.to(self.desc.device).long()
+        desc[idx], pos[idx], mask[idx] = self.desc, self.pos, self.mask
+        return MultiScaleFeatures(desc, pos, mask, self.scales, self.query_scale, self.backbone)
+
     def to(self, device: torch.device | str) -> MultiScaleFeatures:
         return MultiScaleFeatures(
             self.desc.to(device),
@@ -259,14 +271,15 @@ def check_contents(feats: MultiScaleFeatures) -> None:
     if feats.desc.dtype not in FEATURE_DTYPES:
         raise DTypeError("desc", feats.desc.dtype, "one of " + ", ".join(map(str, FEATURE_DTYPES)))
     # Real cells come first in every map, and a map at scale s has s cells on its long side and
-    # between 1 and s on the other: its count is a multiple of s, at most s².
+    # between 1 and s on the other: its count is a multiple of s, at most s²; or none, an illustration a set
+    # leaves out (the transposed features of the illustrations a pair chose, ``engine.transpositions``).
     count = feats.mask.sum(dim=2)  # (n, S)
     prefix = torch.arange(length, device=feats.mask.device) < count.unsqueeze(-1)
     if not torch.equal(feats.mask, prefix):
         raise ShapeError("mask", tuple(feats.mask.shape), ("n", "S", "L"), "real cells must come first")
     scale = torch.tensor(feats.scales, device=count.device)
     short = count // scale
-    if bool(((count % scale != 0) | (short < 1) | (short > scale)).any()):
+    if bool(((count % scale != 0) | ((short < 1) & (count > 0)) | (short > scale)).any()):
         raise ShapeError(
             "mask", tuple(feats.mask.shape), ("n", "S", "L"), f"cell counts do not fit the scales {list(feats.scales)}"
         )

@@ -23,17 +23,21 @@ import numpy as np
 import torch
 from PIL import Image
 
-from collation.core import defaults
 from collation.core.errors import InputError
 from collation.core.options import CollationOptions
 from collation.engine.backbones import Backbone, load_backbone, resolve_device, resolve_precision
 from collation.engine.candidates import UNSCORED
-from collation.engine.cascade import cascade_pairs, likely_transpositions
+from collation.engine.cascade import Suspects, cascade_pairs, likely_transpositions, suspect_transposed
 from collation.engine.correspondences import PairResult, collate
 from collation.engine.features import MultiScaleFeatures, ProgressCallback, extract_features, extract_square_features
 from collation.engine.illustrations import Illustration
 from collation.engine.similarity import all_pairs, score_pairs, transposition_count
-from collation.engine.transpositions import extract_transposed_features
+from collation.engine.transpositions import (
+    cheap_turned_features,
+    chosen_turned_features,
+    extract_transposed_features,
+    picks_transpositions,
+)
 from collation.engine.weak import is_blank
 
 Stage = Callable[[str, int, int], None]
@@ -67,13 +71,23 @@ def describe_transposed(
     options: CollationOptions,
     plain: MultiScaleFeatures,
     *,
+    turns: np.ndarray | None = None,
     dtype: torch.dtype = FEATURES_DTYPE,
     progress: ProgressCallback | None = None,
 ) -> MultiScaleFeatures:
-    """The features a manuscript is scored with as the second of a pair: ``plain`` itself, or with
-    transpositions ``T * n`` illustrations, transposition-major (``extract_transposed_features``)."""
+    """The transposed features a manuscript is scored with as the second of a pair.
+
+    ``plain`` itself without transpositions; with ``mirror`` the ``T * n`` illustrations, transposition-major
+    (``extract_transposed_features``); with more (``picks_transpositions``: ``all``, ``turns``) the n
+    illustrations each under the transposition ``turns`` ``(n,)`` chose for it (``choose_transpositions``),
+    empty where it is 0 (``chosen_turned_features``).
+    """
     if options.n_transpositions == 1:
         return plain
+    if picks_transpositions(options.transpositions):
+        if turns is None:
+            raise InputError("the transpositions chosen per illustration are needed", field="turns")
+        return chosen_turned_features(images, backbone, options.transpositions, turns, dtype=dtype, progress=progress)
     return extract_transposed_features(
         images, backbone, options.transpositions, plain=plain, dtype=dtype, progress=progress
     )
@@ -90,20 +104,52 @@ def candidate_pairs(
     per illustration and direction), or every pair.
 
     Args:
-        feats1: the second manuscript's features from ``describe_transposed``.
+        feats1: the second manuscript's features from ``describe_transposed`` (``mirror``), or its plain ones
+            (no transpositions, or ``picks_transpositions``: the transposed ones are chosen after,
+            ``choose_transpositions``).
     """
-    _, n1 = transposition_count(feats1, options.n_transpositions)
+    t = 1 if picks_transpositions(options.transpositions) else options.n_transpositions
+    _, n1 = transposition_count(feats1, t)
     if not options.pruned:
         return all_pairs(len(feats0), n1).numpy()
     return cascade_pairs(
         feats0,
         feats1,
         options.candidates,
-        options.n_transpositions,
+        t,
         seed=options.seed,
         partial=options.partial,
         progress=progress,
     )
+
+
+def suspects(
+    feats0: MultiScaleFeatures, feats1: MultiScaleFeatures, pairs: np.ndarray, options: CollationOptions
+) -> Suspects:
+    """With ``picks_transpositions``: which second illustrations the candidate ``pairs`` do not match well as
+    drawn (``cascade.suspect_transposed``), the only ones described and scored transposed."""
+    return suspect_transposed(feats0, feats1, pairs, seed=options.seed, partial=options.partial)
+
+
+def choose_transpositions(
+    feats0: MultiScaleFeatures,
+    images1: Sequence[Image.Image],
+    backbone: Backbone,
+    pairs: np.ndarray,
+    suspected: Suspects,
+    options: CollationOptions,
+    *,
+    dtype: torch.dtype = FEATURES_DTYPE,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(P, 3)`` int64: the candidate ``pairs`` (i, j) and the transposition t S_trans also scores each under
+    (0: as drawn only), and ``(n1,)`` the transposition chosen for each second illustration (``turns`` of
+    ``describe_transposed``): the suspected illustrations are described transposed at the query scale
+    (``cheap_turned_features``) and ``cascade.likely_transpositions`` picks."""
+    cheap_maps = cheap_turned_features(images1, backbone, options.transpositions, suspected.columns, dtype=dtype)
+    turns, chosen = likely_transpositions(
+        feats0, cheap_maps, pairs, suspected, options.n_transpositions, seed=options.seed, partial=options.partial
+    )
+    return np.concatenate([np.asarray(pairs, dtype=np.int64).reshape(-1, 2), chosen[:, None]], axis=1), turns
 
 
 def score_candidates(
@@ -112,13 +158,16 @@ def score_candidates(
     pairs: np.ndarray,
     options: CollationOptions,
     *,
+    turned: MultiScaleFeatures | None = None,
     progress: ProgressCallback | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """S of ``pairs`` ``(P,)`` float64, each the best over the transpositions, and the winners ``(P,)`` int8.
+    """S of ``pairs`` ``(P,)`` float64, each the best over the transpositions scored, and the winners ``(P,)`` int8.
 
-    With more transpositions than ``defaults.TRANSPOSITIONS_SCORED``, each pair is scored under as drawn and
-    the likeliest others only (``cascade.likely_transpositions``): the transposition-major index
-    ``t * n1 + j`` of each chosen one, so its S (and its RANSAC draws) are what scoring all would give it.
+    Args:
+        feats1: the second manuscript's features from ``describe_transposed`` (``mirror``: every pair is scored
+            under both), or its plain ones with ``picks_transpositions``.
+        pairs: ``(P, 2)``; with ``picks_transpositions`` ``(P, 3)`` from ``choose_transpositions``: each pair is
+            scored as drawn, and where t > 0 against ``turned`` (``describe_transposed``: j under its chosen one).
     """
     if len(pairs) == 0:
         return np.zeros(0), np.zeros(0, dtype=np.int8)
@@ -127,18 +176,26 @@ def score_candidates(
         "seed": options.seed,
         "kernel": options.kernel,
         "partial": options.partial,
-        "progress": progress,
     }
-    t, n1 = transposition_count(feats1, options.n_transpositions)
-    if t <= defaults.TRANSPOSITIONS_SCORED:
-        scores, winners = score_pairs(feats0, feats1, pairs, n_transpositions=t, **settings)
+    if not picks_transpositions(options.transpositions):
+        scores, winners = score_pairs(
+            feats0, feats1, pairs, n_transpositions=options.n_transpositions, **settings, progress=progress
+        )
         return scores.numpy(), winners.numpy()
     pairs = np.asarray(pairs, dtype=np.int64)
-    chosen = likely_transpositions(feats0, feats1, pairs, t, seed=options.seed, partial=options.partial)
-    expanded = np.stack([pairs[:, :1].repeat(chosen.shape[1], axis=1), chosen * n1 + pairs[:, 1:2]], axis=2)
-    scores = score_pairs(feats0, feats1, expanded.reshape(-1, 2), **settings)[0].numpy().reshape(chosen.shape)
-    best = scores.argmax(axis=1)  # the first of equal maxima: the lower index, as drawn first
-    return scores[np.arange(len(pairs)), best], chosen[np.arange(len(pairs)), best].astype(np.int8)
+    if pairs.ndim != 2 or pairs.shape[1] != 3 or turned is None:
+        raise InputError(
+            "with transpositions chosen per pair, pairs are (P, 3) and the turned features given", field="pairs"
+        )
+    scores = score_pairs(feats0, feats1, pairs[:, :2], **settings, progress=progress)[0].numpy()
+    winners = np.zeros(len(pairs), dtype=np.int8)
+    asked = np.flatnonzero(pairs[:, 2] > 0)
+    if len(asked):
+        turned_scores = score_pairs(feats0, turned, pairs[asked, :2], **settings)[0].numpy()
+        better = turned_scores > scores[asked]  # a tie goes to as drawn
+        scores[asked[better]] = turned_scores[better]
+        winners[asked[better]] = pairs[asked[better], 2]
+    return scores, winners
 
 
 def assemble(
@@ -159,6 +216,40 @@ def correspond(
     return collate(
         scores, normalization=options.normalization, propagation=options.propagation, orientation=options.orientation
     )
+
+
+def score_manuscripts(
+    feats0: MultiScaleFeatures,
+    feats1: MultiScaleFeatures,
+    images1: Sequence[Image.Image],
+    backbone: Backbone,
+    options: CollationOptions,
+    *,
+    dtype: torch.dtype = FEATURES_DTYPE,
+    stage: Callable[[str], ProgressCallback | None] = lambda name: None,
+    label: str = "",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One pair of manuscripts' stages in one process: candidates, and with ``picks_transpositions`` the
+    suspects, their chosen transpositions and those features, then S_trans.
+
+    Args:
+        feats1: the second manuscript's features from ``describe_transposed`` (its plain ones with
+            ``picks_transpositions``); images1: its images (described transposed where a pair chooses).
+        stage: the progress callback of a named stage, or None.
+
+    Returns:
+        pairs ``(P, 2)`` int64, their S ``(P,)`` float64 and winners ``(P,)`` int8.
+    """
+    turned1 = None
+    pairs = candidate_pairs(feats0, feats1, options, progress=stage(f"candidates {label}"))
+    if picks_transpositions(options.transpositions):  # only what the pair does not match well as drawn
+        suspected = suspects(feats0, feats1, pairs, options)
+        pairs, turns = choose_transpositions(feats0, images1, backbone, pairs, suspected, options, dtype=dtype)
+        turned1 = describe_transposed(
+            images1, backbone, options, feats1, turns=turns, dtype=dtype, progress=stage(f"transposed {label}")
+        )
+    s, t = score_candidates(feats0, feats1, pairs, options, turned=turned1, progress=stage(f"scores {label}"))
+    return pairs[:, :2], s, t
 
 
 # --------------------------------------------------------------------------------------------------
@@ -229,22 +320,25 @@ def run_collation(
         describe(im, model, options, dtype=dtype, progress=stage(f"features {m.name}"))
         for im, m in zip(images, manuscripts, strict=True)
     ]
+    picks = picks_transpositions(options.transpositions)
     second = {  # the features of every manuscript that is the second of a pair, once each
         b: describe_transposed(
             images[b], model, options, plain[b], dtype=dtype, progress=stage(f"transposed features {names[b]}")
         )
         for b in range(1, len(manuscripts))
+        if not picks
     }
-    del model
     scores, transposed = {}, {}
     for a in range(len(manuscripts)):
         for b in range(a + 1, len(manuscripts)):
             label = f"{names[a]}-{names[b]}"
-            pairs = candidate_pairs(plain[a], second[b], options, progress=stage(f"candidates {label}"))
-            s, t = score_candidates(plain[a], second[b], pairs, options, progress=stage(f"scores {label}"))
+            pairs, s, t = score_manuscripts(
+                plain[a], second.get(b, plain[b]), images[b], model, options, dtype=dtype, stage=stage, label=label
+            )
             scores[(a, b)], turned = assemble((len(plain[a]), len(plain[b])), pairs, s, t)
             if options.n_transpositions > 1:
                 transposed[(a, b)] = turned
+    del model
     blank = [np.array([is_blank(image) for image in ims], dtype=bool) for ims in images]
     result = CollationResult(list(manuscripts), options, transposed=transposed, blank=blank)
     result.pairs = correspond(scores, options)

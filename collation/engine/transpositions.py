@@ -22,8 +22,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import torch
 from PIL import Image
 
+from collation.core import defaults
 from collation.core.errors import InputError
 from collation.core.options import check_option
 from collation.core.vocabulary import TRANSPOSITION_NAMES, TRANSPOSITION_SETS, TURNS
@@ -111,6 +113,122 @@ def extract_transposed_features(
         return plain
     turned = TransposedImages(images, names[1:])
     return MultiScaleFeatures.concat([plain, extract_features(turned, backbone, progress=progress, **extract_options)])
+
+
+def picks_transpositions(transpositions: str) -> bool:
+    """True when an option has more transpositions than ``defaults.TRANSPOSITIONS_SCORED`` (``all``, ``turns``):
+    S_trans then scores a pair transposed only where the cheap score suspects it, under its illustration's
+    likeliest transposition (``cascade.likely_transpositions``), and only those are described transposed."""
+    return len(transposition_names(transpositions)) > defaults.TRANSPOSITIONS_SCORED
+
+
+def cheap_turned_features(
+    images: Sequence[Image.Image],
+    backbone: Backbone,
+    transpositions: str,
+    only: np.ndarray,
+    *,
+    progress: ProgressCallback | None = None,
+    **extract_options,
+) -> MultiScaleFeatures:
+    """The maps the cheap score compares transposed: ``images`` ``only`` ``(n,)`` bool under every transposition
+    of an option but as drawn, at the query scale only (the cheap score pools that map, ``cascade.coarse_features``).
+
+    Returns:
+        ``((T - 1) * n)`` illustrations at the one scale ``query_scale``: index ``(t - 1) * n + j`` is image j
+        transposed by ``names[t]``, t >= 1; empty maps (no cell) for the images not in ``only``.
+    """
+    names = transposition_names(transpositions)[1:]
+    wanted = _flags("only", only, len(images))
+    query_scale = extract_options.pop("query_scale", defaults.QUERY_SCALE)
+    extract_options["scales"], extract_options["query_scale"] = (query_scale,), query_scale
+    chosen = np.flatnonzero(np.tile(wanted, len(names)))  # transposition-major indices described
+    turned = TransposedImages(images, names)
+    return _describe_some(turned, chosen, backbone, progress=progress, **extract_options)
+
+
+def chosen_turned_features(
+    images: Sequence[Image.Image],
+    backbone: Backbone,
+    transpositions: str,
+    turns: np.ndarray,
+    *,
+    progress: ProgressCallback | None = None,
+    **extract_options,
+) -> MultiScaleFeatures:
+    """Illustration j of ``images`` under the transposition ``names[turns[j]]`` chosen for it, at every scale
+    (what S_trans scores it with), for the j whose ``turns`` ``(n,)`` int is above 0; empty maps elsewhere.
+
+    Returns:
+        ``(n)`` illustrations, index j the image j transposed (one ``extract_features`` call).
+    """
+    names = transposition_names(transpositions)
+    turns = np.asarray(turns, dtype=np.int64)
+    if turns.shape != (len(images),) or (turns < 0).any() or (turns >= len(names)).any():
+        raise InputError(f"turns must be {len(images)} indices below {len(names)}", field="turns")
+    chosen = np.flatnonzero(turns)
+    turned = [transpose_image(images[int(j)], names[int(turns[j])]) for j in chosen]
+    features = _describe_some(
+        _Placed(turned, chosen, len(images)), chosen, backbone, progress=progress, **extract_options
+    )
+    return features
+
+
+def _flags(name: str, flags: np.ndarray, n: int) -> np.ndarray:
+    flags = np.asarray(flags, dtype=bool)
+    if flags.shape != (n,):
+        raise InputError(f"{name} must be {n} booleans, not shape {flags.shape}", field=name)
+    return flags
+
+
+def _describe_some(
+    images: Sequence[Image.Image], indices: np.ndarray, backbone: Backbone, **extract_options
+) -> MultiScaleFeatures:
+    """``extract_features`` of ``images[indices]`` only, placed at ``indices`` of a set of ``len(images)``
+    whose other maps are empty (no cell: never scored). Features do not depend on which others are described."""
+    if len(indices):
+        return extract_features(_Subset(images, indices), backbone, **extract_options).scatter(
+            torch.as_tensor(indices), len(images)
+        )
+    scales = tuple(extract_options.get("scales", defaults.SCALES))
+    shape = (len(images), len(scales), 1)
+    return MultiScaleFeatures(
+        torch.zeros((*shape, backbone.channels), dtype=extract_options.get("dtype", torch.float32)),
+        torch.zeros((*shape, 2)),
+        torch.zeros(shape, dtype=torch.bool),
+        scales,
+        extract_options.get("query_scale", defaults.QUERY_SCALE),
+        backbone.name,
+    ).to(backbone.mean.device)
+
+
+class _Subset(Sequence[Image.Image]):
+    """Items ``indices`` of a sequence, read when asked for."""
+
+    def __init__(self, items: Sequence[Image.Image], indices: np.ndarray) -> None:
+        self.items, self.indices = items, indices
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __getitem__(self, index: int | slice) -> Image.Image | list[Image.Image]:  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self[k] for k in range(*index.indices(len(self)))]
+        return self.items[int(self.indices[index])]
+
+
+class _Placed(Sequence[Image.Image]):
+    """``n`` slots holding ``images`` at ``indices`` (the others are never read)."""
+
+    def __init__(self, images: list[Image.Image], indices: np.ndarray, n: int) -> None:
+        self.slot = {int(j): k for k, j in enumerate(indices)}
+        self.images, self.n = images, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> Image.Image:  # type: ignore[override]
+        return self.images[self.slot[int(index)]]
 
 
 def transposed_global_scores(

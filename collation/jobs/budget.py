@@ -30,7 +30,8 @@ from collation.core.options import CollationOptions
 
 def pairs_upper_bound(counts: Mapping[int, int], options: CollationOptions) -> int:
     """Region pairs scored for witnesses of ``counts`` (index -> regions), times the transpositions
-    tried: every pair, or at most ``candidates x (n_a + n_b)`` per pair of witnesses when pruned."""
+    a pair is scored under at most: every pair, or at most ``candidates x (n_a + n_b)`` per pair of
+    witnesses when pruned."""
     total = 0
     for a, b in combinations(sorted(counts), 2):
         n_a, n_b = counts[a], counts[b]
@@ -38,7 +39,7 @@ def pairs_upper_bound(counts: Mapping[int, int], options: CollationOptions) -> i
         if options.pruned:
             pairs = min(pairs, options.candidates * (n_a + n_b))
         total += pairs
-    return total * options.n_transpositions
+    return total * options.scored_transpositions
 
 
 def over_budget(counts: Mapping[int, int], options: CollationOptions, max_regions: int, max_pairs: int) -> str | None:
@@ -55,7 +56,7 @@ def over_budget(counts: Mapping[int, int], options: CollationOptions, max_region
     if pairs > max_pairs:
         how = f"at most {options.candidates} candidates per region" if options.pruned else "every pair"
         return (
-            f"{pairs} region pairs to score ({listed}; {how}, {options.n_transpositions} transposition(s)) are "
+            f"{pairs} region pairs to score ({listed}; {how}, {options.scored_transpositions} transposition(s)) are "
             f"more than the {max_pairs} one collation may score (COLLATION_MAX_PAIRS): fewer regions, fewer "
             "manuscripts or fewer candidates"
         )

@@ -33,7 +33,14 @@ from collation.jobs.runtime import Runtime
 from collation.jobs.scheduling import Scheduler, update_scoring_progress
 from collation.net.http import Fetcher
 from collation.store.datastore import CollationNotFound, DataStore
-from collation.store.records import CollationRecord, chunk_count, feature_keys, pair_key, second_features_key
+from collation.store.records import (
+    CollationRecord,
+    chunk_count,
+    feature_keys,
+    pair_key,
+    second_features_key,
+    turned_features_key,
+)
 from collation.store.stored import PreparedManuscript
 from collation.store.transitions import AlreadyEnded, fail, finish, name_by_labels, set_progress
 
@@ -163,10 +170,13 @@ def store_candidates(runtime: Runtime, record: CollationRecord) -> int:
     manuscript (docs/transpositions.md). Nothing to do without pruning, or for a pair whose scores or
     candidates are stored already.
     """
-    from collation.engine.pipeline import candidate_pairs
+    from collation.engine.pipeline import candidate_pairs, choose_transpositions, describe_transposed, suspects
+    from collation.engine.transpositions import picks_transpositions
+    from collation.jobs.manuscripts import StoredImages
 
     options = record.options
-    if not options.pruned:
+    picks = picks_transpositions(options.transpositions)
+    if not options.pruned and not picks:
         return 0
     store, cid = runtime.store, record.id
     docs = [store.load_manuscript(cid, m) for m in range(record.manuscript_count)]
@@ -179,7 +189,21 @@ def store_candidates(runtime: Runtime, record: CollationRecord) -> int:
         if not (store.has_features(key0) and store.has_features(key1)):
             continue  # planned again once they are there
         check = CancellationCheck(store, cid)
-        store.save_pairs(key, candidate_pairs(runtime.features(key0), runtime.features(key1), options, progress=check))
+        feats0 = runtime.features(key0)
+        if picks:  # the cascade as drawn, then the transpositions the pair chooses, described here
+            plain1 = runtime.features(key1)
+            pairs = candidate_pairs(feats0, plain1, options, progress=check)
+            suspected = suspects(feats0, plain1, pairs, options)
+            images1 = StoredImages(store, docs[b].digests)
+            backbone = runtime.backbone(options.backbone, docs[b].precision)
+            pairs, turns = choose_transpositions(feats0, images1, backbone, pairs, suspected, options)
+            live_record(store, cid)
+            store.save_features(
+                turned_features_key(key), describe_transposed(images1, backbone, options, plain1, turns=turns)
+            )
+        else:
+            pairs = candidate_pairs(feats0, runtime.features(key1), options, progress=check)
+        store.save_pairs(key, pairs)
         computed += 1
     return computed
 
@@ -340,6 +364,7 @@ def score_chunk(runtime: Runtime, cid: str, a: int, b: int, k: int) -> str:
     pair), so any worker can score any chunk, and a retried chunk gives the same numbers.
     """
     from collation.engine.pipeline import score_candidates
+    from collation.engine.transpositions import picks_transpositions
 
     store = runtime.store
     record = live_record(store, cid)
@@ -349,7 +374,9 @@ def score_chunk(runtime: Runtime, cid: str, a: int, b: int, k: int) -> str:
     if store.has_chunk(key, chunk_pairs, k) or store.has_scores(key):
         return "cached"
     feats0 = runtime.features(doc0.features_key)
-    feats1 = runtime.features(second_features_key(options, doc1.features_key))
+    feats1, turned1 = runtime.features(second_features_key(options, doc1.features_key)), None
+    if picks_transpositions(options.transpositions):  # the turned features the plan step chose for the pair
+        turned1 = runtime.features(turned_features_key(key))
     pairs = _scored_pairs(store, options, key, len(doc0.regions), len(doc1.regions))
     if pairs is None:
         raise CollationError(f"the candidate pairs of manuscripts {a} and {b} are missing")
@@ -358,7 +385,7 @@ def score_chunk(runtime: Runtime, cid: str, a: int, b: int, k: int) -> str:
     scores, winners = [], []
     for start in range(0, len(pairs), step):
         live_record(store, cid)
-        best, winner = score_candidates(feats0, feats1, pairs[start : start + step], options)
+        best, winner = score_candidates(feats0, feats1, pairs[start : start + step], options, turned=turned1)
         scores.append(best)
         winners.append(winner)
     # with transpositions the winners go first: a chunk whose scores are there has its winners
@@ -371,8 +398,9 @@ def score_chunk(runtime: Runtime, cid: str, a: int, b: int, k: int) -> str:
 def _scored_pairs(store: DataStore, options: CollationOptions, key: str, n0: int, n1: int) -> np.ndarray | None:
     """``(P, 2)`` pairs the chunks of a pair score, row-major: all, or the stored candidates (None: missing)."""
     from collation.engine.similarity import all_pairs
+    from collation.engine.transpositions import picks_transpositions
 
-    if not options.pruned:
+    if not options.pruned and not picks_transpositions(options.transpositions):
         return all_pairs(n0, n1).numpy()
     return store.load_pairs(key)
 
@@ -388,7 +416,7 @@ def assemble_scores(
     from collation.engine.pipeline import assemble
 
     options = record.options
-    transposed = second_features_key(options, doc1.features_key) != doc1.features_key
+    transposed = options.n_transpositions > 1
     key = pair_key(options, doc0.features_key, doc1.features_key)
     matrix = store.load_scores(key)
     if matrix is not None:

@@ -309,32 +309,38 @@ def pair_key(
             parts[name] = stored[name]
     if options.partial:
         parts["partial_min_area"] = defaults.PARTIAL_MIN_AREA
-    if options.n_transpositions > defaults.TRANSPOSITIONS_SCORED:  # only the likeliest are scored
+    if options.n_transpositions > defaults.TRANSPOSITIONS_SCORED:  # only suspected pairs, at their likeliest
         parts["transpositions_scored"] = defaults.TRANSPOSITIONS_SCORED
+        parts["transpose_cheap"] = [defaults.TRANSPOSE_SUSPECT_BELOW, defaults.TRANSPOSE_CHEAP_MARGIN]
     return digest(parts)
 
 
 def transposed_features_key(features_key: str, transpositions: str) -> str:
-    """Key of a manuscript's features under every transposition of ``transpositions`` ("mirror",
-    "all"): its plain features key plus the option value, since the transposed images are exact
-    pixel moves of the same images (docs/transpositions.md). ``turns`` turns by small angles, filling the
-    corners: its key also names the angles (``options.TURNS``), so other angles never share it."""
-    if transpositions == "turns":
-        return f"{features_key}.turns-{digest(TURNS)[:12]}"
+    """Key of a manuscript's features under every transposition of ``mirror``: its plain features key plus the
+    option value, since the transposed images are exact pixel moves of the same images (docs/transpositions.md).
+    ``all`` and ``turns`` describe transposed only what a pair chooses (``turned_features_key``)."""
     return f"{features_key}.{transpositions}"
 
 
+def turned_features_key(pair: str) -> str:
+    """Key of the transposed features a pair chose with ``all`` or ``turns`` (each second illustration under
+    its likeliest transposition, ``pipeline.choose_transpositions``): the pair's key, which names both feature
+    sets and every setting of the choice; the angles of ``turns`` (``TURNS``) are named too."""
+    return f"{pair}.turned-{digest(TURNS)[:12]}"
+
+
 def second_features_key(options: CollationOptions, features_key: str) -> str:
-    """Key of the features a pair scores its second manuscript with: the plain ones, or with
-    transpositions the transposition-major ones (``collation.engine.transpositions``)."""
-    if options.n_transpositions == 1:
+    """Key of the features a pair scores its second manuscript with: the plain ones, or with ``mirror`` the
+    transposition-major ones (``collation.engine.transpositions``); with ``all`` and ``turns`` the plain ones,
+    and the pair's own turned features (``turned_features_key``)."""
+    if options.n_transpositions == 1 or options.n_transpositions > defaults.TRANSPOSITIONS_SCORED:
         return features_key
     return transposed_features_key(features_key, options.transpositions)
 
 
 def feature_keys(options: CollationOptions, m: int, features_key: str) -> list[str]:
-    """The feature sets the features step of manuscript ``m`` stores: the plain ones and, with
-    transpositions, the transposed ones of every manuscript that can be the second of a pair (m > 0)."""
+    """The feature sets the features step of manuscript ``m`` stores: the plain ones and, with ``mirror``,
+    the transposed ones of every manuscript that can be the second of a pair (m > 0)."""
     second = second_features_key(options, features_key)
     return [features_key] if m == 0 or second == features_key else [features_key, second]
 

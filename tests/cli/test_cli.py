@@ -188,9 +188,15 @@ def test_every_option_is_checked_before_a_backbone_is_loaded(two_folders):
         "propagation": "2-cycles",
         "orientation": "forward",
     }
-    # the record names every option, but orientation, transpositions and partial only when set
+    # the record names every option, but orientation, transpositions and partial only when set (transpositions
+    # is turns by default, so recorded; none is not)
     recorded = {k: v for k, v in good.items() if k != "orientation"}
-    assert CollationOptions(**good, candidates=None).to_record() == {**recorded, "candidates": None}
+    assert CollationOptions(**good, candidates=None).to_record() == {
+        **recorded,
+        "candidates": None,
+        "transpositions": "turns",
+    }
+    assert "transpositions" not in CollationOptions(**good, transpositions="none").to_record()
     assert CollationOptions(**{**good, "orientation": "both"}).to_record()["orientation"] == "both"
     assert CollationOptions.parse({**good, "candidates": 5}).candidates == 5
     with pytest.raises(InputError, match="candidates"):

@@ -17,7 +17,8 @@ from collation.engine.outputs import concordance_rows, correspondences
 from collation.engine.pipeline import CollationResult, run_collation
 from collation.engine.weak import learned_floor, weak_matches
 
-OPTIONS = CollationOptions(candidates=None)
+OPTIONS = CollationOptions(candidates=None, transpositions="none")
+"""As drawn: the turned copies are the hard copies here (with the default turns they score as copies do)."""
 N = 8
 
 

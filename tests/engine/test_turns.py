@@ -5,25 +5,34 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from PIL import Image
 from synthetic import PAPER, drawing, restyled_copy
 
 from collation.core import defaults
 from collation.core.options import CollationOptions
 from collation.core.vocabulary import INVERSES, TURNS
-from collation.engine.cascade import likely_transpositions
-from collation.engine.pipeline import describe, describe_transposed, score_candidates
-from collation.engine.similarity import all_pairs, score_pairs
+from collation.engine.pipeline import (
+    candidate_pairs,
+    choose_transpositions,
+    describe,
+    describe_transposed,
+    score_candidates,
+    suspects,
+)
+from collation.engine.similarity import score_pairs
 from collation.engine.transpositions import transpose_image, winner_names
-from collation.store.records import pair_key, transposed_features_key
+from collation.store.records import pair_key, transposed_features_key, turned_features_key
 
-ANGLES = (30, -30, 30, -30)
+ANGLES = (30, -30, 30, -30, 0, 0)
 N = len(ANGLES)
+TURNED = np.array([a != 0 for a in ANGLES])
 
 
 @pytest.fixture(scope="module")
 def turned(backbone):
-    """Four drawings, and restyled copies of them turned by ±30° in a larger frame, as a copyist slants them."""
+    """Six drawings, and restyled copies of them: four turned by ±30° in a larger frame, as a copyist slants
+    them, and two as drawn; each pair's transposition chosen as ``run_collation`` does (every pair a candidate)."""
     originals = [drawing(k) for k in range(N)]
     copies = [
         restyled_copy(drawing(k)).rotate(a, Image.Resampling.BICUBIC, expand=True, fillcolor=PAPER)
@@ -32,44 +41,58 @@ def turned(backbone):
     options = CollationOptions(candidates=None, transpositions="turns")
     feats0 = describe(originals, backbone, options)
     plain1 = describe(copies, backbone, options)
-    return options, feats0, plain1, describe_transposed(copies, backbone, options, plain1)
+    pairs = candidate_pairs(feats0, plain1, options)
+    suspected = suspects(feats0, plain1, pairs, options)
+    chosen, turns = choose_transpositions(feats0, copies, backbone, pairs, suspected, options)
+    turned1 = describe_transposed(copies, backbone, options, plain1, turns=turns)
+    return options, feats0, plain1, turned1, suspected, chosen, copies, turns
 
 
 @pytest.mark.heavy
 def test_a_copy_turned_by_30_degrees_is_matched_under_the_turn_that_undoes_it(turned):
-    options, feats0, plain1, transposed1 = turned
-    pairs = all_pairs(N, N).numpy()
-    s, winners = (x.reshape(N, N) for x in score_candidates(feats0, transposed1, pairs, options))
-    s_none = score_pairs(feats0, plain1, pairs)[0].numpy().reshape(N, N)
+    options, feats0, plain1, turned1, _, chosen, _, _ = turned
+    s, winners = (x.reshape(N, N) for x in score_candidates(feats0, plain1, chosen, options, turned=turned1))
+    s_none = score_pairs(feats0, plain1, chosen[:, :2])[0].numpy().reshape(N, N)
     right = np.arange(N)
     assert (s.argmax(axis=1) == right).all() and (s.argmax(axis=0) == right).all()
     names = winner_names(winners, "turns")
-    # Each is turned back the other way (30° here; a neighbouring angle may fit a warped copy as well).
-    back = {30: {"rot345", "rot330", "rot315"}, -30: {"rot15", "rot30", "rot45"}}
-    assert all(names[k, k] in back[a] for k, a in enumerate(ANGLES)) and names[0, 0] == "rot330"
-    # As drawn they score what unrelated images score (under the fixed floor); turned back, as copies do.
-    assert (s_none[right, right] < 0.5).all() and (s[right, right] > 0.65).all()
-    assert (s[right, right] > s_none[right, right] + 0.25).all()
+    # Each turned copy is turned back the other way (30° here; a neighbouring angle may fit a warped copy as
+    # well); the copies as drawn stay as drawn.
+    back = {30: {"rot345", "rot330", "rot315"}, -30: {"rot15", "rot30", "rot45"}, 0: {"identity"}}
+    assert all(names[k, k] in back[a] for k, a in enumerate(ANGLES))
+    # As drawn the turned ones score what unrelated images score (under the fixed floor); turned back, as copies do.
+    t = right[TURNED]
+    assert (s_none[t, t] < 0.5).all() and (s[t, t] > 0.65).all() and (s[t, t] > s_none[t, t] + 0.2).all()
     others = ~np.eye(N, dtype=bool)
-    assert s[others].max() < 0.3
+    assert s[others].max() < 0.3 and (s[~TURNED, ~TURNED] > 1.0).all()
 
 
 @pytest.mark.heavy
-def test_s_trans_scores_as_drawn_and_the_likeliest_turn_only(turned):
-    options, feats0, _, transposed1 = turned
-    pairs = all_pairs(N, N).numpy()
-    chosen = likely_transpositions(feats0, transposed1, pairs, options.n_transpositions, seed=0, partial=False)
-    assert chosen.shape == (N * N, defaults.TRANSPOSITIONS_SCORED) and (chosen[:, 0] == 0).all()
-    # Each chosen turn is scored exactly as scoring all of them would (its RANSAC draws are keyed by t * n1 + j),
-    # so S is at most the best of all; the cheap pick may be a neighbouring angle of the best (within 0.1 here).
-    t, n1 = options.n_transpositions, N
-    every = score_pairs(feats0, transposed1, pairs, n_transpositions=t)[0].numpy()
-    s, winners = score_candidates(feats0, transposed1, pairs, options)
-    expanded = np.stack([pairs[:, 0], winners.astype(np.int64) * n1 + pairs[:, 1]], axis=1)
-    assert np.array_equal(s, score_pairs(feats0, transposed1, expanded)[0].numpy())
-    assert (s <= every + 1e-12).all()
-    diagonal = np.arange(N) * (N + 1)
-    assert (s[diagonal] > every[diagonal] - 0.1).all()
+def test_only_the_copies_not_matched_as_drawn_are_described_and_scored_transposed(turned, backbone):
+    options, feats0, plain1, turned1, suspected, chosen, copies, turns = turned
+    # The turned copies have no good partner as drawn; the copies as drawn have one (cheap score about 1).
+    assert np.array_equal(suspected.columns, TURNED)
+    # Each suspected copy is described under one transposition, its likeliest, at every scale; the others not.
+    assert len(turned1) == N and turned1.scales == defaults.SCALES
+    assert np.array_equal(turned1.mask.any(dim=(1, 2)).numpy(), turns > 0) and np.array_equal(turns > 0, TURNED)
+    names = options.transposition_names
+    again = describe(
+        [transpose_image(copies[k], names[turns[k]]) for k in np.flatnonzero(TURNED)], backbone, options
+    )  # the same maps as describing them alone
+    assert torch.allclose(
+        again.desc, turned1.select(np.flatnonzero(TURNED)).desc[:, :, : again.desc.shape[2]], atol=1e-4
+    )
+    # Pairs of a copy as drawn are scored as drawn only; a suspected pair under its likeliest transposition
+    # when its cheap score beats the one as drawn, and S is exactly score_pairs' on the turned features there.
+    assert not chosen[~TURNED[chosen[:, 1]], 2].any() and chosen[TURNED[chosen[:, 1]], 2].any()
+    s, winners = score_candidates(feats0, plain1, chosen, options, turned=turned1)
+    as_drawn = score_pairs(feats0, plain1, chosen[:, :2])[0].numpy()
+    asked = chosen[:, 2] > 0
+    turned_s = score_pairs(feats0, turned1, chosen[asked, :2])[0].numpy()
+    assert np.array_equal(chosen[asked, 2], turns[chosen[asked, 1]])
+    assert np.array_equal(s[~asked], as_drawn[~asked]) and not winners[~asked].any()
+    assert np.array_equal(s[asked], np.maximum(as_drawn[asked], turned_s))
+    assert np.array_equal(winners[asked] > 0, turned_s > as_drawn[asked])
 
 
 def test_turns_are_named_keyed_and_inverted():
@@ -78,6 +101,8 @@ def test_turns_are_named_keyed_and_inverted():
     image = drawing(0, (64, 48))
     turned = transpose_image(image, "rot30")
     assert turned.size == image.size and not np.array_equal(np.asarray(turned), np.asarray(image))
-    assert transposed_features_key("k", "turns") != "k.turns" and transposed_features_key("k", "all") == "k.all"
+    # Only mirror describes a manuscript transposed; all and turns describe what a pair chose, under its key,
+    # which names the angles too.
+    assert transposed_features_key("k", "mirror") == "k.mirror" and turned_features_key("p").startswith("p.turned-")
     keys = {pair_key(CollationOptions(transpositions=v), "a", "b") for v in ("none", "mirror", "all", "turns")}
     assert len(keys) == 4

@@ -44,10 +44,14 @@ def service(redis_url: str, tmp_path: Path) -> Any:
 
 
 def test_the_budget_figures() -> None:
-    every_pair, pruned = CollationOptions(candidates=None), CollationOptions(candidates=10)
+    every_pair = CollationOptions(candidates=None, transpositions="none")
+    pruned = CollationOptions(candidates=10, transpositions="none")
     assert pairs_upper_bound({0: 5, 1: 5, 2: 4}, every_pair) == 25 + 20 + 20
     assert pairs_upper_bound({0: 100, 1: 50}, pruned) == 10 * 150  # candidates x (n_a + n_b) < n_a n_b
-    assert pairs_upper_bound({0: 100, 1: 50}, CollationOptions(candidates=10, transpositions="all")) == 6 * 1500
+    # A pair is scored as drawn and under one transposition at most: mirror, or the one chosen (all, turns).
+    for transpositions in ("mirror", "all", "turns"):
+        options = CollationOptions(candidates=10, transpositions=transpositions)
+        assert pairs_upper_bound({0: 100, 1: 50}, options) == 2 * 1500
     assert over_budget({0: 6000, 1: 4000}, pruned, 10_000, 10**9) is None
     message = over_budget({0: 6000, 1: 4001}, pruned, 10_000, 10**9)
     assert message.startswith("10001 regions (6000 in manuscript 0, 4001 in manuscript 1) are more than the 10000")
@@ -73,12 +77,16 @@ def test_a_post_over_the_pairs_budget_is_a_422_naming_the_limit(service: Any, sy
     client, _ = service(max_pairs=20)
     box = synthetic.b_regions[0]
     body = {"manifests": [synthetic.b, synthetic.b + "?copy"], "regions": {"0": [box] * 5, "1": [box] * 5}}
-    r = client.post(f"{API}/collations", json={**body, "options": {"candidates": None}})
+    r = client.post(f"{API}/collations", json={**body, "options": {"candidates": None, "transpositions": "none"}})
     assert r.status_code == 422, r.data
     detail = r.get_json()["detail"]
     assert detail.startswith("25 region pairs to score (5 in manuscript 0, 5 in manuscript 1; every pair")
     assert "more than the 20 one collation may score (COLLATION_MAX_PAIRS)" in detail
-    assert client.post(f"{API}/collations", json={**body, "options": {"candidates": 2}}).status_code == 202  # 20 pairs
+    # By default (turns) a pair may be scored twice: as drawn and under its chosen transposition.
+    r = client.post(f"{API}/collations", json={**body, "options": {"candidates": 2}})
+    assert r.status_code == 422 and "40 region pairs to score" in r.get_json()["detail"], r.data
+    options = {"candidates": 2, "transpositions": "none"}
+    assert client.post(f"{API}/collations", json={**body, "options": options}).status_code == 202  # 20 pairs
 
 
 def test_regions_read_from_manifests_over_the_budget_fail_the_collation_before_features(

@@ -16,7 +16,8 @@ from engine_grid import full_scores
 from collation.core.options import CollationOptions
 from collation.core.settings import Settings
 from collation.core.vocabulary import TRANSPOSITION_SETS
-from collation.engine.pipeline import assemble, candidate_pairs, score_candidates
+from collation.engine.pipeline import assemble, candidate_pairs, score_candidates, suspects
+from collation.engine.similarity import score_pairs
 from collation.jobs.planning import Planned, next_steps
 from collation.service import schemas
 from collation.service.results import pair_results
@@ -29,6 +30,7 @@ from collation.store.records import (
     pair_key,
     second_features_key,
     transposed_features_key,
+    turned_features_key,
 )
 from collation.store.stepnames import Step
 from collation.store.stored import PairResults, PreparedManuscript, StoredRegion
@@ -69,10 +71,12 @@ def test_bad_transposition_and_partial_options_are_400(
 
 
 def test_options_are_recorded_only_when_they_change_the_scores() -> None:
-    plain = CollationOptions.parse({})
+    plain = CollationOptions.parse({"transpositions": "none"})
     assert "transpositions" not in plain.to_record() and "partial" not in plain.to_record()
-    for same in ({"transpositions": "none"}, {"partial": False}, {"transpositions": "none", "partial": False}):
+    assert CollationOptions.parse({}).to_record() == {**plain.to_record(), "transpositions": "turns"}  # the default
+    for same in ({"transpositions": "none", "partial": False},):
         assert CollationOptions.parse(same) == plain  # the same record, the same collation id
+    assert CollationOptions.parse({"partial": False}) == CollationOptions.parse({})
     mirror = CollationOptions.parse({"transpositions": "mirror", "partial": True})
     assert mirror.to_record() == {**plain.to_record(), "transpositions": "mirror", "partial": True}
     ids = {
@@ -81,7 +85,10 @@ def test_options_are_recorded_only_when_they_change_the_scores() -> None:
     }
     assert len(ids) == 4
     # Plain pair keys are those they were; each option gives its own cached matrix.
-    keys = {pair_key(CollationOptions.parse(o), "f0", "f1") for o in ({}, {"transpositions": "mirror"})}
+    keys = {
+        pair_key(CollationOptions.parse(o), "f0", "f1")
+        for o in ({"transpositions": "none"}, {"transpositions": "mirror"})
+    }
     keys |= {pair_key(CollationOptions.parse({"partial": True}), "f0", "f1")}
     assert len(keys) == 3
 
@@ -207,7 +214,9 @@ def test_without_transpositions_nothing_new_is_recorded_or_served(
     api: Any, synthetic: Any, mirrored: str, run_jobs: Any, settings: Settings
 ) -> None:
     cid = run(api, run_jobs, [synthetic.a, mirrored], {"transpositions": "none", "partial": False})
-    assert cid == run(api, run_jobs, [synthetic.a, mirrored], {})  # the same collation as a plain request
+    # the same collation as a request without partial; the default (turns) is another collation
+    assert cid == run(api, run_jobs, [synthetic.a, mirrored], {"transpositions": "none"})
+    assert cid != collation_id([synthetic.a, mirrored], None, CollationOptions.parse({}))
     store = FolderStore(settings.data_dir)
     record = store.load_record(cid)
     assert set(record.options.to_record()) == {
@@ -228,3 +237,30 @@ def test_without_transpositions_nothing_new_is_recorded_or_served(
         assert not any("transposition" in c for item in corr["items"] for c in item["candidates"])
     text = annotations_text(api, cid)
     assert "mirrored copy" not in text and "turned copy" not in text
+
+
+def test_turns_are_chosen_by_the_plan_step_and_scored_as_the_engine_scores_them(
+    api: Any, synthetic: Any, mirrored: str, run_jobs: Any, settings: Settings
+) -> None:
+    n = synthetic.n
+    cid = run(api, run_jobs, [synthetic.a, mirrored], {"transpositions": "turns"})
+    store = FolderStore(settings.data_dir)
+    docs = [store.load_manuscript(cid, m) for m in (0, 1)]
+    options = CollationOptions.parse({"transpositions": "turns"})
+    # Nothing transposed is described per manuscript; the plan step described the copies it suspected, each
+    # under its likeliest transposition, under the pair's key.
+    assert feature_keys(options, 1, docs[1].features_key) == [docs[1].features_key]
+    feats0, plain1 = (store.load_features(d.features_key) for d in docs)
+    turned1 = store.load_features(turned_features_key(pair_key(options, docs[0].features_key, docs[1].features_key)))
+    assert len(turned1) == n and turned1.scales == plain1.scales
+    pairs = candidate_pairs(feats0, plain1, options)
+    assert np.array_equal(turned1.mask.any(dim=(1, 2)).numpy(), suspects(feats0, plain1, pairs, options).columns)
+    results = store.load_results(cid, 0, 1)
+    assert results.T is not None and (results.S.argmax(axis=1) == np.arange(n)).all()
+    # These shapes are near symmetric: their mirrored copies match as drawn (S 1.5-1.6, cheap score 1.6), so
+    # none is suspected and every pair is scored as drawn (the stored turned set holds empty maps only).
+    diagonal = np.stack([np.arange(n)] * 2, axis=1)
+    as_drawn = score_pairs(feats0, plain1, diagonal)[0].numpy()
+    described = turned1.mask.any(dim=(1, 2)).numpy()
+    assert np.array_equal(results.S.diagonal()[~described], as_drawn[~described])
+    assert not results.T[:, ~described].any()
