@@ -33,6 +33,10 @@ def free_port(host: str = "127.0.0.1") -> int:
 def start_redis(folder: Path, port: int | None = None, timeout: float = 10.0) -> tuple[subprocess.Popen, str]:
     """Starts ``redis-server`` on 127.0.0.1 with its files under ``folder``; returns (process, URL).
 
+    Without a ``port``, a free one is picked; another process may take it before Redis binds it (a port
+    is free only until someone binds it), so a Redis that could not bind its picked port is started again
+    on another, up to ``PORT_TRIES`` times.
+
     Raises:
         CollationError: redis-server is not installed or does not answer within ``timeout``.
     """
@@ -43,40 +47,46 @@ def start_redis(folder: Path, port: int | None = None, timeout: float = 10.0) ->
             "or set COLLATION_REDIS_URL to a running Redis"
         )
     folder.mkdir(parents=True, exist_ok=True)
-    port = port or free_port()
-    process = subprocess.Popen(
-        [
-            binary,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--dir",
-            str(folder),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--logfile",
-            str(folder / "redis.log"),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    client = Redis.from_url(url, socket_connect_timeout=1)
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            client.ping()
-            client.close()
+    log = folder / "redis.log"
+    for _ in range(1 if port else PORT_TRIES):
+        chosen = port or free_port()
+        arguments = ["--port", str(chosen), "--bind", "127.0.0.1", "--dir", str(folder), "--save", ""]
+        process = subprocess.Popen(
+            [binary, *arguments, "--appendonly", "no", "--logfile", str(log)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        url = f"redis://127.0.0.1:{chosen}/0"
+        if _answers(process, url, timeout):
             return process, url
-        except RedisError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                process.wait()
-                raise CollationError(f"redis-server did not start; see {folder / 'redis.log'}") from None
+        process.kill()
+        process.wait()
+        taken = log.is_file() and f"{chosen}: bind: Address already in use" in log.read_text(errors="replace")
+        if not taken:
+            break
+    raise CollationError(f"redis-server did not start; see {log}")
+
+
+PORT_TRIES = 5
+"""Ports ``start_redis`` tries when the one it picked was taken before Redis could bind it."""
+
+
+def _answers(process: subprocess.Popen, url: str, timeout: float) -> bool:
+    """Whether the Redis of ``process`` answers at ``url`` within ``timeout`` (False once it exited). The
+    answer must come from ``process`` itself: whoever took the port first answers too."""
+    client = Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
+    deadline = time.monotonic() + timeout
+    try:
+        while process.poll() is None and time.monotonic() < deadline:
+            try:
+                if client.info("server").get("process_id") == process.pid:
+                    return True
+            except RedisError:
+                pass
             time.sleep(0.05)
+        return False
+    finally:
+        client.close()
 
 
 def stop(process: subprocess.Popen | None, timeout: float = 10.0) -> None:
