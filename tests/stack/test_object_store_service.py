@@ -62,6 +62,18 @@ def finished(client: Any, cid: str) -> bool:
     return doc["status"] == "finished"
 
 
+def manuscript_features(versions: dict[str, str]) -> dict[str, str]:
+    """The manuscripts' feature objects of a ``store.versions("features/")``, without the pairs' turned ones
+    (``records.turned_features_key``: the illustrations a pair chose to describe turned)."""
+    return {key: version for key, version in versions.items() if ".turned-" not in key}
+
+
+def pair_scores(versions: dict[str, str]) -> dict[str, str]:
+    """The pairs' score matrices of a ``store.versions("scores/")``, without the transposition beside each
+    (``.T.npy``: which transposition gave S, with ``turns``)."""
+    return {key: version for key, version in versions.items() if not key.endswith(".T.npy")}
+
+
 def test_features_and_scores_are_reused_through_the_object_store(
     synthetic: Any, redis_url: str, tmp_path: Path, s3_server: Any, s3_url: str
 ) -> None:
@@ -74,16 +86,19 @@ def test_features_and_scores_are_reused_through_the_object_store(
         first = client.post(f"{API}/collations", json=body(synthetic)).get_json()["id"]
         drain(api_settings.replace(data_dir=tmp_path / "machine1"))  # one worker machine
         assert client.get(f"{API}/collations/{first}").get_json()["status"] == "finished"
-        features, scores = store.versions("features/"), store.versions("scores/")
+        features, scores = manuscript_features(store.versions("features/")), pair_scores(store.versions("scores/"))
         assert len(features) == 2 and len(scores) == 1
+        turned = store.versions("features/").keys() - features.keys()  # a pair's turned illustrations (turns)
 
         second = client.post(
             f"{API}/collations", json=body(synthetic, [synthetic.a, synthetic.b, synthetic.c], propagation="3-cycles")
         ).get_json()["id"]
         drain(api_settings.replace(data_dir=tmp_path / "machine2"))  # another one, with an empty cache
         assert finished(client, second)
-        after, scores_after = store.versions("features/"), store.versions("scores/")
+        everything, scores_after = store.versions("features/"), pair_scores(store.versions("scores/"))
+        after = manuscript_features(everything)
         assert len(after) == 3 and {k: after[k] for k in features} == features  # A and B not described again
+        assert turned <= everything.keys()  # nor (A, B)'s turned illustrations
         assert len(scores_after) == 3 and {k: scores_after[k] for k in scores} == scores  # (A, B) not rescored
         corr = client.get(f"{API}/collations/{second}/correspondences?pair=0,2&top=1").get_json()
         assert [item["candidates"][0]["index"] for item in corr["items"]] == list(range(synthetic.n))
