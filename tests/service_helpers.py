@@ -36,7 +36,9 @@ __all__ = [
     "runtime_for",
     "served_like_production",
     "service_settings",
+    "status",
     "stop_seaweedfs",
+    "submit",
     "wait_for",
 ]
 
@@ -178,6 +180,18 @@ def served_like_production(app: Any, settings: Settings) -> Iterator[str]:
     finally:
         server.close()
         thread.join(5)
+
+
+def submit(api: Any, manifests: list[str], **extra: Any) -> str:
+    """POSTs a collation of ``manifests`` (and the body's ``extra`` fields) to a test client; its id (202)."""
+    r = api.post("/api/v1/collations", json={"manifests": manifests, **extra})
+    assert r.status_code == 202, r.get_json()
+    return r.get_json()["id"]
+
+
+def status(api: Any, cid: str) -> dict[str, Any]:
+    """The status document of collation ``cid`` from a test client."""
+    return api.get(f"/api/v1/collations/{cid}").get_json()
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:

@@ -8,20 +8,11 @@ import json
 from typing import Any
 
 from PIL import Image
+from service_helpers import status, submit
 
 from collation.jobs.manuscripts import region_arguments
 
 API = "/api/v1"
-
-
-def submit(api: Any, manifests: list[str], **extra: Any) -> str:
-    r = api.post(f"{API}/collations", json={"manifests": manifests, **extra})
-    assert r.status_code == 202, r.get_json()
-    return r.get_json()["id"]
-
-
-def status(api: Any, cid: str) -> dict[str, Any]:
-    return api.get(f"{API}/collations/{cid}").get_json()
 
 
 def test_region_arguments_and_the_detect_field_of_the_request(api: Any) -> None:

@@ -16,7 +16,7 @@ from builders import serving
 from redis import Redis
 from rq import Queue
 from rq.job import Job, JobStatus
-from service_helpers import runtime_for
+from service_helpers import runtime_for, status, submit
 
 from collation.jobs import tasks
 from collation.jobs.runtime import activate
@@ -24,16 +24,6 @@ from collation.jobs.scheduling import Scheduler
 from collation.store.folder import FolderStore
 
 API = "/api/v1"
-
-
-def submit(api: Any, manifests: list[str], **extra: Any) -> str:
-    r = api.post(f"{API}/collations", json={"manifests": manifests, **extra})
-    assert r.status_code == 202, r.get_json()
-    return r.get_json()["id"]
-
-
-def status(api: Any, cid: str) -> dict[str, Any]:
-    return api.get(f"{API}/collations/{cid}").get_json()
 
 
 def top1(api: Any, cid: str, pair: str, score: str = "propagated") -> dict[int, int]:
