@@ -185,7 +185,10 @@ def test_mirador4_shows_the_match_in_both_windows_and_confirm_stores_an_assessme
     assert sum(a == b and cycle for a, b, cycle in best) >= REGIONS - 1, best
     candidate = page.locator(f'.candidate[data-source="{PICK}"][data-target="{PICK}"]')
     assert candidate.get_attribute("data-cycle") == "true"
-    assert candidate.locator("img.thumb").evaluate("img => img.complete && img.naturalWidth > 0")
+    # thumbnails load lazily: bring this one into view, then wait for its image rather than sampling it once
+    thumb = candidate.locator("img.thumb")
+    thumb.scroll_into_view_if_needed()
+    page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=thumb.element_handle())
 
     # clicking the match points both windows at the matched canvases
     candidate.locator("img.thumb").click()
