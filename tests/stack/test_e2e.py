@@ -5,7 +5,8 @@ P2 is published as Presentation 2.1 with canvases twice the size of the images (
 and its regions in annotation lists; P3 as Presentation 3.0 with embedded tagging annotations. The
 15 illustrations k = 0..14 of P2 must be matched to illustration k of P3, in the JSON and in the
 annotations; after a worker is killed with SIGKILL in the middle of scoring, or Redis restarts in
-the middle, the collation finishes with the same scores.
+the middle (both with the object store, workers without a shared disk), the collation finishes with
+the same scores.
 """
 
 from __future__ import annotations
@@ -145,11 +146,6 @@ def e2e_settings(tmp_path: Path, redis_url: str, store_options: dict[str, str] |
     return service_settings(tmp_path / "data", redis_url, chunk_pairs=16, sweep_interval=1, **(store_options or {}))
 
 
-def own_dir(tmp_path: Path, store_options: dict[str, str], n: int) -> Path | None:
-    """With the object store, worker ``n``'s own COLLATION_DATA_DIR (machines that share no disk)."""
-    return tmp_path / f"worker{n}" if store_options else None
-
-
 def scoring_started(run: Run, cid: str, pairs: int) -> bool:
     progress = run.status(cid)["progress"]
     return progress["stage"] == "scoring" and pairs <= progress["done"] < K * K
@@ -162,7 +158,8 @@ def baseline(
     openapi: dict[str, Any],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> tuple[Run, str]:
-    """The Physiologus collation computed once by two worker subprocesses."""
+    """The Physiologus collation computed once by two worker subprocesses, which stay for the module's
+    three-witness collation (a worker's start is seconds of torch and timm imports)."""
     url = redis_server[1].rsplit("/", 1)[0] + "/1"  # a database of its own: other runs' workers never see it
     Redis.from_url(url).flushdb()
     tmp = tmp_path_factory.mktemp("baseline")
@@ -176,7 +173,6 @@ def baseline(
         print(
             f"\nPhysiologus 15 x 15, folder store, two workers: {time.monotonic() - started:.1f} s (with worker start)"
         )
-        run.workers.stop_all()
         yield run, cid
     finally:
         close_run(run)
@@ -220,53 +216,26 @@ def test_physiologus_p2_p3_illustrations_match(baseline: tuple[Run, str], iipsrv
     assert any(r["on"]["selector"]["value"] == f"xywh={x},{y},{w},{h}" for r in page["resources"])
 
 
-def test_a_worker_killed_while_scoring_is_replaced(
-    physiologus_manifests: tuple[str, str],
-    redis_url: str,
-    baseline: tuple[Run, str],
-    openapi: dict[str, Any],
-    tmp_path: Path,
-    store_options: dict[str, str],
-) -> None:
-    reference, reference_cid = baseline
-    url = redis_url.rsplit("/", 1)[0] + "/2"
-    Redis.from_url(url).flushdb()
-    run = make_run(e2e_settings(tmp_path, url, store_options), openapi, tmp_path)
-    seed_features(run, reference)
-    try:
-        cid = run.submit(physiologus_manifests)
-        assert cid == reference_cid  # same inputs, same id (another data store)
-        first = run.workers.start(threads=ONE_THREAD, data_dir=own_dir(tmp_path, store_options, 0))
-        wait_for(lambda: scoring_started(run, cid, 32), 240, "scoring to start", interval=0.05)
-        first.send_signal(signal.SIGKILL)
-        first.wait()
-        assert run.status(cid)["status"] == "running"
-        # another worker (on another machine, with the object store); the killed one's chunk is
-        # abandoned, then retried
-        run.workers.start(threads=ONE_THREAD, data_dir=own_dir(tmp_path, store_options, 1))
-        run.wait_finished(cid)
-        got, want = run.scores(cid), reference.scores(reference_cid)
-        for name in ("S", "N_S", "P_S"):
-            np.testing.assert_array_equal(got[name], want[name])
-    finally:
-        close_run(run)
-
-
 def test_a_redis_restart_while_scoring_loses_nothing(
     physiologus_manifests: tuple[str, str],
     baseline: tuple[Run, str],
     openapi: dict[str, Any],
     tmp_path: Path,
-    store_options: dict[str, str],
+    s3_server: Any,
+    s3_url: str,
 ) -> None:
+    """Redis stopped and started empty while the worker scores: the API's sweep finds in the object store
+    what is missing and enqueues it again (the worker on a machine of its own). The folder store's
+    worker outliving a Redis outage: tests/hostile/test_faults.py."""
     reference, reference_cid = baseline
     port = free_port()
     redis_process, url = start_redis(tmp_path / "redis", port=port)
-    run = make_run(e2e_settings(tmp_path, url, store_options), openapi, tmp_path)
+    options = {"store_url": s3_url, "store_endpoint": s3_server.endpoint}
+    run = make_run(e2e_settings(tmp_path, url, options), openapi, tmp_path)
     seed_features(run, reference)
     try:
         cid = run.submit(physiologus_manifests)
-        run.workers.start(threads=ONE_THREAD, data_dir=own_dir(tmp_path, store_options, 0))
+        run.workers.start(threads=ONE_THREAD, data_dir=tmp_path / "worker0")
         wait_for(lambda: scoring_started(run, cid, 32), 240, "scoring to start", interval=0.05)
         stop(redis_process)  # no persistence: queues, jobs and registries are gone
         redis_process, _ = start_redis(tmp_path / "redis", port=port)
@@ -279,7 +248,7 @@ def test_a_redis_restart_while_scoring_loses_nothing(
         stop(redis_process)
 
 
-def test_two_workers_that_share_no_disk_collate_through_the_object_store(
+def test_two_workers_without_a_shared_disk_one_killed_while_scoring(
     physiologus_manifests: tuple[str, str],
     redis_url: str,
     baseline: tuple[Run, str],
@@ -288,9 +257,12 @@ def test_two_workers_that_share_no_disk_collate_through_the_object_store(
     s3_server: Any,
     s3_url: str,
 ) -> None:
-    """The whole Physiologus collation, every step, with the API and two workers each given a
-    directory of its own (three machines without a shared disk) and the object store as the system
-    of record: the same scores as the folder's run, and the API's directory holds no store data."""
+    """The whole Physiologus collation, every step, with the API and two workers each given a directory of
+    its own (three machines without a shared disk) and the object store as the system of record; one
+    worker is killed with SIGKILL while scoring, and its chunk, abandoned, is retried by the other. The
+    same scores as the folder's undisturbed run, and the API's directory holds no store data.
+
+    (The folder store's worker killed in each stage: tests/hostile/test_faults.py.)"""
     reference, reference_cid = baseline
     url = redis_url.rsplit("/", 1)[0] + "/3"
     Redis.from_url(url).flushdb()
@@ -300,15 +272,20 @@ def test_two_workers_that_share_no_disk_collate_through_the_object_store(
         run.workers.env["COLLATION_LOG_LEVEL"] = "INFO"  # for the bytes each downloaded
         started = time.monotonic()
         cid = run.submit(physiologus_manifests)
-        assert cid == reference_cid
-        run.workers.start(threads=ONE_THREAD, data_dir=tmp_path / "worker0")
+        assert cid == reference_cid  # same inputs, same id (another data store)
+        killed = run.workers.start(threads=ONE_THREAD, data_dir=tmp_path / "worker0")
         run.workers.start(threads=ONE_THREAD, data_dir=tmp_path / "worker1")
+        wait_for(lambda: scoring_started(run, cid, 32), 240, "scoring to start", interval=0.05)
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+        assert run.status(cid)["status"] == "running"
         run.wait_finished(cid)
         seconds = time.monotonic() - started
-        run.workers.stop_all()  # each says how many bytes it downloaded
+        run.workers.stop_all()  # the one left says how many bytes it downloaded
         said = re.findall(r"(\d+) bytes downloaded", run.workers.logs())
         print(
-            f"\nPhysiologus 15 x 15, object store, two workers: {seconds:.1f} s (with worker start), downloaded {said}"
+            f"\nPhysiologus 15 x 15, object store, two workers, one killed: {seconds:.1f} s (with worker start), "
+            f"downloaded {said}"
         )
         got, want = run.scores(cid), reference.scores(reference_cid)
         for name in ("S", "N_S", "P_S"):
@@ -405,12 +382,7 @@ def test_three_witnesses_concordance_and_verdict_categories(
     illustration 3 on; a "no match" verdict splits a row and P_S falls, a batch "partial" joins it again."""
     run, _ = baseline
     cid = run.submit((*physiologus_manifests, p3_second_manifest(site, iipsrv)))
-    run.workers.start(threads=ONE_THREAD)
-    run.workers.start(threads=ONE_THREAD)
-    try:
-        run.wait_finished(cid)
-    finally:
-        run.workers.stop_all()
+    run.wait_finished(cid)  # by the baseline's two workers
     root = f"{API}/collations/{cid}"
     doc = run.api.get(f"{root}/concordance").get_json()
     assert [w["regions"] for w in doc["witnesses"]] == [K, K, K - 3]
