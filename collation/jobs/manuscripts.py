@@ -58,20 +58,23 @@ def region_arguments(spec: Any) -> dict[str, Any]:
 
 
 class RuntimeDetector:
-    """The detector of the job's runtime (``Runtime.detector``: loaded once per process, on the first
-    canvas that needs it, so manuscripts with annotations never load a model); the built-in one
-    outside a worker. The runtime is taken when this is made, in the job's thread: detection runs
-    in a thread pool, where the current runtime (a context variable) is not set."""
+    """The detector of a runtime (``Runtime.detector``: loaded once per process, on the first canvas
+    that needs it, so manuscripts with annotations never load a model): ``runtime``'s (the API's, for
+    the inspection), else the job's; the built-in one outside a worker. The job's runtime is taken when
+    this is made, in the job's thread: detection runs in a thread pool, where the current runtime (a
+    context variable) is not set."""
 
     name = "runtime"
 
-    def __init__(self) -> None:
+    def __init__(self, runtime: Any = None) -> None:
         from collation.jobs.runtime import current
 
-        try:
-            self.runtime: Any = current()
-        except RuntimeError:  # no runtime is active (a test calling read_manuscript directly)
-            self.runtime = None
+        if runtime is None:
+            try:
+                runtime = current()
+            except RuntimeError:  # no runtime is active (a test calling read_manuscript directly)
+                runtime = None
+        self.runtime: Any = runtime
 
     def __call__(self, image: Any) -> list[Any]:
         from collation.engine.detection import load_detector

@@ -33,6 +33,7 @@ from collation.iiif.collections import collection_members
 from collation.iiif.dryrun import inspect_manifest
 from collation.iiif.manifests import load_manifest, parse_manifest
 from collation.iiif.regions import RegionSelector
+from collation.jobs.manuscripts import RuntimeDetector
 from collation.jobs.runtime import Runtime
 from collation.net.http import Fetcher
 from collation.service.problems import Busy
@@ -183,6 +184,7 @@ def inspect(runtime: Runtime, query: dict[str, Any], fetcher: Fetcher | None = N
             max_info=query["max_info"],
             info_deadline=time.monotonic() + runtime.settings.inspection.timeout / 2,
             detect=detect,
+            detector=RuntimeDetector(runtime),  # the collations' (COLLATION_DETECTOR_MODEL), loaded if it is needed
         )
     except ManifestError as exc:
         raise UnusableManifest(exc.message, field="manifest") from exc

@@ -58,6 +58,17 @@ def test_a_detection_of_a_missing_manifest_fails_in_words_and_unknown_ids_are_40
     assert api.post(f"{API}/detections", json={"manifest": "ftp://x"}).status_code == 400
 
 
+class OneBox:
+    """A detector that finds the upper left quarter of every page (as a model file would load)."""
+
+    name = "one box"
+
+    def __call__(self, image: Any) -> list[Any]:
+        from collation.engine import detection
+
+        return [detection.Detection((0, 0, image.width // 2, image.height // 2), 0.9, "miniature")]
+
+
 def test_the_pages_are_searched_with_the_detector_of_the_collations(
     api: Any, synthetic: Any, run_jobs: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -65,15 +76,22 @@ def test_the_pages_are_searched_with_the_detector_of_the_collations(
     built-in one whatever the settings: the regions reviewed are those the collation would find."""
     from collation.engine import detection
 
-    class OneBox:
-        name = "one box"
-
-        def __call__(self, image: Any) -> list[detection.Detection]:
-            return [detection.Detection((0, 0, image.width // 2, image.height // 2), 0.9, "miniature")]
-
     monkeypatch.setattr(detection, "load_detector", lambda *args, **kwargs: OneBox())
     did = api.post(f"{API}/detections", json={"manifest": synthetic.b}).get_json()["id"]
     run_jobs()
     doc = api.get(f"{API}/detections/{did}").get_json()
     assert doc["status"] == "finished" and len(doc["regions"]) == synthetic.n
     assert {(r["xywh"][0], r["xywh"][1], r["score"]) for r in doc["regions"]} == {(0, 0, 0.9)}
+
+
+def test_the_inspection_detects_with_the_detector_of_the_collations(
+    api: Any, synthetic: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A short manuscript detected by ``GET /inspect`` itself: with the collations' detector too (it used
+    the built-in one whatever ``COLLATION_DETECTOR_MODEL`` said)."""
+    from collation.engine import detection
+
+    monkeypatch.setattr(detection, "load_detector", lambda *args, **kwargs: OneBox())
+    report = api.get(f"{API}/inspect", query_string={"manifest": synthetic.b, "detect_up_to": 4}).get_json()
+    assert report["regions_source"] == "detected" and len(report["regions"]) == synthetic.n
+    assert {(r["xywh"][0], r["xywh"][1]) for r in report["regions"]} == {(0, 0)}
