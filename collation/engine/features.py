@@ -83,8 +83,10 @@ def uniform_cells(pixels: torch.Tensor, rows: int, cols: int, below: float = def
     """
     check_shape("pixels", pixels, (3, defaults.PIXELS_PER_CELL * rows, defaults.PIXELS_PER_CELL * cols))
     side = defaults.PIXELS_PER_CELL
-    cells = (pixels * 255).view(3, rows, side, cols, side).permute(1, 3, 0, 2, 4).reshape(rows, cols, 3, side * side)
-    return (cells.std(dim=3).amax(dim=2) < below).flatten()
+    x = pixels.double() * 255  # float64: E[x²] - E[x]² of near-equal pixels keeps its few grey levels
+    mean = torch.nn.functional.avg_pool2d(x, side)  # (3, rows, cols)
+    var = (torch.nn.functional.avg_pool2d(x * x, side) - mean * mean) * side**2 / (side**2 - 1)  # unbiased
+    return (var.clamp(min=0).amax(dim=0) < below**2).flatten()
 
 
 def zeroed_cells(
