@@ -28,6 +28,18 @@ FEATURES_SIZE = 256
 L2_EPS = 1e-7
 """Added to the norm when features are L2-normalized per cell (B.4)."""
 
+UNIFORM_CELL_STD = 3.0
+"""A cell whose 16 x 16 input pixels vary by less than this standard deviation (grey levels of 255) in every
+channel is *uniform* (bare paper, a fill, the corners of a turned copy, a lost patch): its descriptor is zero,
+so it never matches (``features.uniform_cells``). Two uniform areas at the same place matched each other like
+a copy (docs/transpositions.md, "Uniform cells"). Chosen on the scale benchmark's extreme sets of seed 1."""
+
+UNIFORM_BARE_SHARE = 0.9
+"""A map whose uniform cells are this share of its cells or more keeps them all (``features.zeroed_cells``): a
+crop of bare paper is described as it is, its texture all there is to match (blank pages are weak matches
+anyway, ``weak.is_blank``). Chosen on the scale benchmark's 400 x 200 moderate set of seed 1, where one true
+pair's copy is 99% uniform."""
+
 RANSAC_ITERATIONS = 100
 """Triples drawn per directional score; triples with a repeated match are dropped, not redrawn (B.5)."""
 

@@ -67,6 +67,42 @@ def image_to_tensor(image: Image.Image, rows: int, cols: int) -> torch.Tensor:
     return torch.from_numpy(np.asarray(resized, dtype=np.float32) / 255.0).permute(2, 0, 1).contiguous()
 
 
+def uniform_cells(pixels: torch.Tensor, rows: int, cols: int, below: float = defaults.UNIFORM_CELL_STD) -> torch.Tensor:
+    """Cells of nothing but one colour: bare paper, a fill, a turned copy's corners, a lost patch.
+
+    Deep features of such a cell describe its surroundings' texture more than anything drawn, and two
+    uniform areas at the same place match each other as a copy would: a copy turned in an enlarged frame
+    matched every picture turned so by its paper corners (docs/transpositions.md, "Uniform cells").
+
+    Args:
+        pixels: ``(3, 16 rows, 16 cols)`` in [0, 1] (``image_to_tensor``).
+        below: standard deviation in grey levels of 255 under which, in every channel, a cell is uniform.
+
+    Returns:
+        ``(rows * cols,)`` bool, row-major like ``cell_positions``.
+    """
+    check_shape("pixels", pixels, (3, defaults.PIXELS_PER_CELL * rows, defaults.PIXELS_PER_CELL * cols))
+    side = defaults.PIXELS_PER_CELL
+    x = pixels.double() * 255  # float64: E[x²] - E[x]² of near-equal pixels keeps its few grey levels
+    mean = torch.nn.functional.avg_pool2d(x, side)  # (3, rows, cols)
+    var = (torch.nn.functional.avg_pool2d(x * x, side) - mean * mean) * side**2 / (side**2 - 1)  # unbiased
+    return (var.clamp(min=0).amax(dim=0) < below**2).flatten()
+
+
+def zeroed_cells(
+    pixels: torch.Tensor,
+    rows: int,
+    cols: int,
+    below: float = defaults.UNIFORM_CELL_STD,
+    bare: float = defaults.UNIFORM_BARE_SHARE,
+) -> torch.Tensor:
+    """``(rows * cols,)`` bool: the cells whose descriptors extraction sets to zero, the uniform ones
+    (``uniform_cells``), unless they are ``bare`` of the map or more: a map of bare paper keeps its cells, as
+    its texture is all there is to describe it. Args as ``uniform_cells``."""
+    flat = uniform_cells(pixels, rows, cols, below)
+    return flat if float(flat.float().mean()) < bare else torch.zeros_like(flat)
+
+
 FEATURE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 """Storage types of descriptors: float32, or half precision for large manuscripts."""
 
@@ -82,7 +118,8 @@ class MultiScaleFeatures:
     contents of a file.
 
     Attributes:
-        desc: ``(n, S, L, C)`` L2-normalized cell descriptors, zero where padded.
+        desc: ``(n, S, L, C)`` L2-normalized cell descriptors, zero where padded and where the cell is
+            uniform (``uniform_cells``).
         pos: ``(n, S, L, 2)`` cell centres (x, y) in the map's own normalized frame, (0, 1)².
         mask: ``(n, S, L)`` True for real cells, which come first in each map.
         scales: cells on the long side of each of the S maps.
@@ -392,25 +429,30 @@ def extract_features(
 
     Batch = tuple[tuple[int, int], list[tuple[int, int, int, int]]]  # frame (rows, cols), [(image, scale, rows, cols)]
 
-    def prepare(item: Batch) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """The batch's images decoded, resized and framed on the CPU: ``(B, 3, 16 rows, 16 cols)``, and the
-        ``(B, 2)`` pixel sizes of the images inside their frames (None where none is padded)."""
+    def prepare(item: Batch) -> tuple[torch.Tensor, torch.Tensor | None, list[torch.Tensor]]:
+        """The batch's images decoded, resized and framed on the CPU: ``(B, 3, 16 rows, 16 cols)``, the
+        ``(B, 2)`` pixel sizes of the images inside their frames (None where none is padded), and each
+        image's cells to zero (``zeroed_cells``)."""
         (rows_b, cols_b), batch = item
         x = torch.zeros((len(batch), 3, 16 * rows_b, 16 * cols_b))
+        uniform = []
         for k, (i, _, rows, cols) in enumerate(batch):
             x[k, :, : 16 * rows, : 16 * cols] = image_to_tensor(images[i], rows, cols)
+            pixels = x[k, :, : 16 * rows, : 16 * cols]
+            uniform.append(zeroed_cells(pixels, rows, cols, defaults.UNIFORM_CELL_STD, defaults.UNIFORM_BARE_SHARE))
         padded = any((rows, cols) != (rows_b, cols_b) for _, _, rows, cols in batch)
         valid = torch.tensor([[16 * rows, 16 * cols] for _, _, rows, cols in batch]) if padded else None
-        return x, valid
+        return x, valid, uniform
 
-    def describe(item: Batch, inputs: tuple[torch.Tensor, torch.Tensor | None]) -> int:
-        """Runs one prepared batch through the backbone and writes its cells (disjoint slots)."""
+    def describe(item: Batch, inputs: tuple[torch.Tensor, torch.Tensor | None, list[torch.Tensor]]) -> int:
+        """Runs one prepared batch through the backbone and writes its cells (disjoint slots), zero where uniform."""
         (rows_b, cols_b), batch = item
-        x, valid = inputs
+        x, valid, uniform = inputs
         maps = backbone(x.to(device), valid)
         check_shape("backbone output", maps, (len(batch), backbone.channels, rows_b, cols_b))  # stride 16
-        for (i, s, rows, cols), f in zip(batch, maps, strict=True):
+        for (i, s, rows, cols), f, flat in zip(batch, maps, uniform, strict=True):
             cells = l2_normalize(f[:, :rows, :cols].flatten(1).T.float())  # (rows * cols, C)
+            cells[flat.to(cells.device)] = 0
             desc[i, s, : rows * cols] = cells.to(dtype)
             pos[i, s, : rows * cols] = cell_positions(rows, cols).to(device)
             mask[i, s, : rows * cols] = True

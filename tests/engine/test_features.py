@@ -65,7 +65,10 @@ def test_extraction_shapes_masks_and_normalization(backbone):
     expected = [[r * c for r, c in (cells_for_scale(*im.size, sc) for sc in feats.scales)] for im in images]
     assert feats.mask.sum(dim=2).tolist() == expected
     norms = feats.desc.norm(dim=-1)
-    assert torch.allclose(norms[feats.mask], torch.ones(()), atol=1e-4)
+    # Real cells are unit vectors, but those of bare paper are zero (uniform cells, test_uniform_cells.py)
+    drawn = feats.mask & (norms > 0)
+    assert torch.allclose(norms[drawn], torch.ones(()), atol=1e-4)
+    assert 0.5 < float(drawn.sum() / feats.mask.sum()) < 1
     assert (norms[~feats.mask] == 0).all()
 
 

@@ -135,8 +135,10 @@ def test_the_transposition_wins_and_is_reported(originals, transposed, device, d
     names = winner_names(t_all, "all")
     assert names[MIRRORED, MIRRORED] == "mirror" and t_mirror[MIRRORED, MIRRORED] == 1
     assert names[TURNED, TURNED] == "rot270"  # turning the copy back aligns it with the original
-    assert s_mirror[MIRRORED, MIRRORED] > s_none[MIRRORED, MIRRORED] + 0.2
-    assert s_none[TURNED, TURNED] < 0.6 < 1.2 < s_all[TURNED, TURNED]
+    # Uniform cells (bare paper) match nothing, so S counts the drawn cells' matches only: a copy scores
+    # about 0.9 here, not 1.5 (features.uniform_cells).
+    assert s_mirror[MIRRORED, MIRRORED] > s_none[MIRRORED, MIRRORED] + 0.15
+    assert s_none[TURNED, TURNED] < 0.6 < 0.8 < s_all[TURNED, TURNED]
     assert (s_all.argmax(axis=1) == np.arange(N)).all() and (s_all.argmax(axis=0) == np.arange(N)).all()
     assert (s_all >= s_mirror - 1e-12).all() and (s_mirror >= s_none - 1e-12).all()
     # Plain copies keep their winner: as drawn (0) wins unless a transposition scores strictly more.
@@ -192,7 +194,7 @@ def test_all_scores_the_suspected_copies_under_their_likeliest_transposition(ori
     assert winners[TURNED, TURNED] == full_t[TURNED, TURNED] and not np.delete(np.diag(winners), TURNED).any()
     plain_s = full_scores(originals, plain, seed=2)
     assert all(s[k, k] == plain_s[k, k] for k in (0, MIRRORED, 3))
-    assert s[TURNED, TURNED] > 1.2 > 0.6 > plain_s[TURNED, TURNED]
+    assert s[TURNED, TURNED] > 0.8 > 0.6 > plain_s[TURNED, TURNED]  # drawn cells only (features.uniform_cells)
 
 
 def _half_scene_case(backbone):
@@ -208,11 +210,13 @@ def _half_scene_case(backbone):
 
 
 @pytest.mark.heavy
-def test_partial_lets_a_half_scene_copy_win(backbone):
+def test_a_half_scene_copy_wins_as_drawn_and_with_partial(backbone):
     scenes, copies = _half_scene_case(backbone)
     plain = full_scores(scenes, copies)
     partial = full_scores(scenes, copies, partial=True)
-    assert plain[0, 0] < plain[0, 1]  # S_trans: the full-size distractor wins
+    # S_trans: the half copy wins. Before uniform cells matched nothing (features.uniform_cells), the full-size
+    # distractor won, by the bare paper it shares with the scene at the same places.
+    assert plain[0, 0] > plain[0, 1] + 0.05
     assert partial[0, 0] > partial[0, 1] + 0.1  # partial: the half-scene copy wins
     assert ((partial >= 0) & (partial <= 2)).all()
     # The half copy covers about half the scene: its partial score is the plain one with the scene's

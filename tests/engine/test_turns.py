@@ -60,11 +60,12 @@ def test_a_copy_turned_by_30_degrees_is_matched_under_the_turn_that_undoes_it(tu
     # well); the copies as drawn stay as drawn.
     back = {30: {"rot345", "rot330", "rot315"}, -30: {"rot15", "rot30", "rot45"}, 0: {"identity"}}
     assert all(names[k, k] in back[a] for k, a in enumerate(ANGLES))
-    # As drawn the turned ones score what unrelated images score (under the fixed floor); turned back, as copies do.
+    # As drawn the turned ones score little; turned back, as copies do. S counts the drawn cells' matches only
+    # (bare paper matches nothing, features.uniform_cells): a copy as drawn scores about 0.9, unrelated ones 0.1.
     t = right[TURNED]
-    assert (s_none[t, t] < 0.5).all() and (s[t, t] > 0.65).all() and (s[t, t] > s_none[t, t] + 0.2).all()
+    assert (s_none[t, t] < 0.4).all() and (s[t, t] > 0.45).all() and (s[t, t] > s_none[t, t] + 0.1).all()
     others = ~np.eye(N, dtype=bool)
-    assert s[others].max() < 0.3 and (s[~TURNED, ~TURNED] > 1.0).all()
+    assert s[others].max() < 0.2 and (s[~TURNED, ~TURNED] > 0.6).all()
 
 
 @pytest.mark.heavy

@@ -185,7 +185,9 @@ def test_a_mirrored_copy_is_found_and_reported_mirrored(
         assert len(pairs) < n * n and np.isinf(results.S).any()  # pruned: some pairs unscored
     # Mirroring back is what finds them: as drawn, each copy scores far lower against its original.
     as_drawn = full_scores(feats0, turned1.select(range(n)), partial=options.get("partial", False))
-    assert (np.diag(results.S) > np.diag(as_drawn) + 0.25).all()  # here 1.91-1.95 against 1.54-1.61
+    # Here 1.05-1.23 against 0.86-0.98 with partial: a fifth more (bare ground matches nothing, so S counts the
+    # shapes' cells only: features.uniform_cells; before that, 1.91-1.95 against 1.54-1.61).
+    assert (np.diag(results.S) > 1.12 * np.diag(as_drawn)).all()
 
     for pair in ("0,1", "1,0"):
         corr = api.get(f"{API}/collations/{cid}/correspondences?pair={pair}&score=raw&top=2").get_json()
