@@ -67,6 +67,8 @@ REGISTRIES = {
     "failed": FailedJobRegistry,
 }
 """The states of ``collation_queue_jobs`` besides ``queued``, and the RQ registry of each."""
+RQ_STATUSES = {"finished": FinishedJobRegistry, **REGISTRIES}
+"""``rq_jobs``'s statuses besides ``queued``, and the RQ registry of each (rq-exporter's names)."""
 
 
 def init_app(app: Flask) -> None:
@@ -179,8 +181,9 @@ class ServiceCollector:
         self.statuses: tuple[float, dict[str, int]] | None = None  # (when counted, counts)
 
     def collect(self) -> Iterator[Metric]:
-        yield from queue_families(self.state.runtime)
-        yield from rq_exporter_families(self.state.runtime)
+        queues = queue_counts(self.state.runtime)  # read once: both families show the same numbers
+        yield from queue_families(self.state.runtime, queues)
+        yield from rq_exporter_families(self.state.runtime, queues)
         counts = self.collation_counts()
         if counts is not None:
             family = GaugeMetricFamily("collation_collations", "Collations in the store, by status", labels=["status"])
@@ -209,23 +212,39 @@ class ServiceCollector:
         return self.statuses[1]
 
 
-def queue_families(runtime: Runtime) -> list[Metric]:
+def queue_counts(runtime: Runtime) -> dict[str, dict[str, int]] | None:
+    """Each queue's jobs by state (``queued``, and each of ``RQ_STATUSES``' registries), read once for a scrape:
+    ``collation_queue_jobs`` and rq-exporter's ``rq_jobs`` show the same numbers, not two reads apart while a
+    worker moves jobs. None when Redis is not configured or does not answer (a scrape never changes Redis)."""
+    if runtime.redis is None:
+        return None
+    counts: dict[str, dict[str, int]] = {}
+    try:
+        for kind in ("io", "compute"):
+            queue = runtime.queue(kind)
+            counts[queue.name] = {"queued": queue.count}
+            for state, registry in RQ_STATUSES.items():
+                counts[queue.name][state] = registry(queue=queue).get_job_count(cleanup=False)
+    except RedisError:
+        return None
+    return counts
+
+
+def queue_families(runtime: Runtime, counts: dict[str, dict[str, int]] | None) -> list[Metric]:
     """``collation_redis_up``, and when Redis answers, ``collation_queue_jobs`` (each queue's jobs by
-    state: ``queued`` for a worker, ``started``, ``deferred`` behind other jobs, ``scheduled`` retries,
-    ``failed``) and ``collation_workers`` (the workers registered on each queue)."""
+    state, ``queue_counts``: ``queued`` for a worker, ``started``, ``deferred`` behind other jobs, ``scheduled``
+    retries, ``failed``) and ``collation_workers`` (the workers registered on each queue)."""
     up = GaugeMetricFamily("collation_redis_up", "1 when Redis answered this scrape, else 0")
     jobs = GaugeMetricFamily("collation_queue_jobs", "Jobs of each queue, by state", labels=["queue", "state"])
     workers = GaugeMetricFamily("collation_workers", "Workers registered on each queue", labels=["queue"])
-    if runtime.redis is None:
+    if counts is None:
         up.add_metric([], 0)
         return [up]
     try:
         for kind in ("io", "compute"):
             queue = runtime.queue(kind)
-            jobs.add_metric([queue.name, "queued"], queue.count)
-            for state, registry in REGISTRIES.items():
-                count = registry(queue=queue).get_job_count(cleanup=False)  # a scrape never changes Redis
-                jobs.add_metric([queue.name, state], count)
+            for state in ("queued", *REGISTRIES):
+                jobs.add_metric([queue.name, state], counts[queue.name][state])
             workers.add_metric([queue.name], Worker.count(connection=runtime.redis, queue=queue))
     except RedisError:
         up.add_metric([], 0)
@@ -234,16 +253,13 @@ def queue_families(runtime: Runtime) -> list[Metric]:
     return [up, jobs, workers]
 
 
-RQ_STATUSES = {"finished": FinishedJobRegistry, **REGISTRIES}
-"""``rq_jobs``'s statuses besides ``queued``, and the RQ registry of each (rq-exporter's names)."""
-
-
-def rq_exporter_families(runtime: Runtime) -> list[Metric]:
+def rq_exporter_families(runtime: Runtime, counts: dict[str, dict[str, int]] | None) -> list[Metric]:
     """The families of rq-exporter (mdawar/rq-exporter), read from the same Redis, so that its Grafana
     dashboard (12196) and alerts work as they are: ``rq_jobs{queue,status}``, ``rq_workers{name,queues,state}``
     (1 per worker) and each worker's ``rq_workers_success_total``, ``rq_workers_failed_total`` and
-    ``rq_workers_working_time_total``. Nothing when Redis does not answer (``collation_redis_up`` says so)."""
-    if runtime.redis is None:
+    ``rq_workers_working_time_total``; the jobs are ``queue_counts``. Nothing when Redis does not answer
+    (``collation_redis_up`` says so)."""
+    if counts is None:
         return []
     jobs = GaugeMetricFamily("rq_jobs", "RQ jobs by queue and status", labels=["queue", "status"])
     workers = GaugeMetricFamily("rq_workers", "RQ workers", labels=["name", "queues", "state"])
@@ -252,11 +268,9 @@ def rq_exporter_families(runtime: Runtime) -> list[Metric]:
     failed = CounterMetricFamily("rq_workers_failed", "Failed job count by worker", labels=labels)
     working = CounterMetricFamily("rq_workers_working_time", "Total working time in seconds by worker", labels=labels)
     try:
-        for kind in ("io", "compute"):
-            queue = runtime.queue(kind)
-            jobs.add_metric([queue.name, "queued"], queue.count)
-            for status, registry in RQ_STATUSES.items():
-                jobs.add_metric([queue.name, status], registry(queue=queue).get_job_count(cleanup=False))
+        for queue_name, by_status in counts.items():
+            for status, count in by_status.items():
+                jobs.add_metric([queue_name, status], count)
         for worker in Worker.all(connection=runtime.redis):
             names = [worker.name, ",".join(worker.queue_names())]
             state = worker.get_state()
