@@ -13,7 +13,7 @@ from collation.core import defaults
 from collation.core.options import CollationOptions
 from collation.core.vocabulary import INVERSES, TURNS
 from collation.engine.pipeline import (
-    candidate_pairs,
+    candidates,
     choose_transpositions,
     describe,
     describe_transposed,
@@ -41,9 +41,9 @@ def turned(backbone):
     options = CollationOptions(candidates=None, transpositions="turns")
     feats0 = describe(originals, backbone, options)
     plain1 = describe(copies, backbone, options)
-    pairs = candidate_pairs(feats0, plain1, options)
-    suspected = suspects(feats0, plain1, pairs, options)
-    chosen, turns = choose_transpositions(feats0, copies, backbone, pairs, suspected, options)
+    found = candidates(feats0, plain1, options)
+    suspected = suspects(found)
+    chosen, turns = choose_transpositions(feats0, copies, backbone, found.pairs, suspected, options)
     turned1 = describe_transposed(copies, backbone, options, plain1, turns=turns)
     return options, feats0, plain1, turned1, suspected, chosen, copies, turns
 
