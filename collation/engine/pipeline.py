@@ -118,7 +118,7 @@ class Candidates:
     shape: tuple[int, int]
 
 
-def candidates(
+def find_candidates(
     feats0: MultiScaleFeatures,
     feats1: MultiScaleFeatures,
     options: CollationOptions,
@@ -158,8 +158,8 @@ def candidate_pairs(
     *,
     progress: ProgressCallback | None = None,
 ) -> np.ndarray:
-    """``(P, 2)`` int64 row-major pairs whose S is computed: ``candidates(...).pairs``."""
-    return candidates(feats0, feats1, options, progress=progress).pairs
+    """``(P, 2)`` int64 row-major pairs whose S is computed: ``find_candidates(...).pairs``."""
+    return find_candidates(feats0, feats1, options, progress=progress).pairs
 
 
 def suspects(found: Candidates) -> Suspects:
@@ -281,7 +281,7 @@ def score_manuscripts(
         pairs ``(P, 2)`` int64, their S ``(P,)`` float64 and winners ``(P,)`` int8.
     """
     turned1 = None
-    found = candidates(feats0, feats1, options, progress=stage(f"candidates {label}"))
+    found = find_candidates(feats0, feats1, options, progress=stage(f"candidates {label}"))
     pairs = found.pairs
     if picks_transpositions(options.transpositions):  # only what the pair does not match well as drawn
         suspected = suspects(found)

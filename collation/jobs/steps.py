@@ -172,9 +172,9 @@ def store_candidates(runtime: Runtime, record: CollationRecord) -> int:
     """
     from collation.engine.pipeline import (
         candidate_pairs,
-        candidates,
         choose_transpositions,
         describe_transposed,
+        find_candidates,
         suspects,
     )
     from collation.engine.transpositions import picks_transpositions
@@ -198,7 +198,7 @@ def store_candidates(runtime: Runtime, record: CollationRecord) -> int:
         feats0 = runtime.features(key0)
         if picks:  # the cascade as drawn, then the transpositions the pair chooses, described here
             plain1 = runtime.features(key1)
-            found = candidates(feats0, plain1, options, progress=check)
+            found = find_candidates(feats0, plain1, options, progress=check)
             suspected = suspects(found)  # from the cascade's own cheap scores
             images1 = StoredImages(store, docs[b].digests)
             backbone = runtime.backbone(options.backbone, docs[b].precision)

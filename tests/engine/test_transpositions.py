@@ -21,9 +21,9 @@ from collation.engine.partial import matched_cells, partial_normalizer
 from collation.engine.pipeline import (
     Manuscript,
     assemble,
-    candidates,
     choose_transpositions,
     describe_transposed,
+    find_candidates,
     run_collation,
     score_candidates,
     suspects,
@@ -174,7 +174,7 @@ def test_all_scores_the_suspected_copies_under_their_likeliest_transposition(ori
     _, full_t = full_scores_transposed(originals, transposed, len(TRANSPOSITIONS), seed=2)
     options = CollationOptions(seed=2, candidates=k, transpositions="all")
     plain = transposed.select(range(N))
-    found = candidates(originals, plain, options)  # the cascade as drawn
+    found = find_candidates(originals, plain, options)  # the cascade as drawn
     pairs = found.pairs
     suspected = suspects(found)
     # The turned copy has no good partner as drawn. The mirrored one has: its drawing is near symmetric (cheap

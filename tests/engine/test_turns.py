@@ -13,10 +13,10 @@ from collation.core import defaults
 from collation.core.options import CollationOptions
 from collation.core.vocabulary import INVERSES, TURNS
 from collation.engine.pipeline import (
-    candidates,
     choose_transpositions,
     describe,
     describe_transposed,
+    find_candidates,
     score_candidates,
     suspects,
 )
@@ -41,7 +41,7 @@ def turned(backbone):
     options = CollationOptions(candidates=None, transpositions="turns")
     feats0 = describe(originals, backbone, options)
     plain1 = describe(copies, backbone, options)
-    found = candidates(feats0, plain1, options)
+    found = find_candidates(feats0, plain1, options)
     suspected = suspects(found)
     chosen, turns = choose_transpositions(feats0, copies, backbone, found.pairs, suspected, options)
     turned1 = describe_transposed(copies, backbone, options, plain1, turns=turns)
