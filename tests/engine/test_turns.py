@@ -11,7 +11,8 @@ from synthetic import PAPER, drawing, restyled_copy
 
 from collation.core import defaults
 from collation.core.options import CollationOptions
-from collation.core.vocabulary import INVERSES, TURNS
+from collation.core.vocabulary import INVERSES, TRANSPOSITION_NAMES, TURNS
+from collation.engine import transpositions
 from collation.engine.pipeline import (
     choose_transpositions,
     describe,
@@ -21,7 +22,13 @@ from collation.engine.pipeline import (
     suspects,
 )
 from collation.engine.similarity import score_pairs
-from collation.engine.transpositions import transpose_image, winner_names
+from collation.engine.transpositions import (
+    TransposedImages,
+    _Subset,
+    paper_colour,
+    transpose_image,
+    winner_names,
+)
 from collation.store.records import pair_key, transposed_features_key, turned_features_key
 
 ANGLES = (30, -30, 30, -30, 0, 0)
@@ -106,3 +113,20 @@ def test_turns_are_named_keyed_and_inverted():
     assert transposed_features_key("k", "mirror") == "k.mirror" and turned_features_key("p").startswith("p.turned-")
     keys = {pair_key(CollationOptions(transpositions=v), "a", "b") for v in ("none", "mirror", "all", "turns")}
     assert len(keys) == 4
+
+
+def test_transposed_images_know_their_sizes_and_paper_without_turning_twice(monkeypatch):
+    images = [drawing(0, (64, 48)), drawing(1, (48, 96)).convert("L")]
+    names = TRANSPOSITION_NAMES  # mirrors, quarter turns and small turns
+    view = TransposedImages(images, names)
+    made = [transpose_image(images[k % 2], names[k // 2]) for k in range(len(view))]
+    # The sizes come from the images' own, none turned (extract_features reads them before any item).
+    calls = []
+    monkeypatch.setattr(transpositions, "transpose_image", lambda *a: calls.append(a) or transpose_image(*a))
+    assert view.sizes() == [im.size for im in made] and not calls
+    subset = _Subset(view, np.array([3, 7, 8]))
+    assert subset.sizes() == [made[3].size, made[7].size, made[8].size] and not calls
+    monkeypatch.undo()
+    # Each image's small turns share its paper colour, taken once: the items are the images transpose_image makes.
+    assert all(np.array_equal(np.asarray(view[k]), np.asarray(im)) for k, im in enumerate(made))
+    assert view.papers == {0: paper_colour(images[0]), 1: paper_colour(images[1])}
