@@ -37,11 +37,11 @@ from collation.engine.concordance import PairEvidence, build_groups
 from collation.engine.evaluation import accuracy
 from collation.engine.pipeline import (
     assemble,
-    candidate_pairs,
     choose_transpositions,
     correspond,
     describe,
     describe_transposed,
+    find_candidates,
     score_candidates,
     suspects,
 )
@@ -104,10 +104,11 @@ def run(spec: str, options: CollationOptions, cache: Path, tag: str) -> dict:
     picks = picks_transpositions(options.transpositions)
     second = f1 if picks else describe_transposed(images1, model, options, f1)
     t1 = time.perf_counter()
-    pairs = candidate_pairs(f0, second, options)
+    found = find_candidates(f0, second, options)
+    pairs = found.pairs
     turned1, turned_s = None, 0.0
     if picks:  # as run_collation: the suspected illustrations described transposed, then each pair's choice
-        suspected = suspects(f0, f1, pairs, options)
+        suspected = suspects(found)
         t = time.perf_counter()
         pairs, turns = choose_transpositions(f0, images1, model, pairs, suspected, options)
         t_choice = time.perf_counter()

@@ -131,12 +131,10 @@ class Suspects:
 
 
 def suspect_transposed(
-    feats0: MultiScaleFeatures,
-    feats1: MultiScaleFeatures,
     pairs: np.ndarray,
+    cheap: np.ndarray,
+    shape: tuple[int, int],
     *,
-    seed: int,
-    partial: bool,
     below: float = defaults.TRANSPOSE_SUSPECT_BELOW,
 ) -> Suspects:
     """The second illustrations whose copy the pairs ``(P, 2)`` do not match well as drawn (``Suspects``).
@@ -146,16 +144,22 @@ def suspect_transposed(
     (docs/transpositions.md), so its illustration has no such partner, or a weak one: under ``below`` times
     the upper quartile of the mutual best pairs' cheap scores, a level each collation sets from its own
     scores (copies and backbones differ in how high they score). Only these are described transposed.
+
+    Args:
+        cheap: ``(P,)`` the cheap score of each pair as drawn: the cascade's own (``cascade_scores``, which
+            computed it to choose the pairs), not computed again.
+        shape: ``(n0, n1)`` illustrations of the two manuscripts.
     """
     check_positive_float("below", below)
-    n1 = len(feats1)
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    cheap = cheap_scores(coarse_features(feats0), coarse_features(feats1), pairs, 1, seed=seed, partial=partial)
-    matrix = np.full((len(feats0), n1), UNSCORED)
+    cheap = np.asarray(cheap, dtype=np.float64)
+    if cheap.shape != (len(pairs),):
+        raise InputError(f"{cheap.shape} cheap scores for {len(pairs)} pairs", field="cheap")
+    matrix = np.full(shape, UNSCORED)
     matrix[pairs[:, 0], pairs[:, 1]] = cheap
     seeds = mutual_best(normalize(matrix, CASCADE.normalization))
     seeds = seeds[np.isfinite(matrix[seeds[:, 0], seeds[:, 1]])]
-    best = np.full(n1, -np.inf)
+    best = np.full(shape[1], -np.inf)
     best[seeds[:, 1]] = matrix[seeds[:, 0], seeds[:, 1]]
     level = below * np.quantile(best[seeds[:, 1]], 0.75) if len(seeds) else np.inf
     return Suspects(best < level, cheap)
@@ -244,7 +248,31 @@ def cascade_pairs(
     partial: bool = defaults.PARTIAL,
     progress: ProgressCallback | None = None,
 ) -> np.ndarray:
-    """The candidate pairs of S_trans for one manuscript pair (the module docstring's four steps).
+    """The candidate pairs of S_trans for one manuscript pair (the module docstring's four steps):
+    ``select_candidates`` of ``cascade_scores`` (same arguments).
+
+    Returns:
+        ``(P, 2)`` int64 unique pairs (i, j), row-major.
+    """
+    cheap = cascade_scores(
+        feats0, transposed1, k, n_transpositions, config=config, seed=seed, partial=partial, progress=progress
+    )
+    return select_candidates(cheap, k, config)
+
+
+def cascade_scores(
+    feats0: MultiScaleFeatures,
+    transposed1: MultiScaleFeatures,
+    k: int,
+    n_transpositions: int = 1,
+    *,
+    config: CascadeConfig = CASCADE,
+    seed: int = defaults.SEED,
+    partial: bool = defaults.PARTIAL,
+    progress: ProgressCallback | None = None,
+) -> np.ndarray:
+    """The cheap scores the cascade computes (steps 1-3 of the module docstring), from which
+    ``select_candidates`` takes the candidates, and ``suspect_transposed`` the suspects.
 
     Args:
         feats0: n0 illustrations; transposed1: ``T * n1`` (``extract_transposed_features``; the plain
@@ -254,7 +282,8 @@ def cascade_pairs(
             get a cheap score; ``corridor``, least propagation factor of the pairs added along the order.
 
     Returns:
-        ``(P, 2)`` int64 unique pairs (i, j), row-major.
+        ``(n0, n1)`` float64 cheap scores (each the best over the T transpositions), ``UNSCORED`` where
+        the cascade computed none.
     """
     check_positive_int("candidates", k)
     check_positive_int("wide", config.wide)
@@ -285,7 +314,7 @@ def cascade_pairs(
     )
     if progress and not len(along):
         progress(held, held)
-    return select_candidates(cheap, k, config)
+    return cheap
 
 
 def select_candidates(cheap: np.ndarray, k: int, config: CascadeConfig = CASCADE) -> np.ndarray:

@@ -4,7 +4,7 @@ The command line runs them in one process (``run_collation``); the service's job
 (``collation.jobs.steps``) run the same functions in the same order on the same data, one step each:
 
     describe           images -> features, and the transposed features of a second manuscript   features step
-    candidate_pairs    a pair's features -> the pairs whose S is computed (the cascade)           plan step
+    candidates         a pair's features -> the pairs whose S is computed (the cascade)           plan step
     score_candidates   features, pairs -> S of each pair and the transposition that won           chunk steps
     assemble           the pairs' scores -> the (n0, n1) S and T of the manuscript pair            finalize step
     correspond         S of every manuscript pair -> N_S, 2- and 3-cycles, P_S                     finalize step
@@ -27,7 +27,15 @@ from collation.core.errors import InputError
 from collation.core.options import CollationOptions
 from collation.engine.backbones import Backbone, load_backbone, resolve_device, resolve_precision
 from collation.engine.candidates import UNSCORED
-from collation.engine.cascade import Suspects, cascade_pairs, likely_transpositions, suspect_transposed
+from collation.engine.cascade import (
+    Suspects,
+    cascade_scores,
+    cheap_scores,
+    coarse_features,
+    likely_transpositions,
+    select_candidates,
+    suspect_transposed,
+)
 from collation.engine.correspondences import PairResult, collate
 from collation.engine.features import MultiScaleFeatures, ProgressCallback, extract_features, extract_square_features
 from collation.engine.illustrations import Illustration
@@ -93,6 +101,56 @@ def describe_transposed(
     )
 
 
+@dataclass(frozen=True)
+class Candidates:
+    """The pairs of one manuscript pair whose S is computed, and the cheap score of each.
+
+    Attributes:
+        pairs: ``(P, 2)`` int64 row-major pairs (i, j).
+        cheap: ``(P,)`` float64 the cheap score of each pair (``cascade.cheap_scores``, the best over the
+            transpositions of the second features given): the cascade's own, or with every pair a candidate
+            computed only when ``suspects`` needs it (``picks_transpositions``); None otherwise.
+        shape: ``(n0, n1)`` illustrations of the two manuscripts.
+    """
+
+    pairs: np.ndarray
+    cheap: np.ndarray | None
+    shape: tuple[int, int]
+
+
+def find_candidates(
+    feats0: MultiScaleFeatures,
+    feats1: MultiScaleFeatures,
+    options: CollationOptions,
+    *,
+    progress: ProgressCallback | None = None,
+) -> Candidates:
+    """The pairs whose S is computed (``Candidates``): the cascade's candidates (``options.candidates`` per
+    illustration and direction), or every pair; with their cheap scores, which ``suspects`` reads.
+
+    Args:
+        feats1: the second manuscript's features from ``describe_transposed`` (``mirror``), or its plain ones
+            (no transpositions, or ``picks_transpositions``: the transposed ones are chosen after,
+            ``choose_transpositions``).
+    """
+    picks = picks_transpositions(options.transpositions)
+    t = 1 if picks else options.n_transpositions
+    _, n1 = transposition_count(feats1, t)
+    shape = (len(feats0), n1)
+    if options.pruned:
+        cheap = cascade_scores(
+            feats0, feats1, options.candidates, t, seed=options.seed, partial=options.partial, progress=progress
+        )
+        pairs = select_candidates(cheap, options.candidates)
+        return Candidates(pairs, cheap[pairs[:, 0], pairs[:, 1]], shape)
+    pairs = all_pairs(*shape).numpy()
+    if not picks:
+        return Candidates(pairs, None, shape)
+    coarse0, coarse1 = coarse_features(feats0), coarse_features(feats1)  # every pair's cheap score as drawn
+    cheap = cheap_scores(coarse0, coarse1, pairs, 1, seed=options.seed, partial=options.partial)
+    return Candidates(pairs, cheap, shape)
+
+
 def candidate_pairs(
     feats0: MultiScaleFeatures,
     feats1: MultiScaleFeatures,
@@ -100,35 +158,17 @@ def candidate_pairs(
     *,
     progress: ProgressCallback | None = None,
 ) -> np.ndarray:
-    """``(P, 2)`` int64 row-major pairs whose S is computed: the cascade's candidates (``options.candidates``
-    per illustration and direction), or every pair.
-
-    Args:
-        feats1: the second manuscript's features from ``describe_transposed`` (``mirror``), or its plain ones
-            (no transpositions, or ``picks_transpositions``: the transposed ones are chosen after,
-            ``choose_transpositions``).
-    """
-    t = 1 if picks_transpositions(options.transpositions) else options.n_transpositions
-    _, n1 = transposition_count(feats1, t)
-    if not options.pruned:
-        return all_pairs(len(feats0), n1).numpy()
-    return cascade_pairs(
-        feats0,
-        feats1,
-        options.candidates,
-        t,
-        seed=options.seed,
-        partial=options.partial,
-        progress=progress,
-    )
+    """``(P, 2)`` int64 row-major pairs whose S is computed: ``find_candidates(...).pairs``."""
+    return find_candidates(feats0, feats1, options, progress=progress).pairs
 
 
-def suspects(
-    feats0: MultiScaleFeatures, feats1: MultiScaleFeatures, pairs: np.ndarray, options: CollationOptions
-) -> Suspects:
-    """With ``picks_transpositions``: which second illustrations the candidate ``pairs`` do not match well as
-    drawn (``cascade.suspect_transposed``), the only ones described and scored transposed."""
-    return suspect_transposed(feats0, feats1, pairs, seed=options.seed, partial=options.partial)
+def suspects(found: Candidates) -> Suspects:
+    """With ``picks_transpositions``: which second illustrations the candidates do not match well as drawn
+    (``cascade.suspect_transposed`` on their cheap scores as drawn), the only ones described and scored
+    transposed."""
+    if found.cheap is None:
+        raise InputError("the candidates' cheap scores are needed to suspect transpositions", field="cheap")
+    return suspect_transposed(found.pairs, found.cheap, found.shape)
 
 
 def choose_transpositions(
@@ -241,9 +281,10 @@ def score_manuscripts(
         pairs ``(P, 2)`` int64, their S ``(P,)`` float64 and winners ``(P,)`` int8.
     """
     turned1 = None
-    pairs = candidate_pairs(feats0, feats1, options, progress=stage(f"candidates {label}"))
+    found = find_candidates(feats0, feats1, options, progress=stage(f"candidates {label}"))
+    pairs = found.pairs
     if picks_transpositions(options.transpositions):  # only what the pair does not match well as drawn
-        suspected = suspects(feats0, feats1, pairs, options)
+        suspected = suspects(found)
         pairs, turns = choose_transpositions(feats0, images1, backbone, pairs, suspected, options, dtype=dtype)
         turned1 = describe_transposed(
             images1, backbone, options, feats1, turns=turns, dtype=dtype, progress=stage(f"transposed {label}")

@@ -31,7 +31,7 @@ from collation.core.options import check_option
 from collation.core.vocabulary import TRANSPOSITION_NAMES, TRANSPOSITION_SETS, TURNS
 from collation.engine.backbones import Backbone
 from collation.engine.candidates import global_scores
-from collation.engine.features import MultiScaleFeatures, ProgressCallback, extract_features
+from collation.engine.features import MultiScaleFeatures, ProgressCallback, extract_features, image_sizes
 from collation.engine.similarity import transposition_count
 
 _PIL_METHODS = {
@@ -52,26 +52,40 @@ def transposition_names(option: str) -> tuple[str, ...]:
     return TRANSPOSITION_SETS[check_option("transpositions", option, tuple(TRANSPOSITION_SETS))]
 
 
-def transpose_image(image: Image.Image, name: str) -> Image.Image:
+def transpose_image(image: Image.Image, name: str, paper: tuple[int, ...] | None = None) -> Image.Image:
     """``image`` transposed by ``name``, one of ``TRANSPOSITION_NAMES``: a mirror or a quarter turn moves
     pixels only; a small turn (``TURNS``) turns the picture in its own frame, the corners it uncovers
-    filled with the picture's paper colour (its median), so the drawing keeps its size in cells."""
+    filled with the picture's paper colour (``paper_colour``; ``paper`` when already known), so the drawing
+    keeps its size in cells."""
     check_option("transposition", name, TRANSPOSITION_NAMES)
     if name == "identity":
         return image
     if name in TURNS:
         rgb = image.convert("RGB")
-        paper = tuple(int(v) for v in np.median(np.asarray(rgb).reshape(-1, 3), axis=0))
-        return rgb.rotate(int(name[3:]), Image.Resampling.BICUBIC, expand=False, fillcolor=paper)
+        fill = paper_colour(rgb) if paper is None else paper
+        return rgb.rotate(int(name[3:]), Image.Resampling.BICUBIC, expand=False, fillcolor=fill)
     return image.transpose(_PIL_METHODS[name])
+
+
+def paper_colour(image: Image.Image) -> tuple[int, ...]:
+    """The RGB median of ``image``'s pixels: the colour a small turn fills its uncovered corners with."""
+    return tuple(int(v) for v in np.median(np.asarray(image.convert("RGB")).reshape(-1, 3), axis=0))
+
+
+def transposed_size(size: tuple[int, int], name: str) -> tuple[int, int]:
+    """(width, height) of an image of ``size`` transposed by ``name``: a quarter turn swaps them, the rest
+    (mirrors, a half turn, small turns in their own frame) keep them."""
+    return (size[1], size[0]) if name in ("rot90", "rot270") else size
 
 
 class TransposedImages(Sequence[Image.Image]):
     """``images`` under each transposition of ``names``, transposition-major (item ``t * n + j`` is image
-    j transposed by ``names[t]``), each made when asked for: a view that holds no image."""
+    j transposed by ``names[t]``), each made when asked for: a view that holds no image, only each image's
+    paper colour once known (the small turns of one image share it: its median is taken once)."""
 
     def __init__(self, images: Sequence[Image.Image], names: Sequence[str]) -> None:
         self.images, self.names = images, tuple(names)
+        self.papers: dict[int, tuple[int, ...]] = {}
 
     def __len__(self) -> int:
         return len(self.names) * len(self.images)
@@ -80,7 +94,15 @@ class TransposedImages(Sequence[Image.Image]):
         if isinstance(index, slice):
             return [self[k] for k in range(*index.indices(len(self)))]
         t, j = divmod(index, len(self.images))
-        return transpose_image(self.images[j], self.names[t])
+        name, image = self.names[t], self.images[j]
+        if name in TURNS and j not in self.papers:
+            self.papers[j] = paper_colour(image)
+        return transpose_image(image, name, self.papers.get(j))
+
+    def sizes(self) -> list[tuple[int, int]]:
+        """(width, height) of every item, from the images' sizes (``features.image_sizes``), none transposed."""
+        plain = image_sizes(self.images)
+        return [transposed_size(size, name) for name in self.names for size in plain]
 
 
 def extract_transposed_features(
@@ -215,6 +237,14 @@ class _Subset(Sequence[Image.Image]):
         if isinstance(index, slice):
             return [self[k] for k in range(*index.indices(len(self)))]
         return self.items[int(self.indices[index])]
+
+    def sizes(self) -> list[tuple[int, int]]:
+        """(width, height) of each item, from the sequence's own ``sizes()`` when it has one (no image made)."""
+        sizes = getattr(self.items, "sizes", None)
+        if callable(sizes):
+            every = sizes()
+            return [every[int(i)] for i in self.indices]
+        return [self.items[int(i)].size for i in self.indices]
 
 
 class _Placed(Sequence[Image.Image]):

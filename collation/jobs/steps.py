@@ -170,7 +170,13 @@ def store_candidates(runtime: Runtime, record: CollationRecord) -> int:
     manuscript (docs/transpositions.md). Nothing to do without pruning, or for a pair whose scores or
     candidates are stored already.
     """
-    from collation.engine.pipeline import candidate_pairs, choose_transpositions, describe_transposed, suspects
+    from collation.engine.pipeline import (
+        candidate_pairs,
+        choose_transpositions,
+        describe_transposed,
+        find_candidates,
+        suspects,
+    )
     from collation.engine.transpositions import picks_transpositions
     from collation.jobs.manuscripts import StoredImages
 
@@ -192,11 +198,11 @@ def store_candidates(runtime: Runtime, record: CollationRecord) -> int:
         feats0 = runtime.features(key0)
         if picks:  # the cascade as drawn, then the transpositions the pair chooses, described here
             plain1 = runtime.features(key1)
-            pairs = candidate_pairs(feats0, plain1, options, progress=check)
-            suspected = suspects(feats0, plain1, pairs, options)
+            found = find_candidates(feats0, plain1, options, progress=check)
+            suspected = suspects(found)  # from the cascade's own cheap scores
             images1 = StoredImages(store, docs[b].digests)
             backbone = runtime.backbone(options.backbone, docs[b].precision)
-            pairs, turns = choose_transpositions(feats0, images1, backbone, pairs, suspected, options)
+            pairs, turns = choose_transpositions(feats0, images1, backbone, found.pairs, suspected, options)
             live_record(store, cid)
             store.save_features(
                 turned_features_key(key), describe_transposed(images1, backbone, options, plain1, turns=turns)

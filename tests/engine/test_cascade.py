@@ -12,10 +12,12 @@ from synthetic import PAPER, drawing, hard_copy
 
 from collation.core import defaults
 from collation.core.errors import InputError
+from collation.core.options import CollationOptions
 from collation.engine import cascade
 from collation.engine.candidates import UNSCORED, global_scores, recall, top_k_pairs
 from collation.engine.cascade import cascade_pairs, coarse_features, order_corridor, select_candidates
 from collation.engine.features import MultiScaleFeatures, cell_positions, extract_features
+from collation.engine.pipeline import find_candidates
 
 SIZE = (256, 224)
 
@@ -118,6 +120,28 @@ def test_the_cascade_keeps_the_hard_copies_that_global_scores_lose(backbone, mon
     assert [done >= total for done, total in reports] == [False] * (len(reports) - 1) + [True]
     monkeypatch.undo()
     kept = cascade_pairs(feats0, feats1, k)
+    # What the pipeline keeps of the cascade: the same pairs, each with the cheap score the cascade gave it,
+    # the score a pair gets computed again on its own (the suspects read these, docs/transpositions.md).
+    found = find_candidates(feats0, feats1, CollationOptions(candidates=k, transpositions="turns"))
+    again = cascade.cheap_scores(
+        coarse_features(feats0), coarse_features(feats1), found.pairs, 1, seed=defaults.SEED, partial=False
+    )
+    assert np.array_equal(found.pairs, kept) and np.array_equal(found.cheap, again) and found.shape == (36, 36)
     assert lost < 0.5  # measured 0.21: the case is hard for the global descriptor
     assert recall(kept, truth) == 1.0  # every true pair is scored
     assert len(kept) < 0.3 * len(originals) * len(copies)  # and the set is still small (measured 163 of 1296)
+
+
+def test_the_suspects_are_the_columns_without_a_good_mutual_partner_by_the_cheap_scores_given():
+    n = 6
+    pairs = np.argwhere(np.ones((n, n), dtype=bool))  # (36, 2) row-major
+    cheap = np.where(pairs[:, 0] == pairs[:, 1], 1.0, 0.1)
+    cheap[2 * n + 2] = 0.3  # column 2's copy scores like chance as drawn: a weak mutual partner
+    cheap[4 * n + 4] = 0.05  # column 4's: no mutual partner at all
+    suspected = cascade.suspect_transposed(pairs, cheap, (n, n))
+    assert suspected.columns.tolist() == [False, False, True, False, True, False]
+    assert np.array_equal(suspected.cheap, cheap)  # read, not computed again
+    # Relative to the collation's own level: the same pattern scaled down suspects the same columns.
+    assert cascade.suspect_transposed(pairs, cheap / 4, (n, n)).columns.tolist() == suspected.columns.tolist()
+    with pytest.raises(InputError, match="cheap"):
+        cascade.suspect_transposed(pairs, cheap[:-1], (n, n))

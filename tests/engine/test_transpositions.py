@@ -21,9 +21,9 @@ from collation.engine.partial import matched_cells, partial_normalizer
 from collation.engine.pipeline import (
     Manuscript,
     assemble,
-    candidate_pairs,
     choose_transpositions,
     describe_transposed,
+    find_candidates,
     run_collation,
     score_candidates,
     suspects,
@@ -176,8 +176,9 @@ def test_all_scores_the_suspected_copies_under_their_likeliest_transposition(ori
     _, full_t = full_scores_transposed(originals, transposed, len(TRANSPOSITIONS), seed=2)
     options = CollationOptions(seed=2, candidates=k, transpositions="all")
     plain = transposed.select(range(N))
-    pairs = candidate_pairs(originals, plain, options)  # the cascade as drawn
-    suspected = suspects(originals, plain, pairs, options)
+    found = find_candidates(originals, plain, options)  # the cascade as drawn
+    pairs = found.pairs
+    suspected = suspects(found)
     # The turned copy has no good partner as drawn. The mirrored one has: its drawing is near symmetric (cheap
     # score 0.76 as drawn, against 1.03 for the copies as drawn, over 0.6 of them), so it is matched as drawn.
     assert suspected.columns.tolist() == [False, False, True, False]

@@ -11,17 +11,24 @@ from synthetic import PAPER, drawing, restyled_copy
 
 from collation.core import defaults
 from collation.core.options import CollationOptions
-from collation.core.vocabulary import INVERSES, TURNS
+from collation.core.vocabulary import INVERSES, TRANSPOSITION_NAMES, TURNS
+from collation.engine import transpositions
 from collation.engine.pipeline import (
-    candidate_pairs,
     choose_transpositions,
     describe,
     describe_transposed,
+    find_candidates,
     score_candidates,
     suspects,
 )
 from collation.engine.similarity import score_pairs
-from collation.engine.transpositions import transpose_image, winner_names
+from collation.engine.transpositions import (
+    TransposedImages,
+    _Subset,
+    paper_colour,
+    transpose_image,
+    winner_names,
+)
 from collation.store.records import pair_key, transposed_features_key, turned_features_key
 
 ANGLES = (30, -30, 30, -30, 0, 0)
@@ -41,9 +48,9 @@ def turned(backbone):
     options = CollationOptions(candidates=None, transpositions="turns")
     feats0 = describe(originals, backbone, options)
     plain1 = describe(copies, backbone, options)
-    pairs = candidate_pairs(feats0, plain1, options)
-    suspected = suspects(feats0, plain1, pairs, options)
-    chosen, turns = choose_transpositions(feats0, copies, backbone, pairs, suspected, options)
+    found = find_candidates(feats0, plain1, options)
+    suspected = suspects(found)
+    chosen, turns = choose_transpositions(feats0, copies, backbone, found.pairs, suspected, options)
     turned1 = describe_transposed(copies, backbone, options, plain1, turns=turns)
     return options, feats0, plain1, turned1, suspected, chosen, copies, turns
 
@@ -107,3 +114,20 @@ def test_turns_are_named_keyed_and_inverted():
     assert transposed_features_key("k", "mirror") == "k.mirror" and turned_features_key("p").startswith("p.turned-")
     keys = {pair_key(CollationOptions(transpositions=v), "a", "b") for v in ("none", "mirror", "all", "turns")}
     assert len(keys) == 4
+
+
+def test_transposed_images_know_their_sizes_and_paper_without_turning_twice(monkeypatch):
+    images = [drawing(0, (64, 48)), drawing(1, (48, 96)).convert("L")]
+    names = TRANSPOSITION_NAMES  # mirrors, quarter turns and small turns
+    view = TransposedImages(images, names)
+    made = [transpose_image(images[k % 2], names[k // 2]) for k in range(len(view))]
+    # The sizes come from the images' own, none turned (extract_features reads them before any item).
+    calls = []
+    monkeypatch.setattr(transpositions, "transpose_image", lambda *a: calls.append(a) or transpose_image(*a))
+    assert view.sizes() == [im.size for im in made] and not calls
+    subset = _Subset(view, np.array([3, 7, 8]))
+    assert subset.sizes() == [made[3].size, made[7].size, made[8].size] and not calls
+    monkeypatch.undo()
+    # Each image's small turns share its paper colour, taken once: the items are the images transpose_image makes.
+    assert all(np.array_equal(np.asarray(view[k]), np.asarray(im)) for k, im in enumerate(made))
+    assert view.papers == {0: paper_colour(images[0]), 1: paper_colour(images[1])}

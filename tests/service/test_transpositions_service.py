@@ -16,7 +16,7 @@ from engine_grid import full_scores
 from collation.core.options import CollationOptions
 from collation.core.settings import Settings
 from collation.core.vocabulary import TRANSPOSITION_SETS
-from collation.engine.pipeline import assemble, candidate_pairs, score_candidates, suspects
+from collation.engine.pipeline import assemble, candidate_pairs, find_candidates, score_candidates, suspects
 from collation.engine.similarity import score_pairs
 from collation.jobs.planning import Planned, next_steps
 from collation.service import schemas
@@ -255,8 +255,8 @@ def test_turns_are_chosen_by_the_plan_step_and_scored_as_the_engine_scores_them(
     feats0, plain1 = (store.load_features(d.features_key) for d in docs)
     turned1 = store.load_features(turned_features_key(pair_key(options, docs[0].features_key, docs[1].features_key)))
     assert len(turned1) == n and turned1.scales == plain1.scales
-    pairs = candidate_pairs(feats0, plain1, options)
-    assert np.array_equal(turned1.mask.any(dim=(1, 2)).numpy(), suspects(feats0, plain1, pairs, options).columns)
+    suspected = suspects(find_candidates(feats0, plain1, options))
+    assert np.array_equal(turned1.mask.any(dim=(1, 2)).numpy(), suspected.columns)
     results = store.load_results(cid, 0, 1)
     assert results.T is not None and (results.S.argmax(axis=1) == np.arange(n)).all()
     # These shapes are near symmetric: their mirrored copies match as drawn (S 1.5-1.6, cheap score 1.6), so
