@@ -16,11 +16,11 @@ from collation.engine.evaluation import accuracy
 from collation.engine.features import cells_for_scale, extract_features, image_to_tensor, uniform_cells
 from collation.engine.pipeline import (
     assemble,
-    candidate_pairs,
     choose_transpositions,
     correspond,
     describe,
     describe_transposed,
+    find_candidates,
     score_candidates,
     suspects,
 )
@@ -64,10 +64,8 @@ def test_turned_copies_match_their_originals_not_pictures_turned_alike(backbone)
     truth = np.array([(k, k) for k in range(n)])
     options = CollationOptions()
     feats0, feats1 = describe(first, backbone, options), describe(second, backbone, options)
-    pairs = candidate_pairs(feats0, feats1, options)
-    chosen, turns = choose_transpositions(
-        feats0, second, backbone, pairs, suspects(feats0, feats1, pairs, options), options
-    )
+    found = find_candidates(feats0, feats1, options)
+    chosen, turns = choose_transpositions(feats0, second, backbone, found.pairs, suspects(found), options)
     turned = describe_transposed(second, backbone, options, feats1, turns=turns)
     s, t = score_candidates(feats0, feats1, chosen, options, turned=turned)
     matrix, _ = assemble((len(first), n), chosen[:, :2], s, t)
