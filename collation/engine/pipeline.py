@@ -4,7 +4,7 @@ The command line runs them in one process (``run_collation``); the service's job
 (``collation.jobs.steps``) run the same functions in the same order on the same data, one step each:
 
     describe           images -> features, and the transposed features of a second manuscript   features step
-    candidates         a pair's features -> the pairs whose S is computed (the cascade)           plan step
+    find_candidates    a pair's features -> the pairs whose S is computed (the cascade)           plan step
     score_candidates   features, pairs -> S of each pair and the transposition that won           chunk steps
     assemble           the pairs' scores -> the (n0, n1) S and T of the manuscript pair            finalize step
     correspond         S of every manuscript pair -> N_S, 2- and 3-cycles, P_S                     finalize step
