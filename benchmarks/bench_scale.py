@@ -39,7 +39,7 @@ from collation.core import defaults
 from collation.core.vocabulary import TRANSPOSITION_SETS
 from collation.engine.backbones import BACKBONES, load_backbone
 from collation.engine.candidates import UNSCORED, recall, top_k_pairs
-from collation.engine.cascade import cascade_pairs
+from collation.engine.cascade import cascade_scores, select_candidates
 from collation.engine.correspondences import mutual_best, normalize, propagate
 from collation.engine.evaluation import accuracy
 from collation.engine.features import extract_features, extract_square_features
@@ -149,7 +149,8 @@ def main() -> None:
             print(f"  {title}:", flush=True)
             t = time.perf_counter()
             glob = top_k_pairs(transposed_global_scores(feats0, sub, t_count), args.candidates)
-            cascade = cascade_pairs(feats0, sub, args.candidates, t_count, seed=defaults.SEED, partial=partial)
+            cheap = cascade_scores(feats0, sub, args.candidates, t_count, seed=defaults.SEED, partial=partial)
+            cascade = select_candidates(cheap, args.candidates)
             stages[f"cascade, {title}"] = time.perf_counter() - t
             for name, pairs in ((f"global top-{args.candidates} (before)", glob), ("cascade (default)", cascade)):
                 print(

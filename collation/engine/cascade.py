@@ -237,29 +237,6 @@ def _best(scores: np.ndarray, k: int) -> np.ndarray:
     return pairs[np.isfinite(scores[pairs[:, 0], pairs[:, 1]])]
 
 
-def cascade_pairs(
-    feats0: MultiScaleFeatures,
-    transposed1: MultiScaleFeatures,
-    k: int,
-    n_transpositions: int = 1,
-    *,
-    config: CascadeConfig = CASCADE,
-    seed: int = defaults.SEED,
-    partial: bool = defaults.PARTIAL,
-    progress: ProgressCallback | None = None,
-) -> np.ndarray:
-    """The candidate pairs of S_trans for one manuscript pair (the module docstring's four steps):
-    ``select_candidates`` of ``cascade_scores`` (same arguments).
-
-    Returns:
-        ``(P, 2)`` int64 unique pairs (i, j), row-major.
-    """
-    cheap = cascade_scores(
-        feats0, transposed1, k, n_transpositions, config=config, seed=seed, partial=partial, progress=progress
-    )
-    return select_candidates(cheap, k, config)
-
-
 def cascade_scores(
     feats0: MultiScaleFeatures,
     transposed1: MultiScaleFeatures,
@@ -272,7 +249,7 @@ def cascade_scores(
     progress: ProgressCallback | None = None,
 ) -> np.ndarray:
     """The cheap scores the cascade computes (steps 1-3 of the module docstring), from which
-    ``select_candidates`` takes the candidates, and ``suspect_transposed`` the suspects.
+    ``select_candidates`` takes the candidates (step 4), and ``suspect_transposed`` the suspects.
 
     Args:
         feats0: n0 illustrations; transposed1: ``T * n1`` (``extract_transposed_features``; the plain

@@ -164,7 +164,7 @@ def plan(runtime: Runtime, cid: str) -> str:
 def store_candidates(runtime: Runtime, record: CollationRecord) -> int:
     """Stores the candidate pairs of every manuscript pair that needs them; returns how many it computed.
 
-    ``cascade_pairs``: global scores, then a cheap local score on the wide candidates and along the
+    ``pipeline.find_candidates``: global scores, then a cheap local score on the wide candidates and along the
     manuscripts' order, from the cached features (docs/candidates.md; about 10 s for 816 x 405 on a
     2-core CPU); with transpositions, every score is the best over the transpositions of the second
     manuscript (docs/transpositions.md). Nothing to do without pruning, or for a pair whose scores or

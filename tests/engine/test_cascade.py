@@ -15,7 +15,7 @@ from collation.core.errors import InputError
 from collation.core.options import CollationOptions
 from collation.engine import cascade
 from collation.engine.candidates import UNSCORED, global_scores, recall, top_k_pairs
-from collation.engine.cascade import cascade_pairs, coarse_features, order_corridor, select_candidates
+from collation.engine.cascade import cascade_scores, coarse_features, order_corridor, select_candidates
 from collation.engine.features import MultiScaleFeatures, cell_positions, extract_features
 from collation.engine.pipeline import find_candidates
 
@@ -112,14 +112,14 @@ def test_the_cascade_keeps_the_hard_copies_that_global_scores_lose(backbone, mon
     )
     report = lambda done, total: reports.append((done, total))  # noqa: E731
     wide_corridor = dataclasses.replace(defaults.CASCADE, corridor=1.0001)
-    cascade_pairs(feats0, feats1, k, config=wide_corridor, progress=report)  # a corridor wide enough to add pairs
+    cascade_scores(feats0, feats1, k, config=wide_corridor, progress=report)  # a corridor wide enough to add pairs
     assert len(steps) == 2 and steps[1][0] > 0 and all(report is not None for _, report in steps)
     # one stage for the reporter: done only grows, and it reaches the total once, at the end, after the
     # corridor's cheap scores too (a stage timer stops there; the corridor's pairs were once left out)
     assert [done for done, _ in reports] == sorted(done for done, _ in reports)
     assert [done >= total for done, total in reports] == [False] * (len(reports) - 1) + [True]
     monkeypatch.undo()
-    kept = cascade_pairs(feats0, feats1, k)
+    kept = select_candidates(cascade_scores(feats0, feats1, k), k)
     # What the pipeline keeps of the cascade: the same pairs, each with the cheap score the cascade gave it,
     # the score a pair gets computed again on its own (the suspects read these, docs/transpositions.md).
     found = find_candidates(feats0, feats1, CollationOptions(candidates=k, transpositions="turns"))
