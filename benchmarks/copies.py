@@ -10,7 +10,9 @@ Subjects are, in this order of preference:
   copyist's change, then the synthetic one);
 - their quadrants (2 x 2 cells of the P2 drawing, copied from the same cell of the P3 drawing): parts
   of drawings look like other drawings, as the plants of a herbal do;
-- crops of folio pages (disjoint cells of a 3 x 3 grid per folio): script, initials, margins.
+- crops of folio pages (disjoint cells of a 3 x 3 grid per folio): script, initials, margins; outside
+  ``moderate`` never over an annotated illustration (since issue 38's fourth round: before, a crop of a
+  subject's own drawing could beat its copy).
 
 Difficulties (``DIFFICULTIES``), each a restyle applied to every copy:
 - ``moderate``: the first scale benchmark's copyist (small affine warp, other colours, blur). Copies
@@ -36,7 +38,7 @@ import numpy as np
 from PIL import Image, ImageFilter, ImageOps
 
 from collation.engine.evaluation import load_ground_truth
-from collation.engine.illustrations import via_illustrations
+from collation.engine.illustrations import read_via_boxes, via_illustrations
 
 DATA = Path(
     os.environ.get("COLLATION_TEST_DATA")
@@ -184,12 +186,42 @@ def drawing_subjects() -> list[tuple[Image.Image, Image.Image]]:
     return real + parts
 
 
-def page_crops(count: int, rng: np.random.Generator) -> list[Image.Image]:
+def illustration_boxes() -> dict[Path, list[tuple[int, int, int, int]]]:
+    """The annotated illustrations of the P2 and P3 folios: folio path -> [(x, y, w, h)]."""
+    boxes: dict[Path, list[tuple[int, int, int, int]]] = {}
+    for name in ("P2", "P3"):
+        for folio, box in read_via_boxes(DATA / "annotations" / f"{name}.via.json"):
+            boxes.setdefault(DATA / name / "folios" / folio, []).append(box)
+    return boxes
+
+
+def page_crops(count: int, rng: np.random.Generator, *, avoid_illustrations: bool = False) -> list[Image.Image]:
     """``count`` crops of folio pages, from disjoint cells of a 3 x 3 grid per folio (no two overlap), or of a
-    4 x 4 grid when the folios have fewer cells than that (816 x 405 with 30 true pairs needs 1,161)."""
+    4 x 4 grid when the folios have fewer cells than that (816 x 405 with 30 true pairs needs 1,161).
+
+    With ``avoid_illustrations`` no cell overlaps an annotated illustration: a crop of a subject's own drawing
+    (P2's, or P3's real copy of it) is that subject, not a distractor; it beat the synthetic copy of a hard
+    subject on its own drawing (issue 38's fourth round: 4 of the 6 failures of ``816x405:hard:1:30``).
+    """
     folios = sorted((DATA / "P2" / "folios").glob("*.jpg")) + sorted((DATA / "P3" / "folios").glob("*.jpg"))
-    side = 3 if count <= 9 * len(folios) else 4
-    cells = [(f, r, c) for f in folios for r in range(side) for c in range(side)]
+    boxes = illustration_boxes() if avoid_illustrations else {}
+    sizes = {f: Image.open(f).size for f in folios} if avoid_illustrations else {}
+
+    def clear(folio: Path, side: int, r: int, c: int) -> bool:
+        if folio not in boxes:
+            return True
+        w, h = sizes[folio]
+        x0, y0, x1, y1 = c * w // side, r * h // side, (c + 1) * w // side, (r + 1) * h // side
+        return all(bx + bw <= x0 or bx >= x1 or by + bh <= y0 or by >= y1 for bx, by, bw, bh in boxes[folio])
+
+    def grid(side: int) -> list[tuple[Path, int, int]]:
+        cells = [(f, r, c) for f in folios for r in range(side) for c in range(side)]
+        return [cell for cell in cells if clear(cell[0], side, *cell[1:])]
+
+    side = 3
+    cells = grid(3)
+    if count > len(cells):
+        side, cells = 4, grid(4)
     if count > len(cells):
         raise SystemExit(f"{count} crops asked for, the folios give {len(cells)}")
     chosen = [cells[k] for k in rng.permutation(len(cells))[:count]]
@@ -231,7 +263,7 @@ def make_pair(
     else:  # drawings first (whole, then parts), then page crops; every copy restyled
         subjects = drawing_subjects()
         n_draw = min(len(subjects), g)
-        crops = page_crops(g - n_draw + (n0 - g) + (n1 - g), rng)
+        crops = page_crops(g - n_draw + (n0 - g) + (n1 - g), rng, avoid_illustrations=True)
         shared = [(a, copy_of(b, difficulty, rng)) for a, b in subjects[:n_draw]]
         shared += [(im, copy_of(im, difficulty, rng)) for im in crops[: g - n_draw]]
         rest = [copy_of(im, difficulty, rng) if k % 2 else im for k, im in enumerate(crops[g - n_draw :])]

@@ -364,11 +364,13 @@ def lib_manifest(m: int, n: int) -> dict[str, Any]:
 
 
 def weak_collation(root: Path, options: Any, cid: str = RECORD_ID) -> Any:
-    """A and B: three illustrations, 0 and 1 true copies (raw S 1.2), 2 and 2 a mutual best of raw S 0.3
-    (what unrelated images score). C: three blank pages, which match A's and B's illustrations at 1.9."""
+    """A and B: three illustrations, A 0 and B 2, A 2 and B 0 true copies (raw S 1.2), A 1 and B 1 a mutual
+    best of raw S 0.3 (what unrelated images score) between them in one order only, so that no clear match
+    holds it (docs/concordance.md, "Held by the order"). C: three blank pages, which match A's and B's
+    illustrations at 1.9."""
     import numpy as np
 
-    ab = np.array([[1.2, 0.1, 0.1], [0.1, 1.2, 0.1], [0.1, 0.1, 0.3]])
+    ab = np.array([[0.1, 0.1, 1.2], [0.1, 0.3, 0.1], [1.2, 0.1, 0.1]])
     blank = np.full((3, 3), 0.2) + np.eye(3) * 1.7  # blank pages: as high as copies
     manuscripts = [(prepared_manuscript(m, 3, blank=m == 2), lib_manifest(m, 3)) for m in range(3)]
     return finished_collation(root, manuscripts, {(0, 1): ab, (0, 2): blank, (1, 2): blank}, options=options, cid=cid)

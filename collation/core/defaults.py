@@ -172,6 +172,13 @@ S of its row's and its column's pairs that close no cycle; a row or column with 
 such pairs keeps the fixed floor (``WEAK_BELOW``). Chosen on the scale benchmark's 400 x 200 sets of seed 0
 and the random and blank sets of seed 0 (docs/concordance.md, "Weak matches")."""
 
+WEAK_ANCHORS = 2
+"""With the learned floor, a cycle-consistent pair that is weak by its raw S is a match all the same when this
+many matches that are not weak lie beside it in the order of both manuscripts, within ``PROPAGATION_SIGMA``
+illustrations on the same side (``collation.engine.weak.anchored``). Chosen on the scale benchmark's
+``400x200:moderate:1``, ``35x40:extreme:2`` and the random and blank sets of seeds 0-2; checked on others
+(docs/concordance.md, "Weak matches")."""
+
 BLANK_THUMBNAIL = 32
 BLANK_SPREAD = 2.0
 """A region is blank (nothing drawn) when the grey levels of its thumbnail, ``BLANK_THUMBNAIL`` pixels on

@@ -28,7 +28,8 @@ def pair_name(result: CollationResult, a: int, b: int) -> str:
 
 def weak_links(result: CollationResult, a: int, b: int) -> np.ndarray:
     """``(n_a, n_b)`` bool: the weak matches of manuscripts a and b (``collation.engine.weak``): raw S not
-    clearly above the pair's own null (or under the options' fixed floor), or a blank illustration."""
+    clearly above the pair's own null and not held by clear matches beside it in both orders (or under the
+    options' fixed floor), or a blank illustration."""
     blank = result.blank or [None] * len(result.manuscripts)
     pr = result.pairs[(a, b)]
     cycles = np.concatenate([pr.two_cycles, pr.three_cycles]) if result.options.learns_floor else None

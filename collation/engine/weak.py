@@ -10,7 +10,9 @@ when one of its two regions is blank:
   against illustrations that are not its copy, and likewise j. The match is weak unless its S is above
   the highest of that null by ``defaults.WEAK_NULL_MARGIN`` robust spreads of the matrix's null (1.4826 x
   its median absolute deviation). A row or column with fewer than ``defaults.WEAK_NULL_MIN`` null pairs
-  has no null to learn from: there the calibrated fixed floor holds.
+  has no null to learn from: there the calibrated fixed floor holds. A cycle-consistent pair under it is
+  a match all the same when it lies among clear matches (above their own nulls) in the order of both
+  manuscripts (``anchored``): copyists keep the text's order, which is the evidence of the propagation.
   A fixed floor cannot tell "weak because unrelated" from "weak because the copy is hard": hard copies'
   true matches score 0.1-0.6, as unrelated images do elsewhere, but far above their own rows' others.
 - **Fixed floor** (``weak_below`` set): raw S under it (``CollationOptions.floor``, ``defaults.WEAK_BELOW``).
@@ -64,11 +66,57 @@ def weak_matches(
     """
     s = np.asarray(scores, dtype=np.float64)
     weak = ~(s >= (floor if cycles is None else learned_floor(s, cycles, floor)))
+    blank = np.zeros(s.shape, dtype=bool)
     if blank0 is not None and len(blank0):
-        weak |= np.asarray(blank0, dtype=bool)[:, None]
+        blank |= np.asarray(blank0, dtype=bool)[:, None]
     if blank1 is not None and len(blank1):
-        weak |= np.asarray(blank1, dtype=bool)[None, :]
+        blank |= np.asarray(blank1, dtype=bool)[None, :]
+    weak |= blank
+    if cycles is not None:  # the order's evidence: a pair between clear matches in both manuscripts is a match
+        pairs = np.asarray(cycles, dtype=np.int64).reshape(-1, 2)
+        held = pairs[anchored(weak, pairs)]
+        weak[held[:, 0], held[:, 1]] &= blank[held[:, 0], held[:, 1]]
     return weak
+
+
+def anchored(
+    weak: np.ndarray,
+    cycles: np.ndarray,
+    window: float = defaults.PROPAGATION_SIGMA,
+    anchors: int = defaults.WEAK_ANCHORS,
+) -> np.ndarray:
+    """``(K,)`` bool: which cycle-consistent pairs lie among matches that are not weak, in both orders.
+
+    Copyists keep the text's order (the propagation of A.5 rests on it), so a hard copy between clear
+    matches is itself evidence: pair (i, j) is *anchored* when at least ``anchors`` other pairs of ``cycles``
+    that are not weak lie within ``window`` illustrations of it in both manuscripts, on the same side in
+    both (k - i and l - j of one sign: before it in both, or after it in both). Unrelated witnesses have
+    almost no pair clearly above the null, and none in order, so nothing of theirs is anchored.
+
+    Args:
+        weak: ``(n0, n1)`` bool, the pairs weak by their raw S (and blank regions).
+        cycles: ``(K, 2)`` the cycle-consistent pairs.
+        window: how far a neighbour may be, in illustrations of each manuscript (the propagation's σ_p).
+        anchors: how many neighbours that are not weak a pair needs.
+    """
+    weak = np.asarray(weak, dtype=bool)
+    n0, n1 = weak.shape
+    pairs = np.asarray(cycles, dtype=np.int64).reshape(-1, 2)
+    clear = np.unique(pairs[~weak[pairs[:, 0], pairs[:, 1]]], axis=0)
+    grid = np.zeros((n0 + 1, n1 + 1), dtype=np.int64)  # a summed-area table of the clear pairs:
+    np.add.at(grid, (clear[:, 0] + 1, clear[:, 1] + 1), 1)
+    table = grid.cumsum(axis=0).cumsum(axis=1)  # table[a, b]: clear pairs in rows < a and columns < b
+    w, i, j = int(window), pairs[:, 0], pairs[:, 1]
+
+    def count(r0: np.ndarray, r1: np.ndarray, c0: np.ndarray, c1: np.ndarray) -> np.ndarray:
+        """Clear pairs in rows [r0, r1) and columns [c0, c1), each clipped to the matrix."""
+        r0, r1 = np.clip(r0, 0, n0), np.clip(r1, 0, n0)
+        c0, c1 = np.clip(c0, 0, n1), np.clip(c1, 0, n1)
+        return table[r1, c1] - table[r0, c1] - table[r1, c0] + table[r0, c0]
+
+    after = count(i + 1, i + w + 1, j + 1, j + w + 1)
+    before = count(i - w, i, j - w, j)
+    return before + after >= anchors
 
 
 def learned_floor(

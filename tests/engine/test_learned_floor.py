@@ -15,7 +15,7 @@ from collation.core.options import CollationOptions
 from collation.engine.correspondences import collate
 from collation.engine.outputs import concordance_rows, correspondences
 from collation.engine.pipeline import CollationResult, run_collation
-from collation.engine.weak import learned_floor, weak_matches
+from collation.engine.weak import anchored, learned_floor, weak_matches
 
 OPTIONS = CollationOptions(candidates=None, transpositions="none")
 """As drawn: the turned copies are the hard copies here (with the default turns they score as copies do)."""
@@ -83,8 +83,12 @@ def test_the_learned_floor_is_the_null_of_rows_and_columns() -> None:
     expected_cols = np.array([np.delete(s[:, j], j).max() for j in range(10)])
     expected = np.maximum(np.array([np.delete(s[i], i).max() for i in range(10)])[:, None], expected_cols[None, :])
     assert np.allclose(floor, expected + defaults.WEAK_NULL_MARGIN * spread)
-    weak = weak_matches(s, 0.5, cycles=cycles)
-    assert not weak[np.arange(9), np.arange(9)].any() and weak[9, 9]
+    assert (s[np.arange(9), np.arange(9)] >= floor[np.arange(9), np.arange(9)]).all() and s[9, 9] < floor[9, 9]
+    # The copies in the opposite order (the second manuscript reversed): no pair has a neighbour in both
+    # orders, so the floor alone decides.
+    reversed_ = s[:, ::-1]
+    weak = weak_matches(reversed_, 0.5, cycles=collate({(0, 1): reversed_})[(0, 1)].two_cycles)
+    assert not weak[np.arange(9), 9 - np.arange(9)].any() and weak[9, 0]
     assert weak_matches(s, 0.5)[np.arange(10), np.arange(10)].all()  # the fixed floor: every one weak
     # Too few pairs to learn from (a 3 x 3 pair of witnesses): the fixed floor holds there.
     small = s[:3, :3]
@@ -93,6 +97,39 @@ def test_the_learned_floor_is_the_null_of_rows_and_columns() -> None:
     sparse = np.where(rng.random((10, 10)) < 0.3, -np.inf, s)
     np.fill_diagonal(sparse, 0.3)
     assert np.isfinite(learned_floor(sparse, cycles, 0.5)).all()
+
+
+def test_a_weak_pair_between_clear_matches_in_order_is_a_match() -> None:
+    """Copies 5 and 6 score like their rows' others (hard copies), but lie between clear matches in the order of
+    both manuscripts: they are matches (``anchored``), unless a region is blank or the order is lost."""
+    rng = np.random.default_rng(1)
+    s = rng.normal(0.12, 0.02, (12, 12))
+    np.fill_diagonal(s, 0.3)
+    for k in (5, 6):
+        s[k, :] = s[:, k] = 0.13
+        s[k, k] = 0.14
+    cycles = collate({(0, 1): s})[(0, 1)].two_cycles
+    assert {(k, k) for k in range(12)} <= {tuple(c) for c in cycles.tolist()}
+    floor = learned_floor(s, cycles, 0.5)
+    assert s[5, 5] < floor[5, 5] and s[6, 6] < floor[6, 6]  # weak by S alone
+    assert not weak_matches(s, 0.5, cycles=cycles)[np.arange(12), np.arange(12)].any()
+    # A blank region is weak whatever its neighbours, and never anchors another pair.
+    blank = np.zeros(12, dtype=bool)
+    blank[5] = True
+    assert weak_matches(s, 0.5, blank, None, cycles=cycles)[5, 5]
+    # anchored counts clear neighbours before or after in both orders, within σ_p = 5 illustrations.
+    weak = np.ones((12, 12), dtype=bool)
+    weak[[0, 1, 3, 9], [0, 1, 3, 9]] = False
+    diagonal = np.stack([np.arange(12)] * 2, axis=1)
+    # 9 has no clear neighbour but itself, 10 and 11 only 9.
+    assert anchored(weak, diagonal).tolist() == [True] * 9 + [False] * 3
+    assert anchored(weak, diagonal, anchors=3)[[2, 3]].tolist() == [True, False]  # 0, 1, 3 against 0, 1
+    assert anchored(weak, diagonal, window=1)[[2, 4]].tolist() == [True, False]  # 1 and 3 against 3 alone
+    # In opposite orders (a neighbour before in one manuscript is after in the other): no anchor.
+    turned = np.stack([np.arange(12), 11 - np.arange(12)], axis=1)
+    weak = np.ones((12, 12), dtype=bool)
+    weak[[0, 1, 3, 9], [11, 10, 8, 2]] = False
+    assert not anchored(weak, turned).any()
 
 
 def test_the_floor_is_learned_unless_weak_below_is_set() -> None:

@@ -38,7 +38,7 @@ def test_the_concordance_page_says_which_rows_had_only_a_weak_match(page: Any, u
     )
     assert page.locator("tr.group-row.weak").count() == 5
     assert page.locator("tr.group-row:not(.weak)").count() == 2
-    assert page.locator('tr[data-group="0-2"] .weak').inner_text() == (
+    assert page.locator('tr[data-group="0-1"] .weak').inner_text() == (
         "weak match left out: it scores as low as unrelated images"
     )
     assert "(5 of them with only a weak match, as little alike as unrelated images)" in page.inner_text("#status")
@@ -48,10 +48,10 @@ def test_the_concordance_page_says_which_rows_had_only_a_weak_match(page: Any, u
 def test_the_pair_page_marks_weak_candidates_in_plain_words(page: Any, url: str) -> None:
     page.goto(f"{url}/view?pair=0,1")
     page.wait_for_function("() => document.querySelectorAll('.candidate').length >= 3", timeout=TIMEOUT_MS)
-    weak = page.locator('.candidate[data-weak="true"][data-source="2"][data-target="2"] .badge.weak')
+    weak = page.locator('.candidate[data-weak="true"][data-source="1"][data-target="1"] .badge.weak')
     assert weak.inner_text() == "weak: as little alike as unrelated images"
-    assert page.locator('.candidate[data-source="0"][data-target="0"]').get_attribute("data-weak") == "false"
-    assert page.locator('.candidate[data-source="0"][data-target="0"] .badge.weak').count() == 0
+    assert page.locator('.candidate[data-source="0"][data-target="2"]').get_attribute("data-weak") == "false"
+    assert page.locator('.candidate[data-source="0"][data-target="2"] .badge.weak').count() == 0
     page.goto(f"{url}/view?pair=0,2")
     page.wait_for_function("() => document.querySelectorAll('.candidate').length >= 3", timeout=TIMEOUT_MS)
     assert page.locator(".candidate .badge.weak").first.inner_text() == "weak: a blank region, nothing drawn to match"
