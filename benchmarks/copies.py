@@ -23,8 +23,8 @@ Difficulties (``DIFFICULTIES``), each a restyle applied to every copy:
   400 x 200) is near the paper's De Materia Medica D1-D2 (61.7%, Table 2); S_features falls lower
   there than on D1-D2 (.13-.19 against .354), while ``hard`` at 816 x 405 has D1-D2's S_features
   (.320) and a higher S_trans: the two bracket D1-D2 (docs/candidates.md).
-- ``extreme``: ``hard``, and each copy also mirrored, turned ±30° or cut to one half with
-  probability 1/4 each (the transposition benchmark's kinds).
+- ``extreme``: ``hard``, and each copy also mirrored (30%), turned by up to ±30° and, one copy in two,
+  cut by 25-45% on one side (issue 38's held-out sets, as the issue describes them).
 
 Everything is drawn from one seeded generator, so a (size, difficulty, seed) triple is one data set.
 """
@@ -143,20 +143,18 @@ def restyle_hard(image: Image.Image, rng: np.random.Generator, strength: float) 
 
 
 def transpose(image: Image.Image, rng: np.random.Generator) -> Image.Image:
-    """The extreme copyist: mirrored, turned ±30° or cut to one half with probability 1/4 each."""
-    kind = rng.integers(4)
-    if kind == 0:
-        return image.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
-    if kind == 1:
-        angle = 30 if rng.random() < 0.5 else -30
-        return image.rotate(angle, Image.Resampling.BICUBIC, expand=True, fillcolor=paper_colour(image))
-    if kind == 2:
-        w, h = image.size
-        first = rng.random() < 0.5
-        if w >= h:
-            return image.crop((0, 0, w // 2, h) if first else (w - w // 2, 0, w, h))
-        return image.crop((0, 0, w, h // 2) if first else (0, h - h // 2, w, h))
-    return image
+    """The extreme copyist, as issue 38 describes its held-out sets: mirrored with probability 0.3, turned by an
+    angle drawn in ±30° (in a frame that holds the whole turned drawing), and half the copies cut by 25-45% on
+    one side (issue 38's fourth round; before, a copy was mirrored, turned by exactly ±30° or cut to a half,
+    with probability 1/4 each)."""
+    out = image.transpose(Image.Transpose.FLIP_LEFT_RIGHT) if rng.random() < 0.3 else image
+    out = out.rotate(float(rng.uniform(-30, 30)), Image.Resampling.BICUBIC, expand=True, fillcolor=paper_colour(out))
+    if rng.random() < 0.5:
+        w, h = out.size
+        cx, cy = int(w * rng.uniform(0.25, 0.45)), int(h * rng.uniform(0.25, 0.45))
+        side = int(rng.integers(4))  # the side cut away: left, right, top, bottom
+        out = out.crop([(cx, 0, w, h), (0, 0, w - cx, h), (0, cy, w, h), (0, 0, w, h - cy)][side])
+    return out
 
 
 def copy_of(image: Image.Image, difficulty: str, rng: np.random.Generator) -> Image.Image:
