@@ -75,6 +75,7 @@ def weak_matches(
     if cycles is not None:  # the order's evidence: a pair between clear matches in both manuscripts is a match
         pairs = np.asarray(cycles, dtype=np.int64).reshape(-1, 2)
         held = pairs[anchored(weak, pairs)]
+        held = held[np.isfinite(s[held[:, 0], held[:, 1]])]  # an unscored pair is never a match
         weak[held[:, 0], held[:, 1]] &= blank[held[:, 0], held[:, 1]]
     return weak
 

@@ -117,6 +117,9 @@ def test_a_weak_pair_between_clear_matches_in_order_is_a_match() -> None:
     blank = np.zeros(12, dtype=bool)
     blank[5] = True
     assert weak_matches(s, 0.5, blank, None, cycles=cycles)[5, 5]
+    unscored = s.copy()
+    unscored[5, 5] = -np.inf  # a cycle given for a pair outside the candidates: never a match
+    assert weak_matches(unscored, 0.5, cycles=cycles)[5, 5]
     # anchored counts clear neighbours before or after in both orders, within σ_p = 5 illustrations.
     weak = np.ones((12, 12), dtype=bool)
     weak[[0, 1, 3, 9], [0, 1, 3, 9]] = False
