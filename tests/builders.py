@@ -365,9 +365,9 @@ def lib_manifest(m: int, n: int) -> dict[str, Any]:
 
 def weak_collation(root: Path, options: Any, cid: str = RECORD_ID) -> Any:
     """A and B: three illustrations, A 0 and B 2, A 2 and B 0 true copies (raw S 1.2), A 1 and B 1 a mutual
-    best of raw S 0.3 (what unrelated images score) between them in one order only, so that no clear match
-    holds it (docs/concordance.md, "Held by the order"). C: three blank pages, which match A's and B's
-    illustrations at 1.9."""
+    best of raw S 0.3 (what unrelated images score). The copies are crossed: each lies before A 1 in one
+    manuscript and after B 1 in the other, so no clear match holds the weak one by the order (docs/concordance.md,
+    "Held by the order"). C: three blank pages, which match A's and B's illustrations at 1.9."""
     import numpy as np
 
     ab = np.array([[0.1, 0.1, 1.2], [0.1, 0.3, 0.1], [1.2, 0.1, 0.1]])

@@ -124,7 +124,7 @@ def test_a_weak_pair_between_clear_matches_in_order_is_a_match() -> None:
     weak = np.ones((12, 12), dtype=bool)
     weak[[0, 1, 3, 9], [0, 1, 3, 9]] = False
     diagonal = np.stack([np.arange(12)] * 2, axis=1)
-    # 9 has no clear neighbour but itself, 10 and 11 only 9.
+    # The clear pairs other than 9 are more than 5 from it (3 is 6 away); 10 and 11 have 9 alone.
     assert anchored(weak, diagonal).tolist() == [True] * 9 + [False] * 3
     assert anchored(weak, diagonal, anchors=3)[[2, 3]].tolist() == [True, False]  # 0, 1, 3 against 0, 1
     assert anchored(weak, diagonal, window=1)[[2, 4]].tolist() == [True, False]  # 1 and 3 against 3 alone
