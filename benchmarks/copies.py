@@ -39,6 +39,7 @@ from PIL import Image, ImageFilter, ImageOps
 
 from collation.engine.evaluation import load_ground_truth
 from collation.engine.illustrations import read_via_boxes, via_illustrations
+from collation.engine.transpositions import paper_colour
 
 DATA = Path(
     os.environ.get("COLLATION_TEST_DATA")
@@ -52,10 +53,6 @@ DIFFICULTIES = ("moderate", "hard", "paper", "extreme")
 STRENGTH = {"hard": 0.7, "paper": 1.0, "extreme": 0.7}
 """Strength (0..1) of the hard restyle per difficulty (scales the warps, the patches and the share of
 harsh styles); "paper" is the full strength, chosen on unpruned S_trans at 200 x 100, seed 0."""
-
-
-def paper_colour(image: Image.Image) -> tuple[int, int, int]:
-    return tuple(int(v) for v in np.median(np.asarray(image.convert("RGB")).reshape(-1, 3), axis=0))
 
 
 def restyle_moderate(image: Image.Image, rng: np.random.Generator) -> Image.Image:

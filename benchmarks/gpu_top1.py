@@ -40,7 +40,7 @@ from collation.engine.candidates import UNSCORED, recall
 from collation.engine.correspondences import mutual_best, normalize, propagate
 from collation.engine.evaluation import accuracy
 from collation.engine.features import extract_features
-from collation.engine.pipeline import candidate_pairs
+from collation.engine.pipeline import find_candidates
 from collation.engine.similarity import score_pairs
 
 VARIANTS = {
@@ -70,7 +70,7 @@ def decisions(images: tuple[list, list], device: str, precision: str, seed: int,
         synchronize()
         cache[(*key, "seconds")] = time.perf_counter() - t
     feats = cache[key]
-    pairs = candidate_pairs(*feats, CollationOptions())
+    pairs = find_candidates(*feats, CollationOptions()).pairs
     t = time.perf_counter()
     s, _ = score_pairs(*feats, pairs, seed=seed, product_precision=product)
     synchronize()

@@ -318,23 +318,20 @@ def iipsrv(physiologus: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
             capture_output=True,
         )
         identifiers[box.folio] = name
+    from collation.cli.private_servers import stop
+
     process, base = start_lighttpd(work, tiles, probe=f"{next(iter(identifiers.values()))}/info.json")
     try:
         yield IIPServer(base=base, boxes=boxes, identifiers=identifiers)
     finally:
-        process.terminate()
-        try:
-            process.wait(5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
+        stop(process, timeout=5)
 
 
 def start_lighttpd(work: Path, tiles: Path, probe: str) -> tuple[subprocess.Popen, str]:
     """lighttpd with iipsrv (FastCGI) serving ``tiles`` on a free loopback port: (process, IIIF base URL),
     once ``probe`` (a path under the base) answers 200. A port drawn free may be taken before lighttpd
     binds it (it then exits at once): it is started again on another, up to ``PORT_TRIES`` times."""
-    from collation.cli.private_servers import PORT_TRIES
+    from collation.cli.private_servers import PORT_TRIES, stop
 
     for _ in range(PORT_TRIES):
         port = _free_port()
@@ -379,8 +376,7 @@ fastcgi.server = (
                 pass
             time.sleep(0.05)
         if process.poll() is None:  # running but not answering: no other port will help
-            process.kill()
-            process.wait(5)
+            stop(process, timeout=5)
             break
     pytest.fail(f"iipsrv behind lighttpd did not answer {probe}; see {work}/lighttpd-error.log")
 

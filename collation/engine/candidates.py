@@ -6,7 +6,7 @@ generalized mean (GeM, p = 3; negative parts clipped), centred on the manuscript
 region (what every illustration of a manuscript shares, such as the page and the script, says nothing
 about which one it is) and L2-normalized; the regions are concatenated and normalized again. The
 global score of a pair is the cosine of the two descriptors, for all pairs at once in chunked matrix
-products. ``candidate_pairs`` unites, over both directions, each row's ``k`` best columns and each
+products. ``top_k_pairs`` unites, over both directions, each row's ``k`` best columns and each
 column's ``k`` best rows. ``collation.engine.cascade`` builds the candidates of S_trans from these: the
 global score alone loses the true partner of hard copies (docs/candidates.md).
 

@@ -232,7 +232,7 @@ def order_corridor(scores: np.ndarray, config: CascadeConfig = CASCADE) -> np.nd
 
 
 def _best(scores: np.ndarray, k: int) -> np.ndarray:
-    """``candidate_pairs`` over the scored entries only (an unscored pair is never a candidate)."""
+    """``top_k_pairs`` over the scored entries only (an unscored pair is never a candidate)."""
     pairs = top_k_pairs(np.where(np.isfinite(scores), scores, -np.finfo(np.float64).max), k)
     return pairs[np.isfinite(scores[pairs[:, 0], pairs[:, 1]])]
 

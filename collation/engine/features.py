@@ -439,7 +439,7 @@ def extract_features(
         for k, (i, _, rows, cols) in enumerate(batch):
             x[k, :, : 16 * rows, : 16 * cols] = image_to_tensor(images[i], rows, cols)
             pixels = x[k, :, : 16 * rows, : 16 * cols]
-            uniform.append(zeroed_cells(pixels, rows, cols, defaults.UNIFORM_CELL_STD, defaults.UNIFORM_BARE_SHARE))
+            uniform.append(zeroed_cells(pixels, rows, cols))
         padded = any((rows, cols) != (rows_b, cols_b) for _, _, rows, cols in batch)
         valid = torch.tensor([[16 * rows, 16 * cols] for _, _, rows, cols in batch]) if padded else None
         return x, valid, uniform

@@ -151,17 +151,6 @@ def find_candidates(
     return Candidates(pairs, cheap, shape)
 
 
-def candidate_pairs(
-    feats0: MultiScaleFeatures,
-    feats1: MultiScaleFeatures,
-    options: CollationOptions,
-    *,
-    progress: ProgressCallback | None = None,
-) -> np.ndarray:
-    """``(P, 2)`` int64 row-major pairs whose S is computed: ``find_candidates(...).pairs``."""
-    return find_candidates(feats0, feats1, options, progress=progress).pairs
-
-
 def suspects(found: Candidates) -> Suspects:
     """With ``picks_transpositions``: which second illustrations the candidates do not match well as drawn
     (``cascade.suspect_transposed`` on their cheap scores as drawn), the only ones described and scored

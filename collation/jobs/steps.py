@@ -171,7 +171,6 @@ def store_candidates(runtime: Runtime, record: CollationRecord) -> int:
     candidates are stored already.
     """
     from collation.engine.pipeline import (
-        candidate_pairs,
         choose_transpositions,
         describe_transposed,
         find_candidates,
@@ -208,7 +207,7 @@ def store_candidates(runtime: Runtime, record: CollationRecord) -> int:
                 turned_features_key(key), describe_transposed(images1, backbone, options, plain1, turns=turns)
             )
         else:
-            pairs = candidate_pairs(feats0, runtime.features(key1), options, progress=check)
+            pairs = find_candidates(feats0, runtime.features(key1), options, progress=check).pairs
         store.save_pairs(key, pairs)
         computed += 1
     return computed

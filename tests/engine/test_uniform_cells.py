@@ -14,16 +14,7 @@ from collation.core import defaults
 from collation.core.options import CollationOptions
 from collation.engine.evaluation import accuracy
 from collation.engine.features import cells_for_scale, extract_features, image_to_tensor, uniform_cells
-from collation.engine.pipeline import (
-    assemble,
-    choose_transpositions,
-    correspond,
-    describe,
-    describe_transposed,
-    find_candidates,
-    score_candidates,
-    suspects,
-)
+from collation.engine.pipeline import assemble, correspond, describe, score_manuscripts
 
 
 def turn(image: Image.Image, angle: int) -> Image.Image:
@@ -64,11 +55,7 @@ def test_turned_copies_match_their_originals_not_pictures_turned_alike(backbone)
     truth = np.array([(k, k) for k in range(n)])
     options = CollationOptions()
     feats0, feats1 = describe(first, backbone, options), describe(second, backbone, options)
-    found = find_candidates(feats0, feats1, options)
-    chosen, turns = choose_transpositions(feats0, second, backbone, found.pairs, suspects(found), options)
-    turned = describe_transposed(second, backbone, options, feats1, turns=turns)
-    s, t = score_candidates(feats0, feats1, chosen, options, turned=turned)
-    matrix, _ = assemble((len(first), n), chosen[:, :2], s, t)
+    matrix, _ = assemble((len(first), n), *score_manuscripts(feats0, feats1, second, backbone, options))
     p_s = correspond({(0, 1): matrix}, options)[(0, 1)].P_S
     assert p_s.argmax(axis=0).tolist() == list(range(n))
     assert accuracy(p_s, truth) == 1.0

@@ -16,7 +16,7 @@ from engine_grid import full_scores
 from collation.core.options import CollationOptions
 from collation.core.settings import Settings
 from collation.core.vocabulary import TRANSPOSITION_SETS
-from collation.engine.pipeline import assemble, candidate_pairs, find_candidates, score_candidates, suspects
+from collation.engine.pipeline import assemble, find_candidates, score_candidates, suspects
 from collation.engine.similarity import score_pairs
 from collation.jobs.planning import Planned, next_steps
 from collation.service import schemas
@@ -175,7 +175,7 @@ def test_a_mirrored_copy_is_found_and_reported_mirrored(
     turned1 = store.load_features(transposed_features_key(docs[1].features_key, "mirror"))
     assert len(turned1) == 2 * n and not store.has_features(transposed_features_key(docs[0].features_key, "mirror"))
     engine_options = CollationOptions.parse(options | {"transpositions": "mirror"})
-    pairs = candidate_pairs(feats0, turned1, engine_options)
+    pairs = find_candidates(feats0, turned1, engine_options).pairs
     s, t = assemble((n, n), pairs, *score_candidates(feats0, turned1, pairs, engine_options))
     results = store.load_results(cid, 0, 1)
     assert set(results.arrays()) == PLAIN_RESULTS | {"T"} and results.T.dtype == np.int8
