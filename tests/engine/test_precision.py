@@ -73,9 +73,12 @@ def test_bfloat16_keeps_every_decision_of_float32():
     manuscripts = _manuscripts()
     exact = run_collation(manuscripts, precision="float32").pairs[(0, 1)]
     reduced = run_collation(manuscripts, precision="bfloat16").pairs[(0, 1)]
-    # Top-1 of S in both directions, and the final matches (2-cycles of P_S), are the same.
+    # Top-1 of S in both directions, and the final matches (2-cycles of P_S), are the same. The distractor
+    # (column 2) has no copy: its best row is a near tie of unrelated drawings (0.13 to 0.15), no decision,
+    # and a features change of issue 38's fifth round, tried and not taken, flipped it.
+    copies = [0, 1, 3]
     assert np.array_equal(exact.S.argmax(axis=1), reduced.S.argmax(axis=1))
-    assert np.array_equal(exact.S.argmax(axis=0), reduced.S.argmax(axis=0))
+    assert np.array_equal(exact.S[:, copies].argmax(axis=0), reduced.S[:, copies].argmax(axis=0))
     assert exact.S.argmax(axis=1).tolist() == [1, 3, 0]  # the copies are found, not only agreed on
     assert np.array_equal(exact.P_S.argmax(axis=1), reduced.P_S.argmax(axis=1))
     assert np.array_equal(exact.two_cycles, reduced.two_cycles)
