@@ -12,7 +12,9 @@ Subjects are, in this order of preference:
   of drawings look like other drawings, as the plants of a herbal do;
 - crops of folio pages (disjoint cells of a 3 x 3 grid per folio): script, initials, margins; outside
   ``moderate`` never over an annotated illustration (since issue 38's fourth round: before, a crop of a
-  subject's own drawing could beat its copy).
+  subject's own drawing could beat its copy), and only from the page, not from what surrounds it in the
+  photograph (since the fifth round: before, crops of the background, the book's edge and the library's
+  footer were copies of each other).
 
 Difficulties (``DIFFICULTIES``), each a restyle applied to every copy:
 - ``moderate``: the first scale benchmark's copyist (small affine warp, other colours, blur). Copies
@@ -190,24 +192,46 @@ def illustration_boxes() -> dict[Path, list[tuple[int, int, int, int]]]:
     return boxes
 
 
-def page_crops(count: int, rng: np.random.Generator, *, avoid_illustrations: bool = False) -> list[Image.Image]:
+PAGE_BOX = (0.15, 0.12, 0.85, 0.82)
+"""The part of a folio photograph (left, top, right, bottom, in shares of its size) that distractors outside
+``moderate`` come from: the page, without what surrounds it in the photograph (the black background, the
+book's edge, the library's footer and watermark), which is alike on every folio, so its crops were copies of
+each other (issue 38's fifth round: about 10 of the 16 unrelated pairs grouped in ``816x405:hard:5:30``)."""
+PAGE_ASPECT = (0.55, 0.95)
+"""Width / height of the folio photographs that show a page; the spine and the edge of the book do not."""
+
+
+def page_crops(count: int, rng: np.random.Generator, *, distractors_only: bool = False) -> list[Image.Image]:
     """``count`` crops of folio pages, from disjoint cells of a 3 x 3 grid per folio (no two overlap), or of a
     4 x 4 grid when the folios have fewer cells than that (816 x 405 with 30 true pairs needs 1,161).
 
-    With ``avoid_illustrations`` no cell overlaps an annotated illustration: a crop of a subject's own drawing
-    (P2's, or P3's real copy of it) is that subject, not a distractor; it beat the synthetic copy of a hard
-    subject on its own drawing (issue 38's fourth round: 4 of the 6 failures of ``816x405:hard:1:30``).
+    With ``distractors_only`` the grid covers the page (``PAGE_BOX`` of the photographs of a page's shape,
+    ``PAGE_ASPECT``) and no cell overlaps an annotated illustration: a crop of a subject's own drawing (P2's,
+    or P3's real copy of it) is that subject, not a distractor; it beat the synthetic copy of a hard subject
+    on its own drawing (issue 38's fourth round: 4 of the 6 failures of ``816x405:hard:1:30``).
     """
     folios = sorted((DATA / "P2" / "folios").glob("*.jpg")) + sorted((DATA / "P3" / "folios").glob("*.jpg"))
-    boxes = illustration_boxes() if avoid_illustrations else {}
-    sizes = {f: Image.open(f).size for f in folios} if avoid_illustrations else {}
+    sizes = {f: Image.open(f).size for f in folios}
+    boxes = illustration_boxes() if distractors_only else {}
+    if distractors_only:
+        folios = [f for f in folios if PAGE_ASPECT[0] <= sizes[f][0] / sizes[f][1] <= PAGE_ASPECT[1]]
+
+    def frame(folio: Path) -> tuple[int, int, int, int]:
+        """The folio's part the grid divides: (x, y, width, height) in pixels."""
+        w, h = sizes[folio]
+        if not distractors_only:
+            return 0, 0, w, h
+        left, top, right, bottom = PAGE_BOX
+        return int(left * w), int(top * h), int((right - left) * w), int((bottom - top) * h)
+
+    def cell_box(folio: Path, side: int, r: int, c: int) -> tuple[int, int, int, int]:
+        fx, fy, fw, fh = frame(folio)
+        cw, ch = fw // side, fh // side
+        return fx + c * cw, fy + r * ch, fx + (c + 1) * cw, fy + (r + 1) * ch
 
     def clear(folio: Path, side: int, r: int, c: int) -> bool:
-        if folio not in boxes:
-            return True
-        w, h = sizes[folio]
-        x0, y0, x1, y1 = c * w // side, r * h // side, (c + 1) * w // side, (r + 1) * h // side
-        return all(bx + bw <= x0 or bx >= x1 or by + bh <= y0 or by >= y1 for bx, by, bw, bh in boxes[folio])
+        x0, y0, x1, y1 = cell_box(folio, side, r, c)
+        return all(bx + bw <= x0 or bx >= x1 or by + bh <= y0 or by >= y1 for bx, by, bw, bh in boxes.get(folio, []))
 
     def grid(side: int) -> list[tuple[Path, int, int]]:
         cells = [(f, r, c) for f in folios for r in range(side) for c in range(side)]
@@ -225,12 +249,12 @@ def page_crops(count: int, rng: np.random.Generator, *, avoid_illustrations: boo
         if folio not in opened:
             opened.clear()
             opened[folio] = Image.open(folio).convert("RGB")
-        page = opened[folio]
-        cw, ch = page.width // side, page.height // side
+        x0, y0, x1, y1 = cell_box(folio, side, r, c)
+        cw, ch = x1 - x0, y1 - y0
         w, h = int(cw * rng.uniform(0.6, 1.0)), int(ch * rng.uniform(0.6, 1.0))
-        x0 = c * cw + int(rng.integers(0, cw - w + 1))
-        y0 = r * ch + int(rng.integers(0, ch - h + 1))
-        crops.append(page.crop((x0, y0, x0 + w, y0 + h)))
+        x0 += int(rng.integers(0, cw - w + 1))
+        y0 += int(rng.integers(0, ch - h + 1))
+        crops.append(opened[folio].crop((x0, y0, x0 + w, y0 + h)))
     return crops
 
 
@@ -258,7 +282,7 @@ def make_pair(
     else:  # drawings first (whole, then parts), then page crops; every copy restyled
         subjects = drawing_subjects()
         n_draw = min(len(subjects), g)
-        crops = page_crops(g - n_draw + (n0 - g) + (n1 - g), rng, avoid_illustrations=True)
+        crops = page_crops(g - n_draw + (n0 - g) + (n1 - g), rng, distractors_only=True)
         shared = [(a, copy_of(b, difficulty, rng)) for a, b in subjects[:n_draw]]
         shared += [(im, copy_of(im, difficulty, rng)) for im in crops[: g - n_draw]]
         rest = [copy_of(im, difficulty, rng) if k % 2 else im for k, im in enumerate(crops[g - n_draw :])]
