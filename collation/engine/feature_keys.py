@@ -38,9 +38,10 @@ def backbone_features_key(
     check_option("precision", precision, RESOLVED_PRECISIONS)
     # v3: the precision entered the key; a key of an older release (no precision) is never computed again,
     # so features of unknown arithmetic are never reused. v4: uniform cells are zero (``features.uniform_cells``).
+    # v5: the network sees grey images (``features.image_to_tensor``).
     h = hashlib.sha256(
         f"{backbone}|{precision}|{list(scales)}|{query_scale}|torch.{storage}|{defaults.FEATURES_BUCKET}|"
-        f"{defaults.L2_EPS}|{defaults.UNIFORM_CELL_STD}|{defaults.UNIFORM_BARE_SHARE}|v4".encode()
+        f"{defaults.L2_EPS}|{defaults.UNIFORM_CELL_STD}|{defaults.UNIFORM_BARE_SHARE}|v5".encode()
     )
     for d in digests:
         h.update(d.encode())

@@ -61,10 +61,19 @@ def bucket_shape(rows: int, cols: int, scale: int, bucket: int) -> tuple[int, in
 
 
 def image_to_tensor(image: Image.Image, rows: int, cols: int) -> torch.Tensor:
-    """Resizes (bicubic) to ``rows`` x ``cols`` cells and returns ``(3, 16 rows, 16 cols)`` in [0, 1]."""
+    """Resizes (bicubic) to ``rows`` x ``cols`` cells and returns ``(3, 16 rows, 16 cols)`` in [0, 1], grey:
+    each pixel the mean of its three channels, in all three.
+
+    Copies do not keep colours: the copyist's pigments, fading, a restorer's retouching and the camera all
+    change them, while the drawing's shape is what a copy keeps, and an ImageNet network's features follow a
+    drawing's colours as much as its lines. The mean, not the luma, so that a copy whose pigments trade
+    hues (its channels swapped) has the same grey. Measured on copies that chose nothing: docs/transpositions.md
+    ("Grey input").
+    """
     size = (defaults.PIXELS_PER_CELL * cols, defaults.PIXELS_PER_CELL * rows)
     resized = image.convert("RGB").resize(size, Image.Resampling.BICUBIC)
-    return torch.from_numpy(np.asarray(resized, dtype=np.float32) / 255.0).permute(2, 0, 1).contiguous()
+    grey = torch.from_numpy(np.asarray(resized, dtype=np.float32) / 255.0).mean(dim=2)  # (H, W)
+    return grey.expand(3, -1, -1).contiguous()
 
 
 def uniform_cells(pixels: torch.Tensor, rows: int, cols: int, below: float = defaults.UNIFORM_CELL_STD) -> torch.Tensor:

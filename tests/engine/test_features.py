@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
 from engine_grid import device_dtype_grid
@@ -70,6 +71,21 @@ def test_extraction_shapes_masks_and_normalization(backbone):
     assert torch.allclose(norms[drawn], torch.ones(()), atol=1e-4)
     assert 0.5 < float(drawn.sum() / feats.mask.sum()) < 1
     assert (norms[~feats.mask] == 0).all()
+
+
+def test_the_network_sees_the_drawing_not_its_colours(backbone):
+    """Copies do not keep colours (features.image_to_tensor): a copy whose pigments trade hues (channels
+    swapped) has the features of its original, and a greyed one too; colour features told them apart."""
+    original = drawing(0, (240, 200))
+    pixels = np.asarray(original)
+    swapped = Image.fromarray(np.ascontiguousarray(pixels[..., [2, 0, 1]]))
+    grey = Image.fromarray(np.repeat(pixels.mean(axis=2, keepdims=True).round().astype(np.uint8), 3, axis=2))
+    feats = extract_features([original, swapped, grey], backbone)
+    drawn = feats.mask[0] & (feats.desc[0].norm(dim=-1) > 0)
+    cosine = (feats.desc[0] * feats.desc[1:]).sum(dim=-1)[:, drawn]  # (2, drawn cells)
+    assert float(cosine[0].min()) > 1 - 1e-5  # the same grey, to rounding
+    assert float(cosine[1].mean()) > 0.99  # greyed and rounded to 8 bits
+    assert float(cosine.mean()) > 0.99 and (feats.mask[0] == feats.mask[1]).all()
 
 
 @pytest.mark.heavy

@@ -137,7 +137,7 @@ def test_the_transposition_wins_and_is_reported(originals, transposed, device, d
     assert names[TURNED, TURNED] == "rot270"  # turning the copy back aligns it with the original
     # Uniform cells (bare paper) match nothing, so S counts the drawn cells' matches only: a copy scores
     # about 0.9 here, not 1.5 (features.uniform_cells).
-    assert s_mirror[MIRRORED, MIRRORED] > s_none[MIRRORED, MIRRORED] + 0.15
+    assert s_mirror[MIRRORED, MIRRORED] > s_none[MIRRORED, MIRRORED] + 0.1
     assert s_none[TURNED, TURNED] < 0.6 < 0.8 < s_all[TURNED, TURNED]
     assert (s_all.argmax(axis=1) == np.arange(N)).all() and (s_all.argmax(axis=0) == np.arange(N)).all()
     assert (s_all >= s_mirror - 1e-12).all() and (s_mirror >= s_none - 1e-12).all()
