@@ -1,9 +1,10 @@
 """Deep local features of illustrations: the paper's resize rule, multi-scale extraction, storage.
 
 A backbone (``collation.engine.backbones``) maps an RGB image of 16k x 16l pixels to a map of k x l cells
-(stride 16). ``extract_features`` describes each illustration at the scales of B.3 (long side =
-18..22 cells) and packs the maps into one padded tensor, ``MultiScaleFeatures``, that the similarity
-functions index by illustration; ``save`` and ``load`` store it (``load`` checks every shape).
+(stride 16); it is given each illustration in grey (``image_to_tensor``: copies do not keep colours).
+``extract_features`` describes each illustration at the scales of B.3 (long side = 18..22 cells) and packs
+the maps into one padded tensor, ``MultiScaleFeatures``, that the similarity functions index by
+illustration; ``save`` and ``load`` store it (``load`` checks every shape).
 
 Longer than 400 lines because masked bucketed extraction and the checked storage format of
 ``MultiScaleFeatures`` share the same shapes, which a reader checks in one place.
