@@ -67,8 +67,9 @@ def test_a_copy_turned_by_30_degrees_is_matched_under_the_turn_that_undoes_it(tu
     # well); the copies as drawn stay as drawn.
     back = {30: {"rot345", "rot330", "rot315"}, -30: {"rot15", "rot30", "rot45"}, 0: {"identity"}}
     assert all(names[k, k] in back[a] for k, a in enumerate(ANGLES))
-    # As drawn the turned ones score little; turned back, as copies do. S counts the drawn cells' matches only
-    # (bare paper matches nothing, features.uniform_cells): a copy as drawn scores about 0.9, unrelated ones 0.1.
+    # As drawn the turned ones score under the fixed floor of 0.5; turned back, as copies do. S counts the drawn
+    # cells' matches only (bare paper matches nothing, features.uniform_cells): a copy as drawn scores about 0.9,
+    # unrelated ones 0.1.
     t = right[TURNED]
     assert (s_none[t, t] < 0.5).all() and (s[t, t] > 0.5).all() and (s[t, t] > s_none[t, t] + 0.1).all()
     others = ~np.eye(N, dtype=bool)
