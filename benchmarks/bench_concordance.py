@@ -7,7 +7,8 @@ paper colour with scanner noise, and drawings), stores S, the candidate pairs an
 ``--cache`` (one ``.npz`` per data set and options), and prints the issue's columns: pairs scored,
 recall of the true pairs inside them, top-1 S / N_S / P_S, true pairs grouped in the concordance,
 unrelated pairs grouped, and time; then, for every weak rule (``--rules``), true pairs kept against
-unrelated pairs grouped.
+unrelated pairs grouped; then, on generated copies, the true pairs lost at each stage by the copy's style
+(``copies.HARSH_STYLES``: where the losses are).
 
     flock /work/bench.lock .venv/bin/python benchmarks/bench_concordance.py --set 400x200:hard:1 --cache /tmp/cc
     .venv/bin/python benchmarks/bench_concordance.py --set random:40:0 blank:20:0 --cache /tmp/cc
@@ -49,7 +50,7 @@ from collation.engine.transpositions import picks_transpositions
 from collation.engine.weak import is_blank, weak_matches
 
 
-def control_set(kind: str, n: int, seed: int) -> tuple[list[Image.Image], list[Image.Image], np.ndarray]:
+def control_set(kind: str, n: int, seed: int) -> tuple[list[Image.Image], list[Image.Image], np.ndarray, list[str]]:
     """Two witnesses with no true pair: ``random`` (n noise images of 48-160 px each) or ``blank`` (n blank
     pages with 2-15 grey levels of noise, and n page crops of script, each witness its own)."""
     rng = np.random.default_rng(seed)
@@ -65,25 +66,27 @@ def control_set(kind: str, n: int, seed: int) -> tuple[list[Image.Image], list[I
         return Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
 
     if kind == "random":
-        return [noise() for _ in range(n)], [noise() for _ in range(n)], np.zeros((0, 2), dtype=np.int64)
+        return [noise() for _ in range(n)], [noise() for _ in range(n)], np.zeros((0, 2), dtype=np.int64), []
     crops = page_crops(2 * n, rng)
     return (
         [blank() for _ in range(n)] + crops[:n],
         [blank() for _ in range(n)] + crops[n:],
         np.zeros((0, 2), dtype=np.int64),
+        [],
     )
 
 
-def load_set(spec: str) -> tuple[list[Image.Image], list[Image.Image], np.ndarray]:
+def load_set(spec: str) -> tuple[list[Image.Image], list[Image.Image], np.ndarray, list[str]]:
     """``N0xN1:difficulty:seed[:shared]`` (``copies.make_pair``; shared: the true pairs, e.g. 30), or
-    ``random:n:seed`` / ``blank:n:seed`` (``control_set``)."""
+    ``random:n:seed`` / ``blank:n:seed`` (``control_set``): both witnesses, the true pairs and the style of
+    each true pair's copy ("" where it has none)."""
     parts = spec.split(":")
     if parts[0] in ("random", "blank"):
         return control_set(parts[0], int(parts[1]), int(parts[2]))
     n0, n1 = (int(v) for v in parts[0].lower().split("x"))
     shared = int(parts[3]) if len(parts) > 3 else None
     images0, images1, gt, _ = make_pair(n0, n1, int(parts[2]), parts[1], shared)
-    return images0, images1, gt
+    return images0, images1, gt, [images1[j].info.get("style", "") for j in gt[:, 1]]
 
 
 def options_of(text: str) -> CollationOptions:
@@ -96,7 +99,7 @@ def run(spec: str, options: CollationOptions, cache: Path, tag: str) -> dict:
     if path.exists():
         data = dict(np.load(path, allow_pickle=False))
         return {k: (v if v.ndim else v.item()) for k, v in data.items()}
-    images0, images1, gt = load_set(spec)
+    images0, images1, gt, styles = load_set(spec)
     model = load_backbone(options.backbone, device="cpu")
     t0 = time.perf_counter()
     f0 = describe(images0, model, options)
@@ -123,6 +126,7 @@ def run(spec: str, options: CollationOptions, cache: Path, tag: str) -> dict:
         "T": turned,
         "pairs": pairs[:, :2],
         "gt": gt,
+        "styles": np.array(styles, dtype=str),
         "blank0": np.array([is_blank(im) for im in images0]),
         "blank1": np.array([is_blank(im) for im in images1]),
         "features_s": t1 - t0 + turned_s,
@@ -175,6 +179,23 @@ def report(spec: str, data: dict, options: CollationOptions, rules: list[str]) -
         together = grouped(data, options, weak_of(rule, data, options))
         kept, unrelated = len(together & truth), len(together - truth)
         print(f"  {rule:<10} true grouped {kept:4d}/{len(truth)}, unrelated grouped {unrelated:4d}")
+    styles = [str(v) for v in data.get("styles", [])]  # caches of earlier runs have none
+    if any(styles):
+        together = grouped(data, options, weak_of("learned", data, options))
+        print("  by style  " + by_style(styles, gt, data["S"], pr.P_S, together))
+
+
+def by_style(styles: list[str], gt: np.ndarray, s: np.ndarray, p_s: np.ndarray, together: set) -> str:
+    """Per style of copy: its true pairs, and how many of them are unscored (the candidates lost them), wrong
+    at top-1 by P_S, and not grouped by the learned floor."""
+    parts = []
+    for style in sorted(set(styles)):
+        pairs = [(i, j) for (i, j), st in zip(gt.tolist(), styles, strict=True) if st == style]
+        unscored = sum(not np.isfinite(s[i, j]) for i, j in pairs)
+        wrong = sum(int(np.argmax(p_s[i])) != j for i, j in pairs)
+        apart = sum((i, j) not in together for i, j in pairs)
+        parts.append(f"{style or 'none'} {len(pairs)}: {unscored} unscored, {wrong} wrong, {apart} not grouped")
+    return "; ".join(parts)
 
 
 def main() -> None:

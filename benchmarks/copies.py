@@ -107,10 +107,25 @@ def occlude(image: Image.Image, rng: np.random.Generator, strength: float) -> Im
     return out
 
 
+HARSH_STYLES = ("line-art", "posterized", "recoloured", "washed-out")
+"""The harsh changes of style, by the number ``harsh_style`` draws; a copy's is in ``image.info["style"]``."""
+
+
 def harsh_style(image: Image.Image, rng: np.random.Generator) -> Image.Image:
-    """One of: line-art (ink outlines only), posterized colours, recoloured (channels swapped and mixed),
-    washed-out greys with high contrast."""
+    """One of ``HARSH_STYLES``: line-art (ink outlines only), posterized colours, recoloured (channels swapped
+    and mixed), washed-out greys with high contrast."""
     kind = rng.integers(4)
+    return styled(apply_harsh_style(image, rng, int(kind)), HARSH_STYLES[kind])
+
+
+def styled(image: Image.Image, style: str) -> Image.Image:
+    """``image``, its ``info["style"]`` set: the benchmarks report their losses by the copy's style."""
+    image.info["style"] = style
+    return image
+
+
+def apply_harsh_style(image: Image.Image, rng: np.random.Generator, kind: int) -> Image.Image:
+    """The harsh style number ``kind`` of ``HARSH_STYLES``, applied to ``image``."""
     paper = np.array(paper_colour(image), dtype=np.float32)
     if kind == 0:  # line-art: the outlines in one ink on clean paper
         grey = ImageOps.grayscale(image).filter(ImageFilter.GaussianBlur(1.0))
@@ -138,7 +153,8 @@ def restyle_hard(image: Image.Image, rng: np.random.Generator, strength: float) 
     out = occlude(strong_affine(image.convert("RGB"), rng, strength), rng, strength)
     if rng.random() < strength:
         out = harsh_style(out, rng)
-    return out.filter(ImageFilter.GaussianBlur(float(rng.uniform(0.3, 1.2))))
+    style = out.info.get("style", "warped only")
+    return styled(out.filter(ImageFilter.GaussianBlur(float(rng.uniform(0.3, 1.2)))), style)
 
 
 def transpose(image: Image.Image, rng: np.random.Generator) -> Image.Image:
@@ -157,11 +173,12 @@ def transpose(image: Image.Image, rng: np.random.Generator) -> Image.Image:
 
 
 def copy_of(image: Image.Image, difficulty: str, rng: np.random.Generator) -> Image.Image:
-    """The second manuscript's version of a subject, or a distractor's look on either side."""
+    """The second manuscript's version of a subject, or a distractor's look on either side; its style (one of
+    ``HARSH_STYLES``, "warped only" or "moderate") in ``info["style"]``."""
     if difficulty == "moderate":
-        return restyle_moderate(image, rng)
+        return styled(restyle_moderate(image, rng), "moderate")
     out = restyle_hard(image, rng, STRENGTH[difficulty])
-    return transpose(out, rng) if difficulty == "extreme" else out
+    return styled(transpose(out, rng), out.info["style"]) if difficulty == "extreme" else out
 
 
 def quadrants(image: Image.Image) -> list[Image.Image]:
