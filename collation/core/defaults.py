@@ -77,8 +77,11 @@ CANDIDATES = 10
 (``collation.engine.cascade``); chosen by measurement on the scale benchmark (docs/candidates.md). None scores
 every pair."""
 
-CANDIDATES_WIDE = 30
-"""Partners per illustration and direction, by global score, that get the cascade's cheap local score."""
+CANDIDATES_WIDE = 60
+"""Partners per illustration and direction, by global score, that get the cascade's cheap local score. 60 since
+issue 38's seventh round (30 before): the global score ranks a line-art copy of a painted drawing 44-88th in its
+row at 816 x 405, where the cheap score ranks it first (docs/candidates.md, "Where it still loses"). Chosen among
+30, 60 and 90 on the scale benchmark's 816 x 405 hard sets of seeds 12 and 13 (30 true pairs)."""
 
 CANDIDATES_CORRIDOR = 1.1
 """Least propagation factor of the pairs along the manuscripts' order that get the cheap score too."""
