@@ -98,7 +98,7 @@ def test_a_witness_without_image_service_shows_its_thumbnails_before_starting(pa
     page.locator("#inspect").click()
     thumb = page.locator(".witness .region-crop img")
     thumb.wait_for()
-    page.wait_for_function("document.querySelector('.region-crop img').complete")
+    page.wait_for_function("() => document.querySelector('.region-crop img').complete")
     assert page.evaluate("document.querySelector('.region-crop img').naturalWidth") == 400  # the page image loaded
     window = page.locator(".witness .region-crop").evaluate("w => [w.clientWidth, w.clientHeight]")
     assert window == [120, 120]
