@@ -35,6 +35,7 @@ from collation.core.options import CollationOptions
 from collation.engine.backbones import load_backbone
 from collation.engine.candidates import recall
 from collation.engine.concordance import PairEvidence, build_groups
+from collation.engine.correspondences import PairResult
 from collation.engine.evaluation import accuracy
 from collation.engine.pipeline import (
     assemble,
@@ -139,9 +140,8 @@ def run(spec: str, options: CollationOptions, cache: Path, tag: str) -> dict:
     return out
 
 
-def grouped(data: dict, options: CollationOptions, weak: np.ndarray) -> set[tuple[int, int]]:
-    """The pairs the concordance of the two witnesses puts in one row."""
-    pr = correspond({(0, 1): data["S"]}, options)[(0, 1)]
+def grouped(data: dict, pr: PairResult, weak: np.ndarray) -> set[tuple[int, int]]:
+    """The pairs the concordance of the two witnesses puts in one row (``pr``: their ``correspond`` result)."""
     evidence = {(0, 1): PairEvidence(pr.P_S, pr.two_cycles, {}, weak)}
     rows = build_groups({0: data["S"].shape[0], 1: data["S"].shape[1]}, evidence)
     return {(g.members[0].position, g.members[1].position) for g in rows if len(g.members) == 2}
@@ -150,9 +150,8 @@ def grouped(data: dict, options: CollationOptions, weak: np.ndarray) -> set[tupl
 RULES = ("fixed", "learned")
 
 
-def weak_of(rule: str, data: dict, options: CollationOptions) -> np.ndarray:
+def weak_of(rule: str, data: dict, options: CollationOptions, pr: PairResult) -> np.ndarray:
     """The weak matches by the fixed floor, or the learned one (``collation.engine.weak``)."""
-    pr = correspond({(0, 1): data["S"]}, options)[(0, 1)]
     cycles = pr.two_cycles if rule == "learned" else None
     return weak_matches(data["S"], options.floor, data["blank0"], data["blank1"], cycles=cycles)
 
@@ -175,14 +174,13 @@ def report(spec: str, data: dict, options: CollationOptions, rules: list[str]) -
         f"S_trans {float(data['strans_s']):.1f}; {int(data.get('turned', 0))} pairs also scored transposed)"
     )
     print(head)
+    groups = {rule: grouped(data, pr, weak_of(rule, data, options, pr)) for rule in {*rules, "learned"}}
     for rule in rules:
-        together = grouped(data, options, weak_of(rule, data, options))
-        kept, unrelated = len(together & truth), len(together - truth)
+        kept, unrelated = len(groups[rule] & truth), len(groups[rule] - truth)
         print(f"  {rule:<10} true grouped {kept:4d}/{len(truth)}, unrelated grouped {unrelated:4d}")
     styles = [str(v) for v in data.get("styles", [])]  # caches of earlier runs have none
     if any(styles):
-        together = grouped(data, options, weak_of("learned", data, options))
-        print("  by style  " + by_style(styles, gt, data["S"], pr.P_S, together))
+        print("  by style  " + by_style(styles, gt, data["S"], pr.P_S, groups["learned"]))
 
 
 def by_style(styles: list[str], gt: np.ndarray, s: np.ndarray, p_s: np.ndarray, together: set) -> str:

@@ -114,8 +114,8 @@ HARSH_STYLES = ("line-art", "posterized", "recoloured", "washed-out")
 def harsh_style(image: Image.Image, rng: np.random.Generator) -> Image.Image:
     """One of ``HARSH_STYLES``: line-art (ink outlines only), posterized colours, recoloured (channels swapped
     and mixed), washed-out greys with high contrast."""
-    kind = rng.integers(4)
-    return styled(apply_harsh_style(image, rng, int(kind)), HARSH_STYLES[kind])
+    kind = int(rng.integers(4))
+    return styled(apply_harsh_style(image, rng, kind), HARSH_STYLES[kind])
 
 
 def styled(image: Image.Image, style: str) -> Image.Image:
@@ -173,10 +173,10 @@ def transpose(image: Image.Image, rng: np.random.Generator) -> Image.Image:
 
 
 def copy_of(image: Image.Image, difficulty: str, rng: np.random.Generator) -> Image.Image:
-    """The second manuscript's version of a subject, or a distractor's look on either side; its style (one of
-    ``HARSH_STYLES``, "warped only" or "moderate") in ``info["style"]``."""
+    """The second manuscript's version of a subject, or a distractor's look on either side; outside ``moderate``
+    its style (one of ``HARSH_STYLES``, or "warped only") in ``info["style"]``."""
     if difficulty == "moderate":
-        return styled(restyle_moderate(image, rng), "moderate")
+        return restyle_moderate(image, rng)
     out = restyle_hard(image, rng, STRENGTH[difficulty])
     return styled(transpose(out, rng), out.info["style"]) if difficulty == "extreme" else out
 
