@@ -81,7 +81,9 @@ CANDIDATES_WIDE = 60
 """Partners per illustration and direction, by global score, that get the cascade's cheap local score. 60 since
 issue 38's seventh round (30 before): the global score ranks a line-art copy of a painted drawing 44-88th in its
 row at 816 x 405, where the cheap score ranks it first (docs/candidates.md, "Where it still loses"). Chosen among
-30, 60 and 90 on the scale benchmark's 816 x 405 hard sets of seeds 12 and 13 (30 true pairs)."""
+30, 60 and 90 on the scale benchmark's 816 x 405 hard sets of seeds 12 and 13 (30 true pairs), before the global
+descriptors were whitened (``CANDIDATES_WHITENING``), which ranks those copies among the 24 best of their row or
+column there."""
 
 CANDIDATES_CORRIDOR = 1.1
 """Least propagation factor of the pairs along the manuscripts' order that get the cheap score too."""
@@ -98,6 +100,13 @@ CANDIDATES_GRID = 2
 CANDIDATES_GEM_POWER = 3.0
 """p of the generalized mean that pools the cells into a global descriptor (1: average, large: max)."""
 
+CANDIDATES_WHITENING = 3.0
+"""Shrinkage of the global descriptors' whitening, learned from each collation's own descriptors
+(``candidates.whitened``), in units of their mean eigenvalue; None: not whitened. Issue 38, eighth round: the
+plain cosine ranks a line-art copy of a painted drawing up to 89th in its row and column at 816 x 405 (seeds 12
+and 13), the whitened one among the 24 best (chosen among 0.3, 1, 3 and 10 on those and one 400 x 200 hard set:
+docs/candidates.md, "Where it still loses")."""
+
 
 @dataclass(frozen=True)
 class CascadeConfig:
@@ -112,6 +121,7 @@ class CascadeConfig:
     cheap_iterations: int = CANDIDATES_CHEAP_ITERATIONS
     grid: int = CANDIDATES_GRID
     gem_power: float = CANDIDATES_GEM_POWER
+    whitening: float | None = CANDIDATES_WHITENING
     normalization: str = NORMALIZATION
     """How the cheap scores are normalized to find the corridor's seeds and the propagated candidates."""
     propagation_sigma: float = PROPAGATION_SIGMA

@@ -4,7 +4,9 @@ Each illustration gets one global descriptor that keeps the coarse layout of its
 is cut into ``GRID`` x ``GRID`` regions, and each region's query-scale cells are pooled by their
 generalized mean (GeM, p = 3; negative parts clipped), centred on the manuscript's mean for that
 region (what every illustration of a manuscript shares, such as the page and the script, says nothing
-about which one it is) and L2-normalized; the regions are concatenated and normalized again. The
+about which one it is) and L2-normalized; the regions are concatenated and normalized again. The two
+manuscripts' descriptors are then whitened together by their own PCA (``whitened``: the directions in
+which all the collation's illustrations differ most, such as the style of a copy, weigh less). The
 global score of a pair is the cosine of the two descriptors, for all pairs at once in chunked matrix
 products. ``top_k_pairs`` unites, over both directions, each row's ``k`` best columns and each
 column's ``k`` best rows. ``collation.engine.cascade`` builds the candidates of S_trans from these: the
@@ -22,7 +24,7 @@ import torch
 
 from collation.core import defaults
 from collation.core.errors import InputError
-from collation.engine.checks import check_positive_int, check_shape
+from collation.engine.checks import check_positive_float, check_positive_int, check_shape
 from collation.engine.features import MultiScaleFeatures
 
 UNSCORED = -np.inf
@@ -64,19 +66,50 @@ def global_descriptors(
     return torch.nn.functional.normalize(pooled.flatten(1), dim=-1)
 
 
+def whitened(g0: torch.Tensor, g1: torch.Tensor, shrinkage: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """The two sets' descriptors ``(n0, D)``, ``(n1, D)`` whitened by the collation's own PCA, unit vectors.
+
+    A copy and its original can differ along the directions in which all the collation's illustrations
+    differ most, such as the style (a line-art copy against its painted model) and the density of ink;
+    whitening weighs each principal direction of the two sets' descriptors, taken together, by the inverse
+    of its spread, so that the rarer directions, which tell one subject from another, count as much
+    (Jégou and Chum, ECCV 2012: PCA-whitening in retrieval). It is learned from the descriptors at hand,
+    unsupervised: x -> V (Λ + s λ̄ I)^(-1/2) Vᵀ (x - μ), with μ, V, Λ the mean, eigenvectors and eigenvalues of
+    their covariance and λ̄ the mean eigenvalue. The shrinkage s keeps the directions of tiny spread (all
+    of them but n - 1 when the collation has fewer illustrations n than D) from being magnified into noise:
+    s λ̄ is added to every eigenvalue (large s: the plain descriptors).
+    """
+    check_positive_float("whitening", shrinkage)
+    both = torch.cat([g0, g1]).double()
+    if len(both) < 2:  # nothing to learn a spread from
+        return g0, g1
+    centred = both - both.mean(dim=0)
+    values, vectors = torch.linalg.eigh(centred.T @ centred / len(both))
+    values = values.clamp(min=0)
+    if values.mean() <= 0:  # all alike
+        return g0, g1
+    transform = vectors / (values + shrinkage * values.mean()).sqrt() @ vectors.T  # (D, D)
+    out = torch.nn.functional.normalize((centred @ transform).to(g0.dtype), dim=-1)
+    return out[: len(g0)], out[len(g0) :]
+
+
 def global_scores(
     feats0: MultiScaleFeatures,
     feats1: MultiScaleFeatures,
     *,
     grid: int | None = None,
     power: float | None = None,
+    whitening: float | None = defaults.CANDIDATES_WHITENING,
     chunk: int = 4096,
 ) -> np.ndarray:
     """``(n0, n1)`` float32 cosines of the global descriptors of every pair (``global_descriptors``' ``grid``
-    and ``power``), ``chunk`` rows at a time."""
+    and ``power``), whitened with shrinkage ``whitening`` (``whitened``; None: not whitened), ``chunk`` rows
+    at a time."""
     g0, g1 = (global_descriptors(f, grid=grid, power=power) for f in (feats0, feats1))
     if g0.shape[1] != g1.shape[1]:
         raise InputError("the two feature sets differ in channels", field="features")
+    if whitening is not None:
+        g0, g1 = whitened(g0, g1, whitening)
     rows = [(g0[s : s + chunk] @ g1.T).cpu() for s in range(0, len(g0), chunk)]
     return torch.cat(rows).numpy() if rows else np.zeros((0, len(g1)), np.float32)
 

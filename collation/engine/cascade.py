@@ -267,7 +267,9 @@ def cascade_scores(
     t, n1 = transposition_count(transposed1, n_transpositions)
     n0 = len(feats0)
     coarse0, coarse1 = (coarse_features(f, config.coarse_factor) for f in (feats0, transposed1))
-    glob = transposed_global_scores(feats0, transposed1, t, grid=config.grid, power=config.gem_power)
+    glob = transposed_global_scores(
+        feats0, transposed1, t, grid=config.grid, power=config.gem_power, whitening=config.whitening
+    )
     cheap = np.full((n0, n1), UNSCORED)
     options = {"seed": seed, "partial": partial, "iterations": config.cheap_iterations}
     wide_pairs = top_k_pairs(glob, max(config.wide, k))

@@ -268,13 +268,15 @@ def transposed_global_scores(
     *,
     grid: int | None = None,
     power: float | None = None,
+    whitening: float | None = defaults.CANDIDATES_WHITENING,
 ) -> np.ndarray:
     """``(n0, n1)`` float32 global scores (``candidates.global_scores``) of every pair, each the best
     over the transpositions of the second illustration: a mirrored copy's descriptor is compared
     with the original's as drawn, not as mirrored. With one transposition, ``global_scores`` itself.
     """
     t, n1 = transposition_count(transposed1, n_transpositions)
-    return global_scores(feats0, transposed1, grid=grid, power=power).reshape(len(feats0), t, n1).max(axis=1)
+    scores = global_scores(feats0, transposed1, grid=grid, power=power, whitening=whitening)
+    return scores.reshape(len(feats0), t, n1).max(axis=1)
 
 
 def winner_names(winner: np.ndarray, transpositions: str) -> np.ndarray:

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
+from collation.core import defaults
 from collation.core.errors import InputError
-from collation.engine.candidates import UNSCORED, global_descriptors, global_scores, recall, top_k_pairs
+from collation.engine.candidates import UNSCORED, global_descriptors, global_scores, recall, top_k_pairs, whitened
 from collation.engine.correspondences import mutual_best, normalize, propagate
 from collation.engine.features import MultiScaleFeatures
 
@@ -69,4 +70,35 @@ def test_global_descriptors_keep_the_layout_and_drop_what_a_manuscript_shares():
     assert cos[0, 1] < 0  # same cells, other layout: centred, the two differ as much as they can
     whole = global_descriptors(feats, grid=1) @ global_descriptors(feats, grid=1).T
     assert float(whole[0, 1]) == pytest.approx(float(whole[0, 2]), abs=1e-6)  # one region cannot tell them apart
-    assert np.allclose(global_scores(feats, feats), cos.numpy(), atol=1e-6)
+    assert np.allclose(global_scores(feats, feats, whitening=None), cos.numpy(), atol=1e-6)
+
+
+def test_whitening_ranks_a_copy_in_another_style_first_in_its_originals_row():
+    # 40 subjects drawn in each manuscript; the second draws every other one in another style: a large shift
+    # along one direction (as a line-art copy of a painted drawing). In its original's row, the plain cosine
+    # puts the restyled copy behind the copies that kept the style; whitening by the collation's own spread
+    # weighs that direction down (issue 38, eighth round).
+    n, dim = 40, 32
+    rng = torch.Generator().manual_seed(0)
+    subjects = torch.randn(n, dim, generator=rng)
+    style = torch.zeros(dim)
+    style[0] = 4.0
+    sign = torch.where(torch.arange(n) % 2 == 0, 1.0, -1.0)[:, None]  # odd subjects restyled
+    g0 = torch.nn.functional.normalize(subjects + 0.5 * torch.randn(n, dim, generator=rng) + style, dim=1)
+    g1 = torch.nn.functional.normalize(subjects + 0.5 * torch.randn(n, dim, generator=rng) + sign * style, dim=1)
+
+    def first_in_row(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return (a @ b.T).argmax(dim=1) == torch.arange(n)
+
+    assert int(first_in_row(g0, g1)[1::2].sum()) == 2  # of 20 restyled copies
+    w0, w1 = whitened(g0, g1, defaults.CANDIDATES_WHITENING)
+    assert w0.shape == (n, dim) and torch.allclose(w0.norm(dim=1), torch.ones(n), atol=1e-6)
+    assert int(first_in_row(w0, w1)[1::2].sum()) == 18 and int(first_in_row(w0, w1)[::2].sum()) == 20
+    plain0, plain1 = whitened(g0, g1, 1e9)  # shrinkage far above every spread: the centred cosine
+    centred = torch.cat([g0, g1]) - torch.cat([g0, g1]).mean(dim=0)
+    expected = torch.nn.functional.normalize(centred, dim=1)
+    assert torch.allclose(torch.cat([plain0, plain1]), expected, atol=1e-5)
+    with pytest.raises(InputError, match="whitening"):
+        whitened(g0, g1, 0.0)
+    one, other = whitened(g0[:1], g1[:0], 3.0)  # a single descriptor: nothing to learn, returned as it is
+    assert torch.equal(one, g0[:1]) and other.shape == (0, dim)

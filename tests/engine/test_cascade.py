@@ -130,7 +130,7 @@ def test_the_cascade_keeps_the_hard_copies_that_global_scores_lose(backbone, mon
         coarse_features(feats0), coarse_features(feats1), found.pairs, 1, seed=defaults.SEED, partial=False
     )
     assert np.array_equal(found.pairs, kept) and np.array_equal(found.cheap, again) and found.shape == (36, 36)
-    assert lost < 0.5  # measured 0.21: the case is hard for the global descriptor
+    assert lost < 0.5  # measured 0.33 (0.29 not whitened): the case is hard for the global descriptor
     assert recall(kept, truth) == 1.0  # every true pair is scored
     assert len(kept) < 0.3 * len(originals) * len(copies)  # and the set is still small (measured 159 of 1296)
     # where the wide stage leaves pairs without a cheap score (with 10, 141 of 1,296 here), the same
