@@ -86,9 +86,10 @@ def whitened(g0: torch.Tensor, g1: torch.Tensor, shrinkage: float) -> tuple[torc
     centred = both - both.mean(dim=0)
     values, vectors = torch.linalg.eigh(centred.T @ centred / len(both))
     values = values.clamp(min=0)
-    if values.mean() <= 0:  # all alike
+    mean_value = values.mean()
+    if mean_value <= 0:  # all alike
         return g0, g1
-    transform = vectors / (values + shrinkage * values.mean()).sqrt() @ vectors.T  # (D, D)
+    transform = vectors / (values + shrinkage * mean_value).sqrt() @ vectors.T  # (D, D)
     out = torch.nn.functional.normalize((centred @ transform).to(g0.dtype), dim=-1)
     return out[: len(g0)], out[len(g0) :]
 
