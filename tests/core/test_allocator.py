@@ -56,7 +56,11 @@ def test_freed_memory_is_reused_without_page_faults():
         faults[mode] = [int(line) for line in out.split()]
     default, kept = faults["default"], faults["keep"]
     # Measured on one thread (2-core AVX-512 Xeon, 2026-11-28): 8,740 to 13,696 page faults per scoring by
-    # default, every time; with the setting 0, but for one scoring in eight or so (2,201 to 3,106).
+    # default, every time; with the setting 0, but for one scoring in eight or so (2,201 to 3,106). On
+    # another Xeon (kernel 6.18, glibc 2.36, 2026-11-29) the default stops faulting after one or two
+    # scorings (1,809, 4,647, then 0, 0, 0: glibc's own threshold rises to the blocks it has freed), so
+    # the default is compared only where it faults in its steady state; the setting never may.
     assert len(default) == len(kept) == 5
-    assert min(default) > 1_000
-    assert sorted(kept)[2] < min(default) / 10
+    assert sorted(kept)[2] < 1_000
+    if min(default) > 1_000:
+        assert sorted(kept)[2] < min(default) / 10
