@@ -156,6 +156,7 @@ def assert_selected(page: Any, link: str) -> None:
             timeout=TIMEOUT_MS,
         )
         item = mirador_window(page, window_id).locator(f'li[annotationid$="/display/{link}-{side}"]')
+        item.first.wait_for(timeout=TIMEOUT_MS)  # the panel lists it once React has rendered the selection
         assert item.count() == 1
 
 
@@ -270,6 +271,41 @@ def test_mirador3_shows_the_match_too(collation: Served, page: Any, screenshots:
     )
     assert_selected(page, link)
     page.screenshot(path=str(screenshots / "viewer-mirador3-link.png"))
+
+
+def test_a_match_clicked_before_mirador_has_read_a_manifest_is_shown_when_it_arrives(
+    collation: Served, page: Any
+) -> None:
+    """Mirador sets a window's starting canvas once the window's manifest arrives; a match clicked before
+    that still ends on its canvases (a window whose manifest came late stayed on its first canvas)."""
+    need_mirador("4.0.0")
+    held: list[Any] = []
+    # window b's manifest waits until after the click
+    page.route("**/view/manifests/1", lambda route: held.append(route))
+    page.goto(f"{collation.url}/collations/{collation.cid}/view?pair=0,1")
+    page.wait_for_function("() => !!window.viewer && Object.keys(window.viewer.store.getState().windows).length === 2")
+    first = page.evaluate("() => Object.values(window.viewer.store.getState().windows).map(w => w.canvasId)")
+    k = next(
+        k
+        for k in range(REGIONS)
+        if collation.regions[0][k]["canvas"] not in first and collation.regions[1][k]["canvas"] not in first
+    )
+    candidate = page.locator(f'.candidate[data-source="{k}"][data-target="{k}"]')
+    candidate.wait_for(timeout=TIMEOUT_MS)
+    while not held:  # Playwright hands the request to the route between its own calls
+        page.wait_for_timeout(20)
+    candidate.locator("img.thumb").click()
+    assert page.evaluate("(b) => !window.viewer.store.getState().manifests[b]", held[0].request.url)
+    held[0].continue_()
+    wanted = [collation.regions[0][k]["canvas"], collation.regions[1][k]["canvas"]]
+    page.wait_for_function(
+        "([a, b]) => { const w = window.viewer.store.getState().windows;"
+        " return w['collation-a'].canvasId === a && w['collation-b'].canvasId === b; }",
+        arg=wanted,
+        timeout=TIMEOUT_MS,
+    )
+    assert_selected(page, f"0-1-{k}-{k}")
+    assert not page.errors, page.errors
 
 
 def test_a_content_state_link_opens_both_regions_in_mirador4(collation: Served, page: Any, screenshots: Path) -> None:

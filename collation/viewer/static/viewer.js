@@ -28,6 +28,7 @@
     items: [],
     selected: null,
     viewer: null,
+    moving: {}, // Mirador window id -> the ticket of the canvas it is to show once its manifest is in
     loaded: false,
     lastAssessment: null
   };
@@ -390,14 +391,40 @@
 
   function showInMirador(source, target) {
     if (!state.viewer || !window.Mirador) return;
-    var store = state.viewer.store;
-    var actions = miradorActions();
-    var known = store.getState().windows || {};
     var ends = [region(state.pair[0], source), region(state.pair[1], target)];
-    ends.forEach(function (r, k) {
-      if (r && known[WINDOW_IDS[k]]) store.dispatch(actions.setCanvas(WINDOW_IDS[k], r.canvas));
-    });
+    ends.forEach(function (r, k) { if (r) moveWindow(WINDOW_IDS[k], r.canvas); });
     if (ends[0] && ends[1]) selectMatch(ends[0], ends[1]);
+  }
+
+  /*
+   * Points a Mirador window at a canvas. When a window's manifest arrives, Mirador sets the window's
+   * starting canvas (its saga runs right after receiveManifest, in the same task), which would undo a
+   * canvas set before: so a window whose manifest is not in yet is moved in the task after it arrives.
+   * The latest click wins.
+   */
+  function moveWindow(windowId, canvasId) {
+    var store = state.viewer.store;
+    if (!(store.getState().windows || {})[windowId]) return;
+    var ticket = {};
+    state.moving[windowId] = ticket;
+    var move = function () {
+      if (state.moving[windowId] !== ticket) return;
+      state.moving[windowId] = null;
+      store.dispatch(miradorActions().setCanvas(windowId, canvasId));
+    };
+    if (manifestIn(store.getState(), windowId)) { move(); return; }
+    var unsubscribe = store.subscribe(function () {
+      if (state.moving[windowId] !== ticket) { unsubscribe(); return; }
+      if (!manifestIn(store.getState(), windowId)) return;
+      unsubscribe();
+      window.setTimeout(move, 0);
+    });
+  }
+
+  function manifestIn(miradorState, windowId) {
+    var w = (miradorState.windows || {})[windowId];
+    var m = w && (miradorState.manifests || {})[w.manifestId];
+    return !!(m && !m.isFetching && (m.json || m.error));
   }
 
   function annotationsOn(canvasId) {
