@@ -8,7 +8,8 @@ paper colour with scanner noise, and drawings), stores S, the candidate pairs an
 recall of the true pairs inside them, top-1 S / N_S / P_S, true pairs grouped in the concordance,
 unrelated pairs grouped, and time; then, for every weak rule (``--rules``), true pairs kept against
 unrelated pairs grouped; then, on generated copies, the true pairs lost at each stage by the copy's style
-(``copies.HARSH_STYLES``: where the losses are).
+(``copies.HARSH_STYLES``) and by its subject (a whole drawing, a quarter of one, a page crop): where the losses
+are.
 
     flock /work/bench.lock .venv/bin/python benchmarks/bench_concordance.py --set 400x200:hard:1 --cache /tmp/cc
     .venv/bin/python benchmarks/bench_concordance.py --set random:40:0 blank:20:0 --cache /tmp/cc
@@ -101,6 +102,7 @@ def run(spec: str, options: CollationOptions, cache: Path, tag: str) -> dict:
         data = dict(np.load(path, allow_pickle=False))
         return {k: (v if v.ndim else v.item()) for k, v in data.items()}
     images0, images1, gt, styles = load_set(spec)
+    subjects = [images0[i].info.get("subject", "page crop") for i in gt[:, 0]] if len(gt) else []
     model = load_backbone(options.backbone, device="cpu")
     t0 = time.perf_counter()
     f0 = describe(images0, model, options)
@@ -128,6 +130,7 @@ def run(spec: str, options: CollationOptions, cache: Path, tag: str) -> dict:
         "pairs": pairs[:, :2],
         "gt": gt,
         "styles": np.array(styles, dtype=str),
+        "subjects": np.array(subjects, dtype=str),
         "blank0": np.array([is_blank(im) for im in images0]),
         "blank1": np.array([is_blank(im) for im in images1]),
         "features_s": t1 - t0 + turned_s,
@@ -178,21 +181,23 @@ def report(spec: str, data: dict, options: CollationOptions, rules: list[str]) -
     for rule in rules:
         kept, unrelated = len(groups[rule] & truth), len(groups[rule] - truth)
         print(f"  {rule:<10} true grouped {kept:4d}/{len(truth)}, unrelated grouped {unrelated:4d}")
-    styles = [str(v) for v in data.get("styles", [])]  # caches of earlier runs have none
-    if any(styles):
-        print("  by style  " + by_style(styles, gt, data["S"], pr.P_S, groups["learned"]))
+    for name, key in (("style", "styles"), ("subject", "subjects")):
+        kinds = [str(v) for v in data.get(key, [])]  # caches of earlier runs have none
+        if any(kinds):
+            print(f"  by {name:<8}" + by_kind(kinds, gt, data["S"], pr.P_S, groups["learned"]))
 
 
-def by_style(styles: list[str], gt: np.ndarray, s: np.ndarray, p_s: np.ndarray, together: set) -> str:
-    """Per style of copy: its true pairs, and how many of them are unscored (the candidates lost them), wrong
-    at top-1 by P_S, and not grouped by the learned floor."""
+def by_kind(kinds: list[str], gt: np.ndarray, s: np.ndarray, p_s: np.ndarray, together: set) -> str:
+    """Per kind of true pair (the copy's style, or its subject: a whole drawing, a quarter of one, a page crop):
+    its true pairs, and how many of them are unscored (the candidates lost them), wrong at top-1 by P_S, and not
+    grouped by the learned floor."""
     parts = []
-    for style in sorted(set(styles)):
-        pairs = [(i, j) for (i, j), st in zip(gt.tolist(), styles, strict=True) if st == style]
+    for kind in sorted(set(kinds)):
+        pairs = [(i, j) for (i, j), k in zip(gt.tolist(), kinds, strict=True) if k == kind]
         unscored = sum(not np.isfinite(s[i, j]) for i, j in pairs)
         wrong = sum(int(np.argmax(p_s[i])) != j for i, j in pairs)
         apart = sum((i, j) not in together for i, j in pairs)
-        parts.append(f"{style or 'none'} {len(pairs)}: {unscored} unscored, {wrong} wrong, {apart} not grouped")
+        parts.append(f"{kind or 'none'} {len(pairs)}: {unscored} unscored, {wrong} wrong, {apart} not grouped")
     return "; ".join(parts)
 
 

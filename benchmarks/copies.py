@@ -162,14 +162,30 @@ def transpose(image: Image.Image, rng: np.random.Generator) -> Image.Image:
     angle drawn in ±30° (in a frame that holds the whole turned drawing), and half the copies cut by 25-45% on
     one side (issue 38's fourth round; before, a copy was mirrored, turned by exactly ±30° or cut to a half,
     with probability 1/4 each)."""
-    out = image.transpose(Image.Transpose.FLIP_LEFT_RIGHT) if rng.random() < 0.3 else image
-    out = out.rotate(float(rng.uniform(-30, 30)), Image.Resampling.BICUBIC, expand=True, fillcolor=paper_colour(out))
+    mirrored = rng.random() < 0.3
+    out = image.transpose(Image.Transpose.FLIP_LEFT_RIGHT) if mirrored else image
+    angle = float(rng.uniform(-30, 30))
+    out = out.rotate(angle, Image.Resampling.BICUBIC, expand=True, fillcolor=paper_colour(out))
+    cut = None
     if rng.random() < 0.5:
         w, h = out.size
-        cx, cy = int(w * rng.uniform(0.25, 0.45)), int(h * rng.uniform(0.25, 0.45))
+        fx, fy = rng.uniform(0.25, 0.45), rng.uniform(0.25, 0.45)
+        cx, cy = int(w * fx), int(h * fy)
         side = int(rng.integers(4))  # the side cut away: left, right, top, bottom
         out = out.crop([(cx, 0, w, h), (0, 0, w - cx, h), (0, cy, w, h), (0, 0, w, h - cy)][side])
+        cut = (("left", "right", "top", "bottom")[side], float(fx if side < 2 else fy))
+    out.info["transposed"] = {"mirrored": mirrored, "angle": angle, "cut": cut}
     return out
+
+
+def undo_transpose(copy: Image.Image) -> Image.Image:
+    """An extreme copy with its turn and then its mirror undone (``transpose``'s ``info["transposed"]``), in its
+    own frame, the corners filled with its paper colour; the cut stays cut. What an oracle of the transpositions
+    would give S_trans (benchmarks/bench_inverse.py)."""
+    done = copy.info["transposed"]
+    rgb = copy.convert("RGB")
+    out = rgb.rotate(-done["angle"], Image.Resampling.BICUBIC, expand=False, fillcolor=paper_colour(rgb))
+    return out.transpose(Image.Transpose.FLIP_LEFT_RIGHT) if done["mirrored"] else out
 
 
 def copy_of(image: Image.Image, difficulty: str, rng: np.random.Generator) -> Image.Image:
@@ -197,6 +213,9 @@ def drawing_subjects() -> list[tuple[Image.Image, Image.Image]]:
         if a < len(p2) and b < len(p3)
     ]
     parts = [pair for a, b in real for pair in zip(quadrants(a), quadrants(b), strict=True)]
+    for kind, pairs in (("drawing", real), ("quarter", parts)):
+        for a, _ in pairs:
+            a.info["subject"] = kind  # the first manuscript's image itself: bench_concordance reports losses by it
     return real + parts
 
 
