@@ -1,0 +1,142 @@
+"""Which transpositions of a suspected copy S_trans should score: rules compared on the same scores.
+
+With ``turns`` (the default) a second illustration the cheap score does not match well as drawn is *suspected*,
+and S_trans also scores its pairs under the one transposition of highest cheap score, where that beats as
+drawn ``TRANSPOSE_CHEAP_MARGIN`` times (docs/transpositions.md). This script scores every candidate pair of a
+generated set (``bench_concordance.load_set``; the candidates and suspects of ``collation.engine.pipeline``)
+under every transposition of ``turns`` and under the *mirrored turns* (mirrored, then turned by ±15°, ±30°,
+±45°; not in the engine), by S_trans and by the cheap score, stores both in ``--cache``, and gives top-1 P_S
+for each rule of choice, and the S_trans pairs it adds to as drawn:
+
+- ``today``: ``turns``' eight, the likeliest by cheap score, where it beats as drawn by the margin;
+- ``+mirrored``: the same over the fourteen;
+- ``top1``, ``top2``: the fourteen, the one or two likeliest by cheap score, every pair of the suspect;
+- ``suspects-all`` / ``all``: every transposition for the suspects' pairs / for every pair.
+
+Every rule reads the same scores, so they differ by the rule only (the engine's own run keys its RANSAC draws
+otherwise, which moves a pair or so a set: compare rules here with each other, not with bench_concordance).
+
+    COLLATION_TEST_DATA=../shared/data/physiologus .venv/bin/python benchmarks/bench_choice.py \\
+        --cache /tmp/choice --set 35x40:extreme:20 35x40:extreme:21
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_concordance import load_set, options_of
+
+from collation.core import defaults
+from collation.core.vocabulary import TURNS
+from collation.engine.backbones import load_backbone
+from collation.engine.cascade import cheap_scores, coarse_features
+from collation.engine.evaluation import accuracy
+from collation.engine.features import MultiScaleFeatures
+from collation.engine.pipeline import assemble, correspond, describe, find_candidates, suspects
+from collation.engine.similarity import score_pairs
+from collation.engine.transpositions import transpose_image, transposition_names
+
+TODAY = transposition_names("turns")
+NAMES = (*TODAY, *(f"mirror-{turn}" for turn in TURNS))
+"""``turns``' eight, then the six mirrored turns: index t of the stored scores."""
+
+
+def transposed(image: Image.Image, name: str) -> Image.Image:
+    if name.startswith("mirror-"):
+        return transpose_image(image.transpose(Image.Transpose.FLIP_LEFT_RIGHT), name.removeprefix("mirror-"))
+    return transpose_image(image, name)
+
+
+def scores_of(spec: str, cache: Path) -> dict[str, np.ndarray]:
+    """The candidates, their S_trans and cheap scores ``(T, P)`` under each of ``NAMES``, the suspects, the truth."""
+    path = cache / f"{spec.replace(':', '_')}.choice.npz"
+    if path.exists():
+        return dict(np.load(path))
+    options = options_of("")
+    images0, images1, gt, _ = load_set(spec)
+    model = load_backbone(options.backbone, device="cpu")
+    feats0, feats1 = describe(images0, model, options), describe(images1, model, options)
+    found = find_candidates(feats0, feats1, options)
+    turned = describe([transposed(im, name) for name in NAMES[1:] for im in images1], model, options)
+    every = MultiScaleFeatures.concat([feats1, turned])  # index t * n1 + j: image j under NAMES[t]
+    n1, pairs = len(images1), found.pairs
+    expanded = np.concatenate([np.stack([pairs[:, 0], t * n1 + pairs[:, 1]], axis=1) for t in range(len(NAMES))])
+    s, _ = score_pairs(
+        feats0,
+        every,
+        expanded,
+        seed=options.seed,
+        partial=options.partial,
+        similarity=options.similarity,
+        kernel=options.kernel,
+    )
+    cheap = cheap_scores(
+        coarse_features(feats0), coarse_features(every), expanded, 1, seed=options.seed, partial=options.partial
+    )
+    out = {
+        "pairs": pairs,
+        "S": s.numpy().reshape(len(NAMES), -1),
+        "cheap": cheap.reshape(len(NAMES), -1),
+        "suspected": suspects(found).columns,
+        "gt": gt,
+        "shape": np.array([len(images0), n1]),
+    }
+    cache.mkdir(parents=True, exist_ok=True)
+    np.savez(path, **out)
+    return out
+
+
+def rules(data: dict[str, np.ndarray]) -> dict[str, tuple[np.ndarray, int]]:
+    """Each rule's S of the candidates ``(P,)`` and the S_trans pairs it adds to as drawn."""
+    out = {}
+    for name, t_count in (("today", len(TODAY)), ("+mirrored", len(NAMES))):
+        s, cheap = data["S"][:t_count], data["cheap"][:t_count]
+        pairs, every = data["pairs"], np.arange(len(data["pairs"]))
+        j = pairs[:, 1]
+        suspect = data["suspected"][j]
+        best = np.full((int(data["shape"][1]), t_count - 1), -np.inf)
+        np.maximum.at(best, j[suspect], cheap[1:, suspect].T)  # each column's best cheap score per transposition
+        likeliest = np.argsort(-best, axis=1, kind="stable") + 1  # (n1, T - 1) transpositions, likeliest first
+        first = likeliest[j, 0]
+        wins = suspect & (cheap[first, every] > defaults.TRANSPOSE_CHEAP_MARGIN * cheap[0])
+        out[name] = (np.where(wins, np.maximum(s[0], s[first, every]), s[0]), int(wins.sum()))
+        if name == "+mirrored":
+            for m in (1, 2):
+                picked = np.max([s[likeliest[j, k], every] for k in range(m)], axis=0)
+                out[f"top{m}"] = (np.where(suspect, np.maximum(s[0], picked), s[0]), m * int(suspect.sum()))
+            out["suspects-all"] = (np.where(suspect, s.max(axis=0), s[0]), (t_count - 1) * int(suspect.sum()))
+            out["all"] = (s.max(axis=0), (t_count - 1) * len(pairs))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--set", nargs="+", required=True, help="N0xN1:difficulty:seed[:shared]")
+    parser.add_argument("--cache", type=Path, required=True)
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    options = options_of("")
+    means: dict[str, list[float]] = {}
+    for spec in args.set:
+        data = scores_of(spec, args.cache)
+        row = [f"{spec} ({len(data['pairs'])} pairs):"]
+        for name, (s, added) in rules(data).items():
+            matrix, _ = assemble(tuple(int(v) for v in data["shape"]), data["pairs"], s, np.zeros(len(s), np.int8))
+            p_s = accuracy(correspond({(0, 1): matrix}, options)[(0, 1)].P_S, data["gt"])
+            means.setdefault(name, []).append(p_s)
+            row.append(f"{name} {p_s:.3f} (+{added})")
+        print(" ".join(row), flush=True)
+    print("mean top-1 P_S: " + ", ".join(f"{name} {np.mean(v):.3f}" for name, v in means.items()))
+
+
+if __name__ == "__main__":
+    main()
