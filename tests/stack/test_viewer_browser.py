@@ -292,8 +292,11 @@ def test_a_match_clicked_before_mirador_has_read_a_manifest_is_shown_when_it_arr
     )
     candidate = page.locator(f'.candidate[data-source="{k}"][data-target="{k}"]')
     candidate.wait_for(timeout=TIMEOUT_MS)
-    while not held:  # Playwright hands the request to the route between its own calls
+    for _ in range(TIMEOUT_MS // 20):  # Playwright hands the request to the route between its own calls
+        if held:
+            break
         page.wait_for_timeout(20)
+    assert held, "Mirador never asked for window b's manifest"
     candidate.locator("img.thumb").click()
     assert page.evaluate("(b) => !window.viewer.store.getState().manifests[b]", held[0].request.url)
     held[0].continue_()
