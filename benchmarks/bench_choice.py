@@ -13,8 +13,9 @@ for each rule of choice, and the S_trans pairs it adds to as drawn:
 - ``top1``, ``top2``: the fourteen, the one or two likeliest by cheap score, every pair of the suspect;
 - ``suspects-all`` / ``all``: every transposition for the suspects' pairs / for every pair.
 
-Every rule reads the same scores, so they differ by the rule only (the engine's own run keys its RANSAC draws
-otherwise, which moves a pair or so a set: compare rules here with each other, not with bench_concordance).
+Every rule reads the same scores, so they differ by the rule only. The RANSAC draws of transposition t are keyed
+by t · n1 + j here, by the pair alone in the engine, so the scores differ from the engine's by a pair or so a set:
+compare rules here with each other, not with bench_concordance.
 
     COLLATION_TEST_DATA=../shared/data/physiologus .venv/bin/python benchmarks/bench_choice.py \\
         --cache /tmp/choice --set 35x40:extreme:20 35x40:extreme:21
