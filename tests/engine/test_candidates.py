@@ -114,11 +114,13 @@ def test_whitening_puts_outline_copies_of_painted_illustrations_first_among_pain
     originals = [shapes(k) for k in range(n)] + [shapes(900 + k) for k in range(32)]
     copies = [hard_copy(im, k) if k % 2 else restyled_copy(im) for k, im in enumerate(originals[:n])]
     copies += [restyled_copy(shapes(500 + k)) for k in range(64)]
-    feats0, feats1 = extract_features(originals, backbone), extract_features(copies, backbone)
+    # the global descriptors read the query scale only: the other four are not extracted
+    query = {"scales": (defaults.QUERY_SCALE,), "query_scale": defaults.QUERY_SCALE}
+    feats0, feats1 = extract_features(originals, backbone, **query), extract_features(copies, backbone, **query)
     outlines = np.stack([np.arange(1, n, 2)] * 2, axis=1)
     painted = np.stack([np.arange(0, n, 2)] * 2, axis=1)
     plain = top_k_pairs(global_scores(feats0, feats1, whitening=None), 1)
     white = top_k_pairs(global_scores(feats0, feats1), 1)
-    assert recall(plain, outlines) <= 0.9  # measured 0.81: 6 of 32 outline copies first in neither direction
+    assert recall(plain, outlines) <= 0.9  # measured 0.75-0.81: 6-8 of 32 outline copies first in neither direction
     assert recall(white, outlines) >= 31 / 32  # measured 1.0
     assert recall(white, painted) == 1.0 and recall(plain, painted) == 1.0
