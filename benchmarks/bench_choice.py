@@ -52,8 +52,9 @@ NAMES = (*TODAY, *(f"mirror-{turn}" for turn in TURNS))
 
 
 def transposed(image: Image.Image, name: str) -> Image.Image:
+    """``image`` under one of ``NAMES``: the engine's ``transpose_image``, twice for a mirrored turn."""
     if name.startswith("mirror-"):
-        return transpose_image(image.transpose(Image.Transpose.FLIP_LEFT_RIGHT), name.removeprefix("mirror-"))
+        return transpose_image(transpose_image(image, "mirror"), name.removeprefix("mirror-"))
     return transpose_image(image, name)
 
 
