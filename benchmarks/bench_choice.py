@@ -8,9 +8,12 @@ under every transposition of ``turns`` and under the *mirrored turns* (mirrored,
 ±45°; not in the engine), by S_trans and by the cheap score, stores both in ``--cache``, and gives top-1 P_S
 for each rule of choice, and the S_trans pairs it adds to as drawn:
 
-- ``today``: ``turns``' eight, the likeliest by cheap score, where it beats as drawn by the margin;
-- ``+mirrored``: the same over the fourteen;
+- ``today``: ``turns``' eight, the likeliest by cheap score, where it beats as drawn by the margin (the engine's);
+- ``gated2-of-8``: the two likeliest of the eight, each where it beats as drawn by the margin (issue 38's eleventh
+  round built it in the engine too: docs/benchmarks.md);
+- ``+mirrored``: the likeliest of the fourteen, where it beats as drawn by the margin;
 - ``top1``, ``top2``: the fourteen, the one or two likeliest by cheap score, every pair of the suspect;
+- ``gated2``: the two likeliest of the fourteen, each where it beats as drawn by the margin;
 - ``suspects-all`` / ``all``: every transposition for the suspects' pairs / for every pair.
 
 Every rule reads the same scores, so they differ by the rule only. The RANSAC draws of transposition t are keyed
@@ -97,27 +100,43 @@ def scores_of(spec: str, cache: Path) -> dict[str, np.ndarray]:
     return out
 
 
+def chosen(data: dict[str, np.ndarray], t_count: int, k: int, gated: bool) -> tuple[np.ndarray, int]:
+    """S of the candidates ``(P,)`` when each suspect's pairs are also scored under its ``k`` likeliest of the
+    first ``t_count`` transpositions (each column's best cheap score per transposition, over its pairs), each
+    only where its cheap score beats as drawn ``TRANSPOSE_CHEAP_MARGIN`` times when ``gated``; and the S_trans
+    pairs that adds to as drawn."""
+    s, cheap = data["S"][:t_count], data["cheap"][:t_count]
+    pairs, every = data["pairs"], np.arange(len(data["pairs"]))
+    j = pairs[:, 1]
+    suspect = data["suspected"][j]
+    best = np.full((int(data["shape"][1]), t_count - 1), -np.inf)
+    np.maximum.at(best, j[suspect], cheap[1:, suspect].T)
+    likeliest = np.argsort(-best, axis=1, kind="stable") + 1  # (n1, T - 1) transpositions, likeliest first
+    out, added = s[0].copy(), 0
+    for rank in range(k):
+        t = likeliest[j, rank]
+        asked = suspect & (cheap[t, every] > defaults.TRANSPOSE_CHEAP_MARGIN * cheap[0] if gated else True)
+        out = np.where(asked, np.maximum(out, s[t, every]), out)
+        added += int(asked.sum())
+    return out, added
+
+
 def rules(data: dict[str, np.ndarray]) -> dict[str, tuple[np.ndarray, int]]:
     """Each rule's S of the candidates ``(P,)`` and the S_trans pairs it adds to as drawn."""
-    out = {}
-    for name, t_count in (("today", len(TODAY)), ("+mirrored", len(NAMES))):
-        s, cheap = data["S"][:t_count], data["cheap"][:t_count]
-        pairs, every = data["pairs"], np.arange(len(data["pairs"]))
-        j = pairs[:, 1]
-        suspect = data["suspected"][j]
-        best = np.full((int(data["shape"][1]), t_count - 1), -np.inf)
-        np.maximum.at(best, j[suspect], cheap[1:, suspect].T)  # each column's best cheap score per transposition
-        likeliest = np.argsort(-best, axis=1, kind="stable") + 1  # (n1, T - 1) transpositions, likeliest first
-        first = likeliest[j, 0]
-        wins = suspect & (cheap[first, every] > defaults.TRANSPOSE_CHEAP_MARGIN * cheap[0])
-        out[name] = (np.where(wins, np.maximum(s[0], s[first, every]), s[0]), int(wins.sum()))
-        if name == "+mirrored":
-            for m in (1, 2):
-                picked = np.max([s[likeliest[j, k], every] for k in range(m)], axis=0)
-                out[f"top{m}"] = (np.where(suspect, np.maximum(s[0], picked), s[0]), m * int(suspect.sum()))
-            out["suspects-all"] = (np.where(suspect, s.max(axis=0), s[0]), (t_count - 1) * int(suspect.sum()))
-            out["all"] = (s.max(axis=0), (t_count - 1) * len(pairs))
-    return out
+    t_count = len(data["S"])
+    return {
+        "today": chosen(data, len(TODAY), 1, True),
+        "gated2-of-8": chosen(data, len(TODAY), 2, True),
+        "+mirrored": chosen(data, t_count, 1, True),
+        "top1": chosen(data, t_count, 1, False),
+        "top2": chosen(data, t_count, 2, False),
+        "gated2": chosen(data, t_count, 2, True),
+        "suspects-all": (
+            np.where(data["suspected"][data["pairs"][:, 1]], data["S"].max(axis=0), data["S"][0]),
+            (t_count - 1) * int(data["suspected"][data["pairs"][:, 1]].sum()),
+        ),
+        "all": (data["S"].max(axis=0), (t_count - 1) * len(data["pairs"])),
+    }
 
 
 def main() -> None:
