@@ -16,6 +16,8 @@ for each rule of choice, and the S_trans pairs it adds to as drawn:
 - ``gated2``: the two likeliest of the fourteen, each where it beats as drawn by the margin;
 - ``suspects-all`` / ``all``: every transposition for the suspects' pairs / for every pair.
 
+Every rule picks as the engine does since issue 38's eleventh round, from each suspect's pairs likeliest by the
+manuscripts' order (``cascade.by_order``); the tenth round's tables were made when it picked over all its pairs.
 Every rule reads the same scores, so they differ by the rule only. The RANSAC draws of transposition t are keyed
 by t · n1 + j here, by the pair alone in the engine, so the scores differ from the engine's by a pair or so a set:
 compare rules here with each other, not with bench_concordance.
@@ -42,7 +44,8 @@ from bench_concordance import load_set, options_of
 from collation.core import defaults
 from collation.core.vocabulary import TURNS
 from collation.engine.backbones import load_backbone
-from collation.engine.cascade import cheap_scores, coarse_features
+from collation.engine.candidates import UNSCORED
+from collation.engine.cascade import by_order, cheap_scores, coarse_features
 from collation.engine.evaluation import accuracy
 from collation.engine.features import MultiScaleFeatures
 from collation.engine.pipeline import assemble, correspond, describe, find_candidates, suspects
@@ -102,15 +105,19 @@ def scores_of(spec: str, cache: Path) -> dict[str, np.ndarray]:
 
 def chosen(data: dict[str, np.ndarray], t_count: int, k: int, gated: bool) -> tuple[np.ndarray, int]:
     """S of the candidates ``(P,)`` when each suspect's pairs are also scored under its ``k`` likeliest of the
-    first ``t_count`` transpositions (each column's best cheap score per transposition, over its pairs), each
+    first ``t_count`` transpositions (each column's best cheap score per transposition, over its
+    ``TRANSPOSE_PICK_FROM`` pairs likeliest by the order, ``cascade.by_order``, as the engine picks), each
     only where its cheap score beats as drawn ``TRANSPOSE_CHEAP_MARGIN`` times when ``gated``; and the S_trans
     pairs that adds to as drawn."""
     s, cheap = data["S"][:t_count], data["cheap"][:t_count]
     pairs, every = data["pairs"], np.arange(len(data["pairs"]))
     j = pairs[:, 1]
     suspect = data["suspected"][j]
+    drawn = np.full(tuple(int(v) for v in data["shape"]), UNSCORED)
+    drawn[pairs[:, 0], pairs[:, 1]] = cheap[0]
+    few = np.flatnonzero(suspect)[by_order(pairs[suspect], drawn, defaults.TRANSPOSE_PICK_FROM)]
     best = np.full((int(data["shape"][1]), t_count - 1), -np.inf)
-    np.maximum.at(best, j[suspect], cheap[1:, suspect].T)
+    np.maximum.at(best, j[few], cheap[1:, few].T)  # over the suspect's pairs likeliest by order, as the engine
     likeliest = np.argsort(-best, axis=1, kind="stable") + 1  # (n1, T - 1) transpositions, likeliest first
     out, added = s[0].copy(), 0
     for rank in range(k):

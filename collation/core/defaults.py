@@ -157,6 +157,13 @@ suspected one is scored under its illustration's likeliest transposition when it
 the cheap score as drawn ``TRANSPOSE_CHEAP_MARGIN`` times. Both key the pair's scores
 (``store.records.pair_key``). Chosen on the scale benchmark's 200 x 100 sets of seed 0 (docs/transpositions.md)."""
 
+TRANSPOSE_PICK_FROM = 10
+"""The pairs of a suspected illustration its likeliest transposition is picked from (``cascade.likely_transpositions``):
+its 10 that the manuscripts' order makes likeliest (``cascade.by_order``), as many as the candidates it keeps by
+that order (``CANDIDATES``), set so, not tuned. Over all its pairs a distractor that a wrong turn fits decided the
+pick as often, at T - 1 cheap scores a pair (issue 38, eleventh round: 25 extreme seeds, docs/transpositions.md).
+Keys the pair's scores (``store.records.pair_key``)."""
+
 PARTIAL = False
 """Partial-copy S_trans: divide by the query cells of the matched area, not all of them (docs/transpositions.md).
 Off: it raises partial copies' margins but lowers plain copies' (docs/benchmarks.md)."""

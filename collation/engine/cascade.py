@@ -175,24 +175,29 @@ def likely_transpositions(
     seed: int,
     partial: bool,
     margin: float = defaults.TRANSPOSE_CHEAP_MARGIN,
+    pick_from: int = defaults.TRANSPOSE_PICK_FROM,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Which transposition of each suspected second illustration S_trans also scores, and for which pairs.
 
     A copy is one transposition of its original, whatever it is compared with: the transposition of a
-    suspected illustration j is the one of highest cheap score over all its pairs and transpositions. Each
-    pair of j is scored under it too when its cheap score there beats the cheap score as drawn ``margin``
-    times; the other pairs are scored as drawn only.
+    suspected illustration j is the one of highest cheap score over its ``pick_from`` pairs that the
+    manuscripts' order makes likeliest (``by_order``) and every transposition. Only those: over all its
+    pairs, a distractor that a wrong turn happens to fit decides as often as the copy's own partner, and
+    every pair costs T - 1 cheap scores. Each pair of j is then scored under it too when its cheap score
+    there beats the cheap score as drawn ``margin`` times; the other pairs are scored as drawn only.
 
     Args:
         turned1: ``((T - 1) * n1)`` query-scale maps of the suspected illustrations, transposition-major
             (``transpositions.cheap_turned_features``).
         suspects: ``suspect_transposed`` of ``pairs``.
+        pick_from: pairs per suspected illustration the transposition is picked from.
 
     Returns:
         turns ``(n1,)`` int64, each illustration's transposition (0: none of its pairs is scored transposed),
         and ``(P,)`` int64 the transposition each pair is also scored under (its illustration's, or 0).
     """
     check_positive_float("margin", margin)
+    check_positive_int("pick_from", pick_from)
     t = check_positive_int("n_transpositions", n_transpositions)
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     n1 = len(suspects.columns)
@@ -203,17 +208,51 @@ def likely_transpositions(
     if not len(rows) or t == 1:
         return turns, chosen
     coarse0, coarse1 = coarse_features(feats0), coarse_features(turned1)
-    j = pairs[rows, 1]
-    asked = np.stack([np.repeat(pairs[rows, 0], t - 1), ((np.arange(t - 1) * n1)[None, :] + j[:, None]).reshape(-1)], 1)
-    cheap = cheap_scores(coarse0, coarse1, asked, 1, seed=seed, partial=partial).reshape(len(rows), t - 1)
+    drawn = np.full((len(feats0), n1), UNSCORED)
+    drawn[pairs[:, 0], pairs[:, 1]] = suspects.cheap
+    few = rows[by_order(pairs[rows], drawn, pick_from)]  # each suspect's pairs the pick reads
+    i, j = pairs[few, 0], pairs[few, 1]
+    asked = np.stack([np.repeat(i, t - 1), ((np.arange(t - 1) * n1)[None, :] + j[:, None]).reshape(-1)], 1)
+    cheap = cheap_scores(coarse0, coarse1, asked, 1, seed=seed, partial=partial).reshape(len(few), t - 1)
     best = np.full((n1, t - 1), -np.inf)
-    np.maximum.at(best, j, cheap)  # each column's best cheap score per transposition, over its pairs
+    np.maximum.at(best, j, cheap)  # each column's best cheap score per transposition, over those pairs
     suspected = np.flatnonzero(np.isfinite(best).any(axis=1))
     turns[suspected] = best[suspected].argmax(axis=1) + 1  # the first of equal maxima: the option's order
-    wins = cheap[np.arange(len(rows)), turns[j] - 1] > margin * suspects.cheap[rows]
+    j = pairs[rows, 1]  # every pair of a suspect, under its illustration's transposition (the same draws)
+    under = np.stack([pairs[rows, 0], (turns[j] - 1) * n1 + j], axis=1)
+    wins = cheap_scores(coarse0, coarse1, under, 1, seed=seed, partial=partial) > margin * suspects.cheap[rows]
     chosen[rows[wins]] = turns[j[wins]]
     turns[~np.isin(np.arange(n1), pairs[chosen > 0, 1])] = 0  # described only where a pair scores it
     return turns, chosen
+
+
+def by_order(pairs: np.ndarray, cheap: np.ndarray, k: int, config: CascadeConfig = CASCADE) -> np.ndarray:
+    """``(R,)`` bool: each second illustration's ``k`` pairs of ``pairs`` ``(R, 2)`` that the manuscripts' order
+    makes likeliest: highest by the cheap score normalized and propagated as ``select_candidates`` ranks them
+    (ties: the earlier row), so the partner a turned copy's own score cannot find is among them when its
+    neighbours in both manuscripts are matched.
+
+    Args:
+        cheap: ``(n0, n1)`` cheap scores as drawn, ``UNSCORED`` where not computed.
+    """
+    check_positive_int("k", k)
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    value = propagated(cheap, config)[pairs[:, 0], pairs[:, 1]]
+    order = np.lexsort((pairs[:, 0], -value, pairs[:, 1]))  # by column, then likeliest first
+    column = pairs[order, 1]
+    rank = np.arange(len(order)) - np.searchsorted(column, column, side="left")  # place within its column
+    chosen = np.zeros(len(pairs), dtype=bool)
+    chosen[order[rank < k]] = True
+    return chosen
+
+
+def propagated(cheap: np.ndarray, config: CascadeConfig = CASCADE) -> np.ndarray:
+    """``(n0, n1)`` the cheap scores normalized as N_S and propagated from their mutual best matches along the
+    manuscripts' order (A.5), as P_S will be: what ``select_candidates`` and ``by_order`` rank by."""
+    normalized = normalize(cheap, config.normalization)
+    return propagate(
+        normalized, mutual_best(normalized), sigma=config.propagation_sigma, alpha=config.propagation_alpha
+    )
 
 
 def order_corridor(scores: np.ndarray, config: CascadeConfig = CASCADE) -> np.ndarray:
@@ -305,8 +344,4 @@ def select_candidates(cheap: np.ndarray, k: int, config: CascadeConfig = CASCADE
         cheap: ``(n0, n1)`` cheap scores, ``UNSCORED`` where not computed.
     """
     check_positive_int("candidates", k)
-    normalized = normalize(cheap, config.normalization)
-    propagated = propagate(
-        normalized, mutual_best(normalized), sigma=config.propagation_sigma, alpha=config.propagation_alpha
-    )
-    return np.unique(np.concatenate([_best(cheap, k), _best(propagated, k)]), axis=0).astype(np.int64)
+    return np.unique(np.concatenate([_best(cheap, k), _best(propagated(cheap, config), k)]), axis=0).astype(np.int64)

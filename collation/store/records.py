@@ -311,7 +311,11 @@ def pair_key(
         parts["partial_min_area"] = defaults.PARTIAL_MIN_AREA
     if options.n_transpositions > defaults.TRANSPOSITIONS_SCORED:  # only suspected pairs, at their likeliest
         parts["transpositions_scored"] = defaults.TRANSPOSITIONS_SCORED
-        parts["transpose_cheap"] = [defaults.TRANSPOSE_SUSPECT_BELOW, defaults.TRANSPOSE_CHEAP_MARGIN]
+        parts["transpose_cheap"] = [
+            defaults.TRANSPOSE_SUSPECT_BELOW,
+            defaults.TRANSPOSE_CHEAP_MARGIN,
+            defaults.TRANSPOSE_PICK_FROM,
+        ]
     return digest(parts)
 
 

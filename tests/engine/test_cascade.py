@@ -82,6 +82,30 @@ def test_the_partner_only_the_order_can_match_is_a_candidate():
     assert not any(i == 3 for i, _ in select_candidates(cheap, 1).tolist())
 
 
+def test_a_turned_copy_picks_its_turn_from_the_pairs_the_order_makes_likely():
+    # Column 5 is a turned copy: as drawn it scores like chance everywhere, a little higher against a look-alike
+    # in row 20 than against its own partner (5, 5), which lies on the diagonal of the other rows' matches. The
+    # pairs its transposition is picked from are the order's likeliest (its own and neighbours'), not the highest
+    # as drawn.
+    n = 24
+    rng = np.random.default_rng(0)
+    cheap = rng.uniform(0.1, 0.3, (n, n))
+    cheap[np.arange(n), np.arange(n)] = 1.0
+    cheap[:, 5] = rng.uniform(0.1, 0.2, n)
+    cheap[20, 5] = 0.25
+    pairs = np.argwhere(np.ones((n, n), dtype=bool))  # (576, 2) row-major
+    few = cascade.by_order(pairs, cheap, 3)
+    assert np.bincount(pairs[few, 1], minlength=n).tolist() == [3] * n  # three in every column
+    column = pairs[few & (pairs[:, 1] == 5), 0].tolist()
+    assert 5 in column and 20 not in column and all(abs(i - 5) <= 3 for i in column)  # near it in the order
+    # A column with fewer pairs than k keeps them all; ties go to the earlier row; k is checked.
+    assert cascade.by_order(pairs[pairs[:, 1] == 5][:2], cheap, 3).tolist() == [True, True]
+    tied = cascade.by_order(pairs[pairs[:, 1] == 0], np.full((n, n), 0.5), 2)
+    assert np.flatnonzero(tied).tolist() == [0, 1]
+    with pytest.raises(InputError, match="k"):
+        cascade.by_order(pairs, cheap, 0)
+
+
 def loose_copy(image: Image.Image, k: int) -> Image.Image:
     """A hard copy (outlines, warp, lost patch) drawn at 60% of the frame in one of its corners: a loose
     region box, as on real pages, around a redrawn illustration."""
