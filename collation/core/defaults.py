@@ -160,8 +160,8 @@ the cheap score as drawn ``TRANSPOSE_CHEAP_MARGIN`` times. Both key the pair's s
 TRANSPOSE_PICK_FROM = 10
 """The pairs of a suspected illustration its likeliest transposition is picked from (``cascade.likely_transpositions``):
 its 10 that the manuscripts' order makes likeliest (``cascade.by_order``), as many as the candidates it keeps by
-that order (``CANDIDATES``), set so, not tuned. Over all its pairs a distractor that a wrong turn fits decided the
-pick as often, at T - 1 cheap scores a pair (issue 38, eleventh round: 25 extreme seeds, docs/transpositions.md).
+that order (``CANDIDATES``), set so, not tuned. Over all its pairs a distractor that a wrong turn fits could decide
+the pick, at T - 1 cheap scores a pair (issue 38, eleventh round: 25 extreme seeds, docs/transpositions.md).
 Keys the pair's scores (``store.records.pair_key``)."""
 
 PARTIAL = False

@@ -182,8 +182,8 @@ def likely_transpositions(
     A copy is one transposition of its original, whatever it is compared with: the transposition of a
     suspected illustration j is the one of highest cheap score over its ``pick_from`` pairs that the
     manuscripts' order makes likeliest (``by_order``) and every transposition. Only those: over all its
-    pairs, a distractor that a wrong turn happens to fit decides as often as the copy's own partner, and
-    every pair costs T - 1 cheap scores. Each pair of j is then scored under it too when its cheap score
+    pairs (about 40), the best of T - 1 turns of each can be a distractor that a wrong turn happens to fit,
+    and every pair costs T - 1 cheap scores. Each pair of j is then scored under it too when its cheap score
     there beats the cheap score as drawn ``margin`` times; the other pairs are scored as drawn only.
 
     Args:
@@ -229,7 +229,7 @@ def likely_transpositions(
 def by_order(pairs: np.ndarray, cheap: np.ndarray, k: int, config: CascadeConfig = CASCADE) -> np.ndarray:
     """``(R,)`` bool: each second illustration's ``k`` pairs of ``pairs`` ``(R, 2)`` that the manuscripts' order
     makes likeliest: highest by the cheap score normalized and propagated as ``select_candidates`` ranks them
-    (ties: the earlier row), so the partner a turned copy's own score cannot find is among them when its
+    (equal values: the earlier row), so the partner a turned copy's own score cannot find is among them when its
     neighbours in both manuscripts are matched.
 
     Args:
