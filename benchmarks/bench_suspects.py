@@ -27,18 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_concordance import load_set, options_of
 
+from collation.engine import pipeline
 from collation.engine.backbones import load_backbone
 from collation.engine.cascade import Suspects, suspect_transposed
 from collation.engine.evaluation import accuracy
-from collation.engine.pipeline import (
-    assemble,
-    choose_transpositions,
-    correspond,
-    describe,
-    describe_transposed,
-    find_candidates,
-    suspects,
-)
 from collation.engine.similarity import score_pairs
 
 
@@ -52,19 +44,19 @@ def main() -> None:
     model = load_backbone(options.backbone, device="cpu")
     for spec in args.set:
         images0, images1, gt, _ = load_set(spec)
-        feats0, feats1 = describe(images0, model, options), describe(images1, model, options)
-        found = find_candidates(feats0, feats1, options)
+        feats0, feats1 = pipeline.describe(images0, model, options), pipeline.describe(images1, model, options)
+        found = pipeline.find_candidates(feats0, feats1, options)
         t = time.perf_counter()
         drawn = score_pairs(feats0, feats1, found.pairs, **settings)[0].numpy()
         drawn_s = time.perf_counter() - t
         by_s = suspect_transposed(found.pairs, drawn, found.shape).columns
         row = [f"{spec}: S_trans as drawn {drawn_s:.1f} s;"]
-        for name, columns in (("cheap", suspects(found).columns), ("S_trans", by_s)):
+        for name, columns in (("cheap", pipeline.suspects(found).columns), ("S_trans", by_s)):
             t = time.perf_counter()
-            chosen, turns = choose_transpositions(
+            chosen, turns = pipeline.choose_transpositions(
                 feats0, images1, model, found.pairs, Suspects(columns, found.cheap), options
             )
-            turned = describe_transposed(images1, model, options, feats1, turns=turns)
+            turned = pipeline.describe_transposed(images1, model, options, feats1, turns=turns)
             asked = np.flatnonzero(chosen[:, 2:].any(axis=1))
             s = drawn.copy()
             for k in range(chosen.shape[1] - 2):  # each slot of the chosen transpositions, as score_candidates
@@ -72,8 +64,8 @@ def main() -> None:
                 keyed = np.stack([chosen[here, 0], k * len(images1) + chosen[here, 1]], axis=1)
                 s[here] = np.maximum(s[here], score_pairs(feats0, turned, keyed, **settings)[0].numpy())
             spent = time.perf_counter() - t
-            matrix, _ = assemble(found.shape, found.pairs, s, np.zeros(len(s), np.int8))
-            p_s = accuracy(correspond({(0, 1): matrix}, options)[(0, 1)].P_S, gt)
+            matrix, _ = pipeline.assemble(found.shape, found.pairs, s, np.zeros(len(s), np.int8))
+            p_s = accuracy(pipeline.correspond({(0, 1): matrix}, options)[(0, 1)].P_S, gt)
             row.append(
                 f"by {name}: {int(columns.sum())} suspected, {np.count_nonzero(chosen[:, 2:])} pairs transposed, "
                 f"{spent:.1f} s, P_S {p_s:.3f};"
