@@ -131,6 +131,7 @@ def chosen(data: dict[str, np.ndarray], t_count: int, k: int, gated: bool) -> tu
 def rules(data: dict[str, np.ndarray]) -> dict[str, tuple[np.ndarray, int]]:
     """Each rule's S of the candidates ``(P,)`` and the S_trans pairs it adds to as drawn."""
     t_count = len(data["S"])
+    suspect = data["suspected"][data["pairs"][:, 1]]
     return {
         "today": chosen(data, len(TODAY), 1, True),
         "gated2-of-8": chosen(data, len(TODAY), 2, True),
@@ -138,10 +139,7 @@ def rules(data: dict[str, np.ndarray]) -> dict[str, tuple[np.ndarray, int]]:
         "top1": chosen(data, t_count, 1, False),
         "top2": chosen(data, t_count, 2, False),
         "gated2": chosen(data, t_count, 2, True),
-        "suspects-all": (
-            np.where(data["suspected"][data["pairs"][:, 1]], data["S"].max(axis=0), data["S"][0]),
-            (t_count - 1) * int(data["suspected"][data["pairs"][:, 1]].sum()),
-        ),
+        "suspects-all": (np.where(suspect, data["S"].max(axis=0), data["S"][0]), (t_count - 1) * int(suspect.sum())),
         "all": (data["S"].max(axis=0), (t_count - 1) * len(data["pairs"])),
     }
 

@@ -57,17 +57,14 @@ def main() -> None:
                 feats0, images1, model, found.pairs, Suspects(columns, found.cheap), options
             )
             turned = pipeline.describe_transposed(images1, model, options, feats1, turns=turns)
-            asked = np.flatnonzero(chosen[:, 2:].any(axis=1))
+            asked = chosen[:, 2] > 0  # score_candidates, with S as drawn computed once for both rules
             s = drawn.copy()
-            for k in range(chosen.shape[1] - 2):  # each slot of the chosen transpositions, as score_candidates
-                here = asked[chosen[asked, 2 + k] > 0]
-                keyed = np.stack([chosen[here, 0], k * len(images1) + chosen[here, 1]], axis=1)
-                s[here] = np.maximum(s[here], score_pairs(feats0, turned, keyed, **settings)[0].numpy())
+            s[asked] = np.maximum(s[asked], score_pairs(feats0, turned, chosen[asked, :2], **settings)[0].numpy())
             spent = time.perf_counter() - t
             matrix, _ = pipeline.assemble(found.shape, found.pairs, s, np.zeros(len(s), np.int8))
             p_s = accuracy(pipeline.correspond({(0, 1): matrix}, options)[(0, 1)].P_S, gt)
             row.append(
-                f"by {name}: {int(columns.sum())} suspected, {np.count_nonzero(chosen[:, 2:])} pairs transposed, "
+                f"by {name}: {int(columns.sum())} suspected, {np.count_nonzero(chosen[:, 2])} pairs transposed, "
                 f"{spent:.1f} s, P_S {p_s:.3f};"
             )
         print(" ".join(row), flush=True)

@@ -218,9 +218,14 @@ def likely_transpositions(
     np.maximum.at(best, j, cheap)  # each column's best cheap score per transposition, over those pairs
     suspected = np.flatnonzero(np.isfinite(best).any(axis=1))
     turns[suspected] = best[suspected].argmax(axis=1) + 1  # the first of equal maxima: the option's order
-    j = pairs[rows, 1]  # every pair of a suspect, under its illustration's transposition (the same draws)
-    under = np.stack([pairs[rows, 0], (turns[j] - 1) * n1 + j], axis=1)
-    wins = cheap_scores(coarse0, coarse1, under, 1, seed=seed, partial=partial) > margin * suspects.cheap[rows]
+    under = np.empty(len(rows))  # every pair of a suspect, under its illustration's transposition
+    read = np.isin(rows, few)  # the pick scored these under every transposition (the same draws): not again
+    under[read] = cheap[np.arange(len(few)), turns[j] - 1]
+    rest = rows[~read]
+    asked = np.stack([pairs[rest, 0], (turns[pairs[rest, 1]] - 1) * n1 + pairs[rest, 1]], axis=1)
+    under[~read] = cheap_scores(coarse0, coarse1, asked, 1, seed=seed, partial=partial)
+    j = pairs[rows, 1]
+    wins = under > margin * suspects.cheap[rows]
     chosen[rows[wins]] = turns[j[wins]]
     turns[~np.isin(np.arange(n1), pairs[chosen > 0, 1])] = 0  # described only where a pair scores it
     return turns, chosen
@@ -228,8 +233,8 @@ def likely_transpositions(
 
 def by_order(pairs: np.ndarray, cheap: np.ndarray, k: int, config: CascadeConfig = CASCADE) -> np.ndarray:
     """``(R,)`` bool: each second illustration's ``k`` pairs of ``pairs`` ``(R, 2)`` that the manuscripts' order
-    makes likeliest: highest by the cheap score normalized and propagated as ``select_candidates`` ranks them
-    (equal values: the earlier row), so the partner a turned copy's own score cannot find is among them when its
+    makes likeliest: highest by ``cheap`` normalized and propagated (``propagated``, as ``select_candidates``
+    ranks) (equal values: the earlier row), so the partner a turned copy's own score cannot find is among them when its
     neighbours in both manuscripts are matched.
 
     Args:
