@@ -13,6 +13,8 @@ when one of its two regions is blank:
   has no null to learn from: there the calibrated fixed floor holds. A cycle-consistent pair under it is
   a match all the same when it lies among clear matches (above their own nulls) in the order of both
   manuscripts (``anchored``): copyists keep the text's order, which is the evidence of the propagation.
+  Both run twice: an illustration the first pass matched is no alternative for the other rows and columns
+  (a concordance row holds one illustration of each witness), so the second leaves it out of their highest.
   A fixed floor cannot tell "weak because unrelated" from "weak because the copy is hard": hard copies'
   true matches score 0.1-0.6, as unrelated images do elsewhere, but far above their own rows' others.
 - **Fixed floor** (``weak_below`` set): raw S under it (``CollationOptions.floor``, ``defaults.WEAK_BELOW``).
@@ -65,18 +67,36 @@ def weak_matches(
         ``(n0, n1)`` bool.
     """
     s = np.asarray(scores, dtype=np.float64)
-    weak = ~(s >= (floor if cycles is None else learned_floor(s, cycles, floor)))
     blank = np.zeros(s.shape, dtype=bool)
     if blank0 is not None and len(blank0):
         blank |= np.asarray(blank0, dtype=bool)[:, None]
     if blank1 is not None and len(blank1):
         blank |= np.asarray(blank1, dtype=bool)[None, :]
-    weak |= blank
-    if cycles is not None:  # the order's evidence: a pair between clear matches in both manuscripts is a match
-        pairs = np.asarray(cycles, dtype=np.int64).reshape(-1, 2)
-        held = pairs[anchored(weak, pairs)]
-        held = held[np.isfinite(s[held[:, 0], held[:, 1]])]  # an unscored pair is never a match
-        weak[held[:, 0], held[:, 1]] &= blank[held[:, 0], held[:, 1]]
+    if cycles is None:
+        return ~(s >= floor) | blank
+    pairs = np.asarray(cycles, dtype=np.int64).reshape(-1, 2)
+    # Twice: the matches of the first pass are taken, and a second illustration's resemblance to another's clear
+    # copy is then no alternative to its own match (``learned_floor``'s ``matched``).
+    first = learned_weak(s, pairs, floor, blank)
+    return learned_weak(s, pairs, floor, blank, matched=pairs[~first[pairs[:, 0], pairs[:, 1]]])
+
+
+def learned_weak(
+    s: np.ndarray, pairs: np.ndarray, floor: float, blank: np.ndarray, matched: np.ndarray | None = None
+) -> np.ndarray:
+    """``(n0, n1)`` bool: the weak matches by the learned floor, then the order's evidence.
+
+    Args:
+        s: ``(n0, n1)`` raw S, -inf where unscored.
+        pairs: ``(K, 2)`` the cycle-consistent pairs.
+        floor: the fixed floor of the rows and columns too small to learn one.
+        blank: ``(n0, n1)`` whether either region of the pair is blank.
+        matched: ``(M, 2)`` the pairs already known to be matches, or None (``learned_floor``).
+    """
+    weak = ~(s >= learned_floor(s, pairs, floor, matched=matched)) | blank
+    held = pairs[anchored(weak, pairs)]  # the order's evidence: a pair between clear matches in both manuscripts
+    held = held[np.isfinite(s[held[:, 0], held[:, 1]])]  # an unscored pair is never a match
+    weak[held[:, 0], held[:, 1]] &= blank[held[:, 0], held[:, 1]]
     return weak
 
 
@@ -126,6 +146,8 @@ def learned_floor(
     floor: float,
     margin: float = defaults.WEAK_NULL_MARGIN,
     min_null: int = defaults.WEAK_NULL_MIN,
+    *,
+    matched: np.ndarray | None = None,
 ) -> np.ndarray:
     """``(n0, n1)`` float64: the raw S each pair must reach not to be weak, learned from the pair's null.
 
@@ -135,10 +157,17 @@ def learned_floor(
     absolute deviation): clearly above every pair that is not a match around it. A row or column with fewer
     than ``min_null`` null pairs has none to learn from: its side of the floor is the fixed ``floor``.
 
+    ``matched`` pairs take their illustrations out of the other rows' and columns' highest: an illustration that
+    is clearly another's copy is no alternative to a row's own match, since a concordance row holds one
+    illustration of each witness. Copies by one hand, or quarters of one drawing, resemble each other more than
+    unrelated images do, and their pairs raised each other's floors over the right matches of hard copies. The
+    whole null still gives the spread, and the highest where fewer than ``min_null`` null pairs are left.
+
     Args:
         scores: ``(n0, n1)`` raw S, -inf where unscored.
         cycles: ``(K, 2)`` cycle-consistent pairs, left out of the null.
         floor: the fixed floor of the rows and columns too small to learn from.
+        matched: ``(M, 2)`` pairs known to be matches (``weak_matches``' first pass), or None.
     """
     s = np.asarray(scores, dtype=np.float64)
     cycle = np.zeros(s.shape, dtype=bool)
@@ -147,8 +176,15 @@ def learned_floor(
     null = np.where(np.isfinite(s) & ~cycle, s, -np.inf)
     pooled = null[np.isfinite(null)]
     spread = 1.4826 * float(np.median(np.abs(pooled - np.median(pooled)))) if len(pooled) else 0.0
+    taken0, taken1 = np.zeros(s.shape[0], dtype=bool), np.zeros(s.shape[1], dtype=bool)
+    if matched is not None:
+        known = np.asarray(matched, dtype=np.int64).reshape(-1, 2)
+        taken0[known[:, 0]], taken1[known[:, 1]] = True, True
     sides = []
-    for axis in (1, 0):  # rows, then columns
-        learned = null.max(axis=axis) + margin * spread
+    for axis, taken in ((1, taken1[None, :]), (0, taken0[:, None])):  # rows, then columns
+        free = np.where(taken, -np.inf, null)
+        enough = np.isfinite(free).sum(axis=axis) >= min_null
+        highest = np.where(enough, free.max(axis=axis), null.max(axis=axis))
+        learned = highest + margin * spread
         sides.append(np.where(np.isfinite(null).sum(axis=axis) >= min_null, learned, float(floor)))
     return np.maximum(sides[0][:, None], sides[1][None, :])

@@ -12,6 +12,7 @@ from test_weak import blank_page, groups, witnesses
 
 from collation.core import defaults
 from collation.core.options import CollationOptions
+from collation.engine.concordance import PairEvidence, build_groups
 from collation.engine.correspondences import collate
 from collation.engine.outputs import concordance_rows, correspondences
 from collation.engine.pipeline import CollationResult, run_collation
@@ -138,3 +139,39 @@ def test_a_weak_pair_between_clear_matches_in_order_is_a_match() -> None:
 def test_the_floor_is_learned_unless_weak_below_is_set() -> None:
     assert CollationOptions().learns_floor and not CollationOptions(weak_below=0.5).learns_floor
     assert "weak_below" not in CollationOptions().to_record()
+
+
+def reversed_copies(seed: int) -> np.ndarray:
+    """``(12, 24)`` S of 12 illustrations against their copies in the opposite order (the copy of k at 11 - k, so
+    that the order holds nothing) and 12 illustrations with no copy: 11 clear copies, and a hard one, (5, 6),
+    whose row resembles the copy of its neighbour 6 at column 5 almost as much as its own (a quarter of the same
+    drawing, a copy by the same hand)."""
+    s = np.random.default_rng(seed).normal(0.12, 0.015, (12, 24))
+    s[np.arange(12), 11 - np.arange(12)] = 0.3
+    s[5, 6], s[5, 5] = 0.2, 0.19
+    return s
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_hard_copy_is_not_weak_for_resembling_another_illustrations_clear_copy(seed: int) -> None:
+    """Row 5's highest pair that is no match is column 5, the clear copy of row 6: one illustration per witness
+    in a row, so it is no alternative to row 5's own match, which is clearly above everything else around it.
+    The whole null counted it (weak: left out of the concordance); the floor leaves it out once (6, 5) is known."""
+    s = reversed_copies(seed)
+    right = np.stack([np.arange(12), 11 - np.arange(12)], axis=1)
+    cycles = collate({(0, 1): s})[(0, 1)].two_cycles
+    assert {tuple(p) for p in right.tolist()} <= {tuple(c) for c in cycles.tolist()}
+    whole = learned_floor(s, cycles, 0.5)
+    taken = learned_floor(s, cycles, 0.5, matched=right[right[:, 0] != 5])
+    assert taken[5, 6] <= s[5, 6] < whole[5, 6]
+    weak = weak_matches(s, 0.5, cycles=cycles)
+    assert not weak[right[:, 0], right[:, 1]].any()
+    p_s = collate({(0, 1): s})[(0, 1)].P_S
+    rows = build_groups({0: 12, 1: 24}, {(0, 1): PairEvidence(p_s, cycles, {}, weak)})
+    assert sorted((g.members[0].position, g.members[1].position) for g in rows if len(g.members) == 2) == [
+        tuple(p) for p in right.tolist()
+    ]
+    # When the copy of row 6 is lost (row 6 scores like chance), nothing is known of column 5: (5, 6) stays weak.
+    lost = s.copy()
+    lost[6, 5] = 0.13
+    assert weak_matches(lost, 0.5, cycles=collate({(0, 1): lost})[(0, 1)].two_cycles)[5, 6]
