@@ -76,7 +76,8 @@ def weak_matches(
         return ~(s >= floor) | blank
     pairs = np.asarray(cycles, dtype=np.int64).reshape(-1, 2)
     # Twice: the matches of the first pass are taken, and a second illustration's resemblance to another's clear
-    # copy is then no alternative to its own match (``learned_floor``'s ``matched``).
+    # copy is then no alternative to its own match (``learned_floor``'s ``matched``). The floors can only fall, so
+    # the second pass keeps every match of the first.
     first = learned_weak(s, pairs, floor, blank)
     return learned_weak(s, pairs, floor, blank, matched=pairs[~first[pairs[:, 0], pairs[:, 1]]])
 
