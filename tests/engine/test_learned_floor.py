@@ -16,7 +16,7 @@ from collation.engine.concordance import PairEvidence, build_groups
 from collation.engine.correspondences import collate
 from collation.engine.outputs import concordance_rows, correspondences
 from collation.engine.pipeline import CollationResult, run_collation
-from collation.engine.weak import anchored, learned_floor, weak_matches
+from collation.engine.weak import anchored, learned_floor, learned_weak, weak_matches
 
 OPTIONS = CollationOptions(candidates=None, transpositions="none")
 """As drawn: the turned copies are the hard copies here (with the default turns they score as copies do)."""
@@ -166,6 +166,8 @@ def test_a_hard_copy_is_not_weak_for_resembling_another_illustrations_clear_copy
     assert taken[5, 6] <= s[5, 6] < whole[5, 6]
     weak = weak_matches(s, 0.5, cycles=cycles)
     assert not weak[right[:, 0], right[:, 1]].any()
+    first = learned_weak(s, cycles, 0.5, np.zeros(s.shape, dtype=bool))  # the first pass: (5, 6) weak
+    assert first[5, 6] and not (weak & ~first).any()  # the second keeps every match of the first
     p_s = collate({(0, 1): s})[(0, 1)].P_S
     rows = build_groups({0: 12, 1: 24}, {(0, 1): PairEvidence(p_s, cycles, {}, weak)})
     assert sorted((g.members[0].position, g.members[1].position) for g in rows if len(g.members) == 2) == [
