@@ -44,7 +44,7 @@ from bench_concordance import load_set, options_of
 from collation.core import defaults
 from collation.core.vocabulary import TURNS
 from collation.engine.backbones import load_backbone
-from collation.engine.candidates import UNSCORED
+from collation.engine.candidates import scattered
 from collation.engine.cascade import by_order, cheap_scores, coarse_features
 from collation.engine.evaluation import accuracy
 from collation.engine.features import MultiScaleFeatures
@@ -113,8 +113,7 @@ def chosen(data: dict[str, np.ndarray], t_count: int, k: int, gated: bool) -> tu
     pairs, every = data["pairs"], np.arange(len(data["pairs"]))
     j = pairs[:, 1]
     suspect = data["suspected"][j]
-    drawn = np.full(tuple(int(v) for v in data["shape"]), UNSCORED)
-    drawn[pairs[:, 0], pairs[:, 1]] = cheap[0]
+    drawn = scattered(tuple(int(v) for v in data["shape"]), pairs, cheap[0])
     few = np.flatnonzero(suspect)[by_order(pairs[suspect], drawn, defaults.TRANSPOSE_PICK_FROM)]
     best = np.full((int(data["shape"][1]), t_count - 1), -np.inf)
     np.maximum.at(best, j[few], cheap[1:, few].T)  # over the suspect's pairs likeliest by order, as the engine

@@ -31,6 +31,14 @@ UNSCORED = -np.inf
 """S, N_S and P_S of a pair outside the candidate set: below every score, excluded from every statistic."""
 
 
+def scattered(shape: tuple[int, int], pairs: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``(n0, n1)`` float64: ``values`` ``(P,)`` at ``pairs`` ``(P, 2)``, ``UNSCORED`` everywhere else."""
+    matrix = np.full(shape, UNSCORED)
+    if len(pairs):
+        matrix[pairs[:, 0], pairs[:, 1]] = values
+    return matrix
+
+
 def global_descriptors(
     feats: MultiScaleFeatures, *, grid: int | None = None, power: float | None = None, chunk: int = 256
 ) -> torch.Tensor:

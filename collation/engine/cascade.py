@@ -37,7 +37,7 @@ import torch
 from collation.core import defaults
 from collation.core.defaults import CASCADE, CascadeConfig
 from collation.core.errors import InputError
-from collation.engine.candidates import UNSCORED, top_k_pairs
+from collation.engine.candidates import UNSCORED, scattered, top_k_pairs
 from collation.engine.checks import check_positive_float, check_positive_int
 from collation.engine.correspondences import mutual_best, normalize, propagate
 from collation.engine.features import MultiScaleFeatures, ProgressCallback, cell_positions
@@ -155,8 +155,7 @@ def suspect_transposed(
     cheap = np.asarray(cheap, dtype=np.float64)
     if cheap.shape != (len(pairs),):
         raise InputError(f"{cheap.shape} cheap scores for {len(pairs)} pairs", field="cheap")
-    matrix = np.full(shape, UNSCORED)
-    matrix[pairs[:, 0], pairs[:, 1]] = cheap
+    matrix = scattered(shape, pairs, cheap)
     seeds = mutual_best(normalize(matrix, CASCADE.normalization))
     seeds = seeds[np.isfinite(matrix[seeds[:, 0], seeds[:, 1]])]
     best = np.full(shape[1], -np.inf)
@@ -208,8 +207,7 @@ def likely_transpositions(
     if not len(rows) or t == 1:
         return turns, chosen
     coarse0, coarse1 = coarse_features(feats0), coarse_features(turned1)
-    drawn = np.full((len(feats0), n1), UNSCORED)
-    drawn[pairs[:, 0], pairs[:, 1]] = suspects.cheap
+    drawn = scattered((len(feats0), n1), pairs, suspects.cheap)
     few = rows[by_order(pairs[rows], drawn, pick_from)]  # each suspect's pairs the pick reads
     i, j = pairs[few, 0], pairs[few, 1]
     asked = np.stack([np.repeat(i, t - 1), ((np.arange(t - 1) * n1)[None, :] + j[:, None]).reshape(-1)], 1)

@@ -26,7 +26,7 @@ from PIL import Image
 from collation.core.errors import InputError
 from collation.core.options import CollationOptions
 from collation.engine.backbones import Backbone, load_backbone, resolve_device, resolve_precision
-from collation.engine.candidates import UNSCORED
+from collation.engine.candidates import scattered
 from collation.engine.cascade import (
     Suspects,
     cascade_scores,
@@ -231,11 +231,10 @@ def assemble(
     shape: tuple[int, int], pairs: np.ndarray, scores: np.ndarray, winners: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """S ``(n0, n1)`` float64 with ``UNSCORED`` (-inf) outside ``pairs``, and T ``(n0, n1)`` int8 (0 there)."""
-    matrix, turned = np.full(shape, UNSCORED), np.zeros(shape, dtype=np.int8)
+    turned = np.zeros(shape, dtype=np.int8)
     if len(pairs):
-        matrix[pairs[:, 0], pairs[:, 1]] = scores
         turned[pairs[:, 0], pairs[:, 1]] = winners
-    return matrix, turned
+    return scattered(shape, pairs, scores), turned
 
 
 def correspond(

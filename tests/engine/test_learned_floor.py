@@ -159,7 +159,8 @@ def test_a_hard_copy_is_not_weak_for_resembling_another_illustrations_clear_copy
     The whole null counted it (weak: left out of the concordance); the floor leaves it out once (6, 5) is known."""
     s = reversed_copies(seed)
     right = np.stack([np.arange(12), 11 - np.arange(12)], axis=1)
-    cycles = collate({(0, 1): s})[(0, 1)].two_cycles
+    pr = collate({(0, 1): s})[(0, 1)]
+    cycles = pr.two_cycles
     assert {tuple(p) for p in right.tolist()} <= {tuple(c) for c in cycles.tolist()}
     whole = learned_floor(s, cycles, 0.5)
     taken = learned_floor(s, cycles, 0.5, matched=right[right[:, 0] != 5])
@@ -168,8 +169,7 @@ def test_a_hard_copy_is_not_weak_for_resembling_another_illustrations_clear_copy
     assert not weak[right[:, 0], right[:, 1]].any()
     first = learned_weak(s, cycles, 0.5, np.zeros(s.shape, dtype=bool))  # the first pass: (5, 6) weak
     assert first[5, 6] and not (weak & ~first).any()  # the second keeps every match of the first
-    p_s = collate({(0, 1): s})[(0, 1)].P_S
-    rows = build_groups({0: 12, 1: 24}, {(0, 1): PairEvidence(p_s, cycles, {}, weak)})
+    rows = build_groups({0: 12, 1: 24}, {(0, 1): PairEvidence(pr.P_S, cycles, {}, weak)})
     assert sorted((g.members[0].position, g.members[1].position) for g in rows if len(g.members) == 2) == [
         tuple(p) for p in right.tolist()
     ]
